@@ -1,0 +1,41 @@
+# session-switch: build, test, demo. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+CARGO ?= cargo
+GUEST_WASM := target/wasm32-unknown-unknown/guest/session_switch_policy.wasm
+COMPONENT := target/policy/session_switch.wasm
+VARIANTS_DIR := target/policy/variants
+VENV := target/venv
+
+.PHONY: help toolchain component variants build test lint venv clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+toolchain: ## install the wasm targets of rust-toolchain.toml (idempotent)
+	@rustup target add wasm32-unknown-unknown wasm32-wasip2 >/dev/null 2>&1 || \
+	  rustup target add wasm32-unknown-unknown wasm32-wasip2
+
+component: toolchain ## build the policy component: target/policy/session_switch.wasm
+	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest
+	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
+
+build: component ## build the CLI (embeds the component)
+	$(CARGO) build -p session-switch --bins
+
+venv: ## Python venv for the XMPP observer of the tests
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	@$(VENV)/bin/python -c 'import slixmpp' 2>/dev/null || \
+	  $(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+
+test: build ## run every test (starts and stops an isolated ejabberd)
+	$(CARGO) test --workspace
+
+lint: component ## rustfmt and clippy, warnings are errors
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,1 @@
+//! The TOML config of DESIGN §8 (agents, room, transport, redirect settings).

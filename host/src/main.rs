@@ -1,0 +1,2 @@
+//! `xmpp-session-bridge`: the command line of session-switch.
+fn main() {}

@@ -1,0 +1,1 @@
+//! The policy component under wasmtime: load, limit, call, hot-swap.

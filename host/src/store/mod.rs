@@ -1,0 +1,1 @@
+//! Hermes `state.db`: reads and the store half of the atomic send.

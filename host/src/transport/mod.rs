@@ -1,0 +1,1 @@
+//! ejabberd transports: post a body to the MUC room and check the sender.

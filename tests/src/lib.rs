@@ -1,0 +1,88 @@
+//! Shared helpers of the integration tests: where the real Hermes fixtures,
+//! the built components and the CLI binary are, and private copies of
+//! fixtures in temp dirs (CI's `../shared` is read-only, and SQLite writes
+//! `-wal`/`-shm` files beside a WAL database even to read it).
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (parent of `tests/`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The folder of Hermes's real databases: `$HERMES_FIXTURES`, else
+/// `../shared/fixtures/hermes` beside the workspace. `None` (and a note on
+/// stderr) when missing: the caller skips; `.ci/run` fails before that.
+pub fn fixtures_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HERMES_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("../shared/fixtures/hermes"));
+    if dir.join("hermes-latest.db").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: Hermes fixtures not found at {} (set HERMES_FIXTURES)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// The three fixture files, oldest schema first.
+pub const FIXTURES: [&str; 3] = ["hermes-early.db", "hermes-0.19.0.db", "hermes-latest.db"];
+
+/// A private copy of fixture `name` in a new temp dir; the dir lives as long
+/// as the returned guard. `None` when the fixtures are missing.
+pub fn fixture_copy(name: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    let src = fixtures_dir()?.join(name);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dst = dir.path().join("state.db");
+    std::fs::copy(&src, &dst).unwrap_or_else(|e| panic!("copy {}: {e}", src.display()));
+    Some((dir, dst))
+}
+
+/// `expected-conversations.json` of the fixtures.
+pub fn expected_conversations() -> Option<serde_json::Value> {
+    let path = fixtures_dir()?.join("expected-conversations.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Some(serde_json::from_str(&text).expect("expected-conversations.json is JSON"))
+}
+
+/// The policy component `make component` writes.
+pub fn component_path() -> PathBuf {
+    let path = workspace_root().join("target/policy/session_switch.wasm");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make component`",
+        path.display()
+    );
+    path
+}
+
+/// A test variant of the policy built by `make variants` (e.g. `panic`).
+pub fn variant_path(name: &str) -> PathBuf {
+    let path = workspace_root().join(format!("target/policy/variants/{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make variants`",
+        path.display()
+    );
+    path
+}
+
+/// The `xmpp-session-bridge` binary: `$XSB_BIN`, else the workspace's
+/// `target/debug` build (`make build` makes it).
+pub fn bin_path() -> PathBuf {
+    let path = std::env::var_os("XSB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/debug/xmpp-session-bridge"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make build`",
+        path.display()
+    );
+    path
+}

@@ -1,0 +1,59 @@
+//! `cargo run -p xtask -- componentize CORE.wasm OUT.wasm`: wrap the policy's
+//! core module (built for wasm32-unknown-unknown) into a component with the
+//! `wit-component` crate, reading the component-type section wit-bindgen put
+//! in the module. No WASI adapter: the module imports nothing but our WIT.
+//!
+//! `cargo run -p xtask -- wit COMPONENT.wasm` prints the component's WIT
+//! (its imports and exports), like `wasm-tools component wit`.
+
+use anyhow::{Context, Result, bail};
+use std::path::Path;
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["componentize", core, out] => componentize(Path::new(core), Path::new(out)),
+        ["wit", component] => print_wit(Path::new(component)),
+        _ => bail!("usage: xtask componentize CORE.wasm OUT.wasm | xtask wit COMPONENT.wasm"),
+    }
+}
+
+fn componentize(core: &Path, out: &Path) -> Result<()> {
+    let module = std::fs::read(core).with_context(|| format!("reading {}", core.display()))?;
+    let component = wit_component::ComponentEncoder::default()
+        .validate(true)
+        .module(&module)
+        .with_context(|| format!("{} is not a wit-bindgen module", core.display()))?
+        .encode()
+        .context("encoding the component")?;
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // Write beside the target, then rename: a gateway watching `out` never
+    // sees half a file.
+    let tmp = out.with_extension("wasm.tmp");
+    std::fs::write(&tmp, &component).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, out).with_context(|| format!("renaming to {}", out.display()))?;
+    eprintln!(
+        "componentized {} -> {} ({} bytes)",
+        core.display(),
+        out.display(),
+        component.len()
+    );
+    Ok(())
+}
+
+fn print_wit(component: &Path) -> Result<()> {
+    let bytes =
+        std::fs::read(component).with_context(|| format!("reading {}", component.display()))?;
+    let decoded = wit_component::decode(&bytes).context("decoding the component")?;
+    let mut printer = wit_component::WitPrinter::default();
+    printer.print(decoded.resolve(), decoded.package(), &[])?;
+    println!("{}", printer.output);
+    Ok(())
+}
