@@ -1,1 +1,48 @@
-//! Hermes `state.db`: reads and the store half of the atomic send.
+//! Hermes `state.db`: reads for the policy's host imports and the store half
+//! of the atomic send (DESIGN §4, §8).
+
+/// One history row as Hermes's loader returns it for the model
+/// (`get_messages_as_conversation`, research/hermes-state.md §6).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistoryRow {
+    /// `messages.id`; history order.
+    pub id: i64,
+    /// `messages.role`: `user`, `assistant`, `tool`, `system`, … as stored.
+    pub role: String,
+    /// `messages.content`, NULL read as empty.
+    pub content: String,
+    /// `messages.tool_calls`: JSON text of the OpenAI list, as stored.
+    pub tool_calls: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    /// Listed in `session_switch_sent` for the agent the history was read for.
+    pub bridge_wrote: bool,
+}
+
+/// What one send writes (DESIGN §8 "Send"); all in one transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWrite<'a> {
+    /// Agent name (provenance and record).
+    pub agent: &'a str,
+    /// The agent's XMPP session that receives the row.
+    pub history_session_id: &'a str,
+    /// `[YOU] ` + the body; role `user`.
+    pub history_content: &'a str,
+    /// The CLI session that sent.
+    pub cli_session_id: &'a str,
+    /// `session_switch:active:<agent>`.
+    pub record_key: &'a str,
+    /// JSON `{"session_id", "timestamp", "source": "cli", "agent"}`.
+    pub record_value: &'a str,
+    /// Unix seconds: row timestamp, record timestamp, `sent_at`.
+    pub timestamp: f64,
+}
+
+/// What a committed send wrote.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Written {
+    /// `messages.id` of the new row.
+    pub message_id: i64,
+    /// False when a newer record was already stored and was kept.
+    pub record_replaced: bool,
+}
