@@ -1,0 +1,262 @@
+//! The TOML config (DESIGN §8): the example parses to the seed's agents, and
+//! every validation error names the line and says what is wrong.
+
+use session_switch::config::{Config, TransportKind};
+use session_switch::{Failure, FailureKind};
+
+const MINIMAL: &str = r#"
+[xmpp]
+room = "coregroup@conference.example.org"
+
+[[agents]]
+name = "mohe"
+jid = "mohe@example.org"
+sessions = ["xmpp-mohe-v2"]
+"#;
+
+fn err(text: &str) -> Failure {
+    let e = Config::parse(text, "test.toml").expect_err("config must be refused");
+    assert_eq!(e.kind, FailureKind::BadInput, "{e}");
+    e
+}
+
+/// `MINIMAL` with `extra` appended (a new table or agent).
+fn with(extra: &str) -> String {
+    format!("{MINIMAL}{extra}")
+}
+
+#[test]
+fn example_config_is_the_seeds_three_agents() {
+    let path = session_switch_tests::workspace_root().join("examples/session-switch.toml");
+    let c = Config::load(&path).unwrap();
+    assert_eq!(c.path.as_deref(), Some(path.as_path()));
+    assert_eq!(c.xmpp.room, "coregroup@conference.yoin.fun");
+    assert_eq!(c.xmpp.transport, TransportKind::Ejabberdctl);
+    assert_eq!(
+        c.xmpp.ejabberdctl,
+        ["docker", "exec", "ejabberd", "ejabberdctl"]
+    );
+    assert_eq!(c.redirect.ttl_seconds, 3600);
+    assert_eq!(c.redirect.future_skew_seconds, 120);
+    assert_eq!(c.redirect.legacy_agent.as_deref(), Some("mohe"));
+    let names: Vec<_> = c.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["mohe", "zhiwei", "xiaoguo"]);
+    let mohe = c.agent("mohe").unwrap();
+    assert_eq!(mohe.jid, "mohe@yoin.fun");
+    assert_eq!(mohe.sessions, ["xmpp-mohe-v2", "xmpp-mohe"]);
+    assert_eq!(
+        (mohe.http_port, mohe.gateway_port),
+        (Some(5804), Some(8642))
+    );
+    assert_eq!(c.agent("xiaoguo").unwrap().sessions, ["xmpp-xiaoguo"]);
+    assert_eq!(c.agent_names(), "mohe, zhiwei, xiaoguo");
+}
+
+#[test]
+fn defaults_fill_what_is_left_out() {
+    let c = Config::parse(MINIMAL, "m.toml").unwrap();
+    assert_eq!(c.xmpp.transport, TransportKind::Ejabberdctl);
+    assert_eq!(c.xmpp.ejabberdctl, ["ejabberdctl"]);
+    assert_eq!(c.xmpp.max_body_chars, 10_000);
+    assert_eq!(c.redirect.ttl_seconds, 3600);
+    assert_eq!(c.redirect.future_skew_seconds, 120);
+    assert_eq!(c.redirect.legacy_agent, None);
+    let mohe = &c.agents[0];
+    assert_eq!(mohe.nick, "mohe", "the nick defaults to the name");
+    assert!(mohe.aliases.is_empty());
+}
+
+#[test]
+fn adding_an_agent_is_a_config_edit_only() {
+    let c = Config::parse(
+        &with("\n[[agents]]\nname = \"newbie\"\njid = \"newbie@example.org\"\nnick = \"nb\"\nsessions = [\"xmpp-newbie\"]\naliases = [\"NB\"]\n"),
+        "t",
+    )
+    .unwrap();
+    let newbie = c.agent("newbie").unwrap();
+    assert_eq!(
+        (newbie.nick.as_str(), newbie.aliases.as_slice()),
+        ("nb", &["NB".to_string()][..])
+    );
+}
+
+#[test]
+fn duplicate_name_names_both_lines() {
+    let e = err(&with(
+        "\n[[agents]]\nname = \"mohe\"\njid = \"other@example.org\"\nsessions = [\"s2\"]\n",
+    ));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 11: duplicate agent name 'mohe' (first at line 6)"
+    );
+}
+
+#[test]
+fn duplicate_session_across_agents_is_refused() {
+    let e = err(&with(
+        "\n[[agents]]\nname = \"zhiwei\"\njid = \"zhiwei@example.org\"\nsessions = [\"xmpp-mohe-v2\"]\n",
+    ));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 13: session 'xmpp-mohe-v2' is already a session of agent 'mohe'"
+    );
+}
+
+#[test]
+fn duplicate_jid_and_nick_are_refused() {
+    let e = err(&with(
+        "\n[[agents]]\nname = \"x\"\njid = \"MOHE@example.org\"\nsessions = [\"s\"]\n",
+    ));
+    assert!(
+        e.message
+            .contains("line 12: duplicate jid 'mohe@example.org' (first at line 7)"),
+        "{e}"
+    );
+    let e = err(&with(
+        "\n[[agents]]\nname = \"x\"\njid = \"x@example.org\"\nnick = \"mohe\"\nsessions = [\"s\"]\n",
+    ));
+    assert!(e.message.contains("line 13: duplicate nick 'mohe'"), "{e}");
+}
+
+#[test]
+fn bad_jids_are_refused_with_their_line() {
+    let bad_room = MINIMAL.replace(
+        "coregroup@conference.example.org",
+        "coregroup@conference.example.org/nick",
+    );
+    assert!(
+        err(&bad_room)
+            .message
+            .contains("line 3: room 'coregroup@conference.example.org/nick' must be a bare JID")
+    );
+    let no_local = MINIMAL.replace("mohe@example.org", "example.org");
+    assert!(
+        err(&no_local)
+            .message
+            .contains("line 7: jid of agent 'mohe' 'example.org' needs a local part")
+    );
+    let invalid = MINIMAL.replace("mohe@example.org", "mo he@@example.org");
+    assert!(
+        err(&invalid)
+            .message
+            .contains("line 7: jid of agent 'mohe' 'mo he@@example.org' is not a valid JID")
+    );
+}
+
+#[test]
+fn empty_values_are_refused() {
+    assert!(
+        err(&MINIMAL.replace("name = \"mohe\"", "name = \"\""))
+            .message
+            .contains("line 6: agent name must not be empty")
+    );
+    assert!(
+        err(&MINIMAL.replace("[\"xmpp-mohe-v2\"]", "[]"))
+            .message
+            .contains("line 8: agent 'mohe' needs at least one XMPP session id")
+    );
+    assert!(
+        err(&MINIMAL.replace("[\"xmpp-mohe-v2\"]", "[\" \"]"))
+            .message
+            .contains("line 8: session id must not be empty")
+    );
+    let e = err("[xmpp]\nroom = \"r@conference.example.org\"\n");
+    assert_eq!(
+        e.message,
+        "config test.toml, line 1: no [[agents]]: configure at least one agent"
+    );
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_line() {
+    let e = err(&MINIMAL.replace("sessions = ", "sesions = [\"typo\"]\nsessions = "));
+    assert!(
+        e.message
+            .starts_with("config test.toml, line 8: unknown field `sesions`"),
+        "{e}"
+    );
+    let e = err(&with("\n[redirect]\nttl = 5\n"));
+    assert!(
+        e.message
+            .starts_with("config test.toml, line 11: unknown field `ttl`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn wrong_types_and_ranges_are_refused() {
+    let e = err(&with("\n[redirect]\nttl_seconds = \"1h\"\n"));
+    assert!(e.message.starts_with("config test.toml, line 11:"), "{e}");
+    let e = err(&with("\n[redirect]\nttl_seconds = 0\n"));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 11: ttl_seconds must be at least 1"
+    );
+    let e = err(&with("\n[redirect]\nlegacy_agent = \"nobody\"\n"));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 11: legacy_agent 'nobody' is not a configured agent"
+    );
+    let e = err(&MINIMAL.replace("[xmpp]\n", "[xmpp]\ntransport = \"carrier-pigeon\"\n"));
+    assert!(
+        e.message
+            .starts_with("config test.toml, line 3: unknown variant `carrier-pigeon`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn http_transport_needs_a_url_and_paired_credentials() {
+    let e = err(&MINIMAL.replace("[xmpp]\n", "[xmpp]\ntransport = \"http\"\n"));
+    assert!(
+        e.message.contains("transport = \"http\" needs api_url"),
+        "{e}"
+    );
+    let e = err(&MINIMAL.replace("[xmpp]\n", "[xmpp]\napi_url = \"127.0.0.1:5280/api\"\n"));
+    assert!(
+        e.message
+            .contains("line 3: api_url '127.0.0.1:5280/api' must start with http://"),
+        "{e}"
+    );
+    let e = err(&MINIMAL.replace("[xmpp]\n", "[xmpp]\napi_user = \"admin@example.org\"\n"));
+    assert!(
+        e.message
+            .contains("line 3: api_user needs api_password_env"),
+        "{e}"
+    );
+    let ok = Config::parse(
+        &MINIMAL.replace(
+            "[xmpp]\n",
+            "[xmpp]\ntransport = \"http\"\napi_url = \"http://127.0.0.1:5280/api/\"\n",
+        ),
+        "t",
+    )
+    .unwrap();
+    assert_eq!(
+        ok.xmpp.api_url.as_deref(),
+        Some("http://127.0.0.1:5280/api"),
+        "a trailing / is dropped"
+    );
+}
+
+#[test]
+fn agent_names_must_fit_a_state_meta_key() {
+    let e = err(&MINIMAL.replace("name = \"mohe\"", "name = \"mo he\""));
+    assert!(
+        e.message
+            .contains("line 6: agent name 'mo he' may use only letters, digits"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_missing_file_says_where_and_what_to_do() {
+    let e = Config::load(std::path::Path::new("/nonexistent/session-switch.toml")).unwrap_err();
+    assert_eq!(e.kind, FailureKind::BadInput);
+    assert!(
+        e.message
+            .starts_with("cannot read config /nonexistent/session-switch.toml:"),
+        "{e}"
+    );
+    assert!(e.message.contains("--config PATH"), "{e}");
+}
