@@ -26,7 +26,8 @@ pub fn cjk_extension_path() -> PathBuf {
 }
 
 impl HermesStore {
-    /// Before the first write of this connection: if the database has
+    /// Inside each write transaction, before the first INSERT into
+    /// `messages`: if the database has
     /// Hermes's CJK triggers, load the tokenizer extension
     /// ([`cjk_extension_path`]) once; if it cannot be loaded, refuse (kind
     /// `store`) and say why and how to fix it.
@@ -35,8 +36,8 @@ impl HermesStore {
     /// GLOB 'messages_fts_cjk*')`, then `sqlite3_load_extension` with the
     /// default entry point (as Python's `load_extension` does for Hermes),
     /// with extension loading enabled only for that call.
-    pub(super) fn ensure_cjk_tokenizer(&mut self) -> Result<(), Failure> {
-        if self.cjk_loaded {
+    pub(super) fn ensure_cjk_tokenizer(&self) -> Result<(), Failure> {
+        if self.cjk_loaded.get() {
             return Ok(());
         }
         let has_triggers: bool = self
@@ -81,7 +82,7 @@ impl HermesStore {
                 "refusing to write: {why}, and it failed to load ({e}); {fix}"
             ))
         })?;
-        self.cjk_loaded = true;
+        self.cjk_loaded.set(true);
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 //! more: reads run in autocommit mode (one implicit read transaction per
 //! statement) and never write; writes run inside `BEGIN IMMEDIATE`.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -53,8 +54,9 @@ pub struct HermesStore {
     /// `messages.active` exists (Hermes ≥ 2026-05-10, schema v22+): history
     /// keeps only `active = 1` rows. Read once per connection at open.
     has_active: bool,
-    /// Hermes's CJK tokenizer extension is loaded into this connection.
-    pub(super) cjk_loaded: bool,
+    /// Hermes's CJK tokenizer extension is loaded into this connection
+    /// (set inside a write transaction, which only has `&self`).
+    pub(super) cjk_loaded: Cell<bool>,
 }
 
 impl HermesStore {
@@ -91,7 +93,7 @@ impl HermesStore {
             path: path.to_path_buf(),
             busy_timeout: BUSY_TIMEOUT,
             has_active: false,
-            cjk_loaded: false,
+            cjk_loaded: Cell::new(false),
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
         // Bundled SQLite defaults to ON; say it anyway so a build against a
@@ -284,6 +286,20 @@ impl HermesStore {
     /// it, and if SQLite still reports `SQLITE_BUSY` it is tried again after
     /// a random pause, [`WRITE_ATTEMPTS`] times in all; then kind `busy`.
     pub(super) fn begin_immediate(&self, doing: &str) -> Result<Transaction<'_>, Failure> {
+        // SQLite falls back to read-only when the file is not writable; say
+        // so now rather than with the first statement that writes.
+        if self
+            .conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(|e| self.fail(doing, e))?
+        {
+            return Err(Failure::store(format!(
+                "could not {doing}: {} is read-only for this process (SQLite could open it only \
+                 for reading); run as the user that owns Hermes's database, and make the file \
+                 and its folder writable",
+                self.path.display()
+            )));
+        }
         let started = Instant::now();
         let mut attempt = 1;
         loop {
@@ -434,21 +450,26 @@ fn check_exists(path: &Path) -> Result<(), Failure> {
             "no Hermes database at {at}: that is a folder; {hint}"
         ))),
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
             let folder = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            if folder.is_dir() {
-                Err(Failure::store(format!(
-                    "no Hermes database at {at}: no such file; {hint}"
-                )))
+            let problem = if folder.is_dir() {
+                "no such file".to_string()
+            } else if folder.exists() {
+                format!("{} is not a folder", folder.display())
             } else {
-                Err(Failure::store(format!(
-                    "no Hermes database at {at}: the folder {} does not exist; {hint}",
-                    folder.display()
-                )))
-            }
+                format!("the folder {} does not exist", folder.display())
+            };
+            Err(Failure::store(format!(
+                "no Hermes database at {at}: {problem}; {hint}"
+            )))
         }
         Err(e) => Err(Failure::store(format!(
             "no Hermes database at {at}: cannot read it ({e}); check the permissions of the \

@@ -68,7 +68,13 @@ fn create_empty(path: &Path) -> Result<bool, Failure> {
             )));
         }
         Ok(_) => return Ok(false),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Not found, or a path component is a file: creating the folder
+        // below says which.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) => {}
         Err(e) => {
             return Err(Failure::store(format!(
                 "cannot create a database at {at}: {e}"

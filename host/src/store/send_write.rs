@@ -59,8 +59,9 @@ impl HermesStore {
     /// 8. `post()`; its `Ok` commits (`COMMIT`, retried like `BEGIN` on
     ///    `SQLITE_BUSY`), its `Err` rolls back and is returned unchanged.
     ///
-    /// Before step 1, a database with Hermes's CJK triggers gets its
-    /// tokenizer extension loaded, or the send is refused (kind `store`).
+    /// Between steps 1 and 2, a database with Hermes's CJK triggers gets
+    /// its tokenizer extension loaded, or the send is refused (kind `store`,
+    /// rolled back).
     ///
     /// Errors: kind `bad-input` (before anything is touched) for empty ids,
     /// content with a NUL character (Hermes reads `"\0json:"` content as
@@ -80,11 +81,12 @@ impl HermesStore {
         post: impl FnOnce() -> Result<T, Failure>,
     ) -> Result<(Written, T), Failure> {
         validate(w)?;
-        self.ensure_cjk_tokenizer()?;
         let doing = format!("record the send in session {:?}", w.history_session_id);
         let tx = self.begin_immediate(&doing)?;
         let fail = |step: &str, e| sqlite_failure(&self.path, self.busy_timeout, step, e);
         let written = (|| {
+            // Inside the transaction: the schema read is the one we write to.
+            self.ensure_cjk_tokenizer()?;
             tx.execute_batch(CREATE_OUR_TABLES)
                 .map_err(|e| fail("create session-switch's tables", e))?;
             tx.execute(

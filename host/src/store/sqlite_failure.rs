@@ -36,7 +36,8 @@ pub(crate) fn sqlite_failure(
         ),
         ErrorCode::ReadOnly => Failure::store(format!(
             "could not {doing}: {at} is read-only for this process ({error}); run as the user \
-             that owns Hermes's database, and make the file and its folder writable"
+             that owns Hermes's database, and make the file and its folder writable (a WAL-mode \
+             database needs its folder writable even to be read, for its -wal and -shm files)"
         )),
         ErrorCode::NotADatabase => Failure::store(format!(
             "could not {doing}: {at} is not a SQLite database ({error}); point at Hermes's \
