@@ -134,6 +134,19 @@ macro_rules! fixture {
 // ---------------------------------------------------------------- history
 
 #[test]
+fn a_store_can_move_to_another_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<HermesStore>();
+    let (_dir, db) = fixture!("hermes-latest.db");
+    let store = HermesStore::open(&db).unwrap();
+    let rows = std::thread::spawn(move || store.history("xmpp-zhiwei", "mohe", None))
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+}
+
+#[test]
 fn history_is_what_hermes_loader_returns_on_every_fixture() {
     let Some(expected) = expected_conversations() else {
         return;
@@ -1059,6 +1072,175 @@ fn cjk_triggers_without_the_tokenizer_refuse_the_write_and_stay() {
         before,
         "the triggers and the rows stay as they were"
     );
+}
+
+/// A stand-in for Hermes's `libfts5_cjk.so`: registers the tokenizer
+/// name `cjk_unicode61` as FTS5's own `unicode61` (Hermes's segments CJK
+/// text; the name and the loading are what the store depends on).
+const CJK_STAND_IN_C: &str = r#"
+#include "sqlite3ext.h"
+SQLITE_EXTENSION_INIT1
+
+int sqlite3_extension_init(sqlite3 *db, char **err, const sqlite3_api_routines *api) {
+    SQLITE_EXTENSION_INIT2(api);
+    fts5_api *fts5 = 0;
+    sqlite3_stmt *stmt = 0;
+    if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, 0) != SQLITE_OK) return SQLITE_ERROR;
+    sqlite3_bind_pointer(stmt, 1, (void *)&fts5, "fts5_api_ptr", 0);
+    sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+    if (!fts5 || fts5->iVersion < 3) return SQLITE_ERROR;
+    void *user = 0;
+    fts5_tokenizer_v2 *tok = 0;
+    int rc = fts5->xFindTokenizer_v2(fts5, "unicode61", &user, &tok);
+    if (rc != SQLITE_OK) return rc;
+    return fts5->xCreateTokenizer_v2(fts5, "cjk_unicode61", user, tok, 0);
+}
+"#;
+
+/// `sqlite3ext.h` of the SQLite that rusqlite bundles (the registry copy of
+/// `libsqlite3-sys` whose `sqlite3.h` has this SQLite version).
+fn sqlite_ext_header_dir() -> PathBuf {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let version = format!("\"{}\"", rusqlite::version());
+    let registry = cargo_home.join("registry/src");
+    for index in std::fs::read_dir(&registry).unwrap().flatten() {
+        for krate in std::fs::read_dir(index.path()).unwrap().flatten() {
+            let dir = krate.path().join("sqlite3");
+            let is_sys = krate
+                .file_name()
+                .to_string_lossy()
+                .starts_with("libsqlite3-sys-");
+            if is_sys
+                && dir.join("sqlite3ext.h").is_file()
+                && std::fs::read_to_string(dir.join("sqlite3.h")).is_ok_and(|h| {
+                    h.lines()
+                        .any(|l| l.starts_with("#define SQLITE_VERSION ") && l.contains(&version))
+                })
+            {
+                return dir;
+            }
+        }
+    }
+    panic!(
+        "no libsqlite3-sys source with SQLite {version} under {}: set CARGO_HOME",
+        registry.display()
+    );
+}
+
+/// Build the stand-in tokenizer extension at `so` with the system C
+/// compiler (`cc`, which Rust needs as its linker anyway).
+fn build_cjk_stand_in(so: &Path) {
+    let src = so.with_extension("c");
+    std::fs::write(&src, CJK_STAND_IN_C).unwrap();
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-I"])
+        .arg(sqlite_ext_header_dir())
+        .arg("-o")
+        .arg(so)
+        .arg(&src)
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Hermes's CJK index as Hermes adds it when the extension loads: an
+/// external-content FTS5 table with tokenizer `cjk_unicode61` and its
+/// triggers, built from the rows already there.
+fn add_cjk_index(db: &Path, so: &Path) {
+    let conn = Connection::open(db).unwrap();
+    // SAFETY: the stand-in built above, loaded into a test connection.
+    unsafe {
+        let _guard = rusqlite::LoadExtensionGuard::new(&conn).unwrap();
+        conn.load_extension(so, None::<&str>).unwrap();
+    }
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE messages_fts_cjk USING fts5(content, content='messages', \
+             content_rowid='id', tokenize='cjk_unicode61');
+         CREATE TRIGGER messages_fts_cjk_insert AFTER INSERT ON messages BEGIN
+             INSERT INTO messages_fts_cjk (rowid, content) VALUES (new.id, new.content); END;
+         CREATE TRIGGER messages_fts_cjk_delete AFTER DELETE ON messages BEGIN
+             INSERT INTO messages_fts_cjk (messages_fts_cjk, rowid, content)
+             VALUES ('delete', old.id, old.content); END;
+         INSERT INTO messages_fts_cjk (messages_fts_cjk) VALUES ('rebuild');",
+    )
+    .unwrap();
+}
+
+/// With the tokenizer extension found (through `HERMES_FTS5_CJK_SO`, then
+/// through `$HERMES_HOME/lib/`), the send goes through and Hermes's CJK
+/// index holds the new row.
+#[test]
+fn cjk_triggers_with_the_tokenizer_extension_are_kept_up_to_date() {
+    let (dir, db) = fixture!("hermes-latest.db");
+    let home = dir.path().join("hermes-home");
+    std::fs::create_dir_all(home.join("lib")).unwrap();
+    let so = home.join("lib/libfts5_cjk.so");
+    build_cjk_stand_in(&so);
+    add_cjk_index(&db, &so);
+    // Without the extension, Hermes's own kind of INSERT fails: the reason
+    // the store loads it.
+    let plain = Connection::open(&db).unwrap();
+    let err = plain
+        .execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) \
+             VALUES ('xmpp-zhiwei', 'user', 'x', 1.0)",
+            [],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("cjk_unicode61"), "{err}");
+    drop(plain);
+
+    let elsewhere = dir.path().join("elsewhere");
+    let first = try_send_with_env(
+        &db,
+        &[("HERMES_FTS5_CJK_SO", &so), ("HERMES_HOME", &elsewhere)],
+    );
+    assert_eq!(first["ok"], true, "{first}");
+    let second = try_send_with_env(&db, &[("HERMES_HOME", &home)]);
+    assert_eq!(second["ok"], true, "{second}");
+
+    let conn = Connection::open(&db).unwrap();
+    // SAFETY: as in add_cjk_index.
+    unsafe {
+        let _guard = rusqlite::LoadExtensionGuard::new(&conn).unwrap();
+        conn.load_extension(&so, None::<&str>).unwrap();
+    }
+    let hits: Vec<i64> = conn
+        .prepare("SELECT rowid FROM messages_fts_cjk WHERE messages_fts_cjk MATCH 'another' ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        hits,
+        [
+            first["message_id"].as_i64().unwrap(),
+            second["message_id"].as_i64().unwrap()
+        ]
+    );
+    for t in ["messages_fts", "messages_fts_trigram", "messages_fts_cjk"] {
+        conn.execute(
+            &format!("INSERT INTO {t} ({t}, rank) VALUES ('integrity-check', 1)"),
+            [],
+        )
+        .unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
+    let triggers: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name GLOB 'messages_fts_cjk*'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(triggers, 2);
 }
 
 #[test]

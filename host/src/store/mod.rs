@@ -45,7 +45,9 @@ pub struct HistoryRow {
     pub content: String,
     /// `messages.tool_calls`: JSON text of the OpenAI list, as stored.
     pub tool_calls: Option<String>,
+    /// `messages.tool_call_id`: on a `tool` row, the call it answers.
     pub tool_call_id: Option<String>,
+    /// `messages.tool_name`: on a `tool` row, the tool that ran.
     pub tool_name: Option<String>,
     /// Listed in `session_switch_sent` for the agent the history was read for.
     pub bridge_wrote: bool,
