@@ -1,5 +1,37 @@
 //! Hermes `state.db`: reads for the policy's host imports and the store half
 //! of the atomic send (DESIGN §4, §8).
+//!
+//! [`HermesStore`] is one rusqlite connection to a database Hermes itself
+//! writes (schema v1 to v31, WAL or DELETE journal). It never changes the
+//! journal mode or Hermes's schema, creates its own two tables only inside
+//! its first write transaction, and writes only plain INSERTs and updates
+//! that Hermes's own `append_message` / `set_meta` also make.
+
+mod cjk;
+mod hermes;
+mod init;
+mod send_write;
+mod sqlite_failure;
+
+use std::path::PathBuf;
+
+pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
+pub use hermes::{
+    BUSY_TIMEOUT, HermesStore, LEGACY_KEY, OUR_KEY_PREFIX, RETRY_JITTER_MS, WRITE_ATTEMPTS,
+};
+pub use init::HERMES_SCHEMA_VERSION;
+
+/// Hermes's home folder: `$HERMES_HOME` when set and not empty, else
+/// `~/.hermes` (Hermes's own rule), else `.hermes` in the current folder
+/// when the home folder is unknown.
+pub fn hermes_home() -> PathBuf {
+    match std::env::var_os("HERMES_HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home),
+        _ => dirs::home_dir()
+            .map(|home| home.join(".hermes"))
+            .unwrap_or_else(|| PathBuf::from(".hermes")),
+    }
+}
 
 /// One history row as Hermes's loader returns it for the model
 /// (`get_messages_as_conversation`, research/hermes-state.md §6).
@@ -13,7 +45,9 @@ pub struct HistoryRow {
     pub content: String,
     /// `messages.tool_calls`: JSON text of the OpenAI list, as stored.
     pub tool_calls: Option<String>,
+    /// `messages.tool_call_id`: on a `tool` row, the call it answers.
     pub tool_call_id: Option<String>,
+    /// `messages.tool_name`: on a `tool` row, the tool that ran.
     pub tool_name: Option<String>,
     /// Listed in `session_switch_sent` for the agent the history was read for.
     pub bridge_wrote: bool,
