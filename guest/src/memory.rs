@@ -4,13 +4,13 @@
 //! mimics the contract of the WIT `host` interface closely enough for the
 //! rules, but it is not the real host: no SQLite, no room, no atomicity.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::host::Host;
 use crate::{Failure, LogLevel, Role, RowSummary, SendPlan, Sent};
 
 /// Which import a scripted failure replaces (see [`MemoryHost::fail`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum HostOp {
     MetaGet,
     MetaDelete,
@@ -62,7 +62,7 @@ pub struct MemoryHost {
     /// Every `history` call.
     pub history_calls: Vec<HistoryCall>,
     /// Scripted failures: the import returns this instead of acting.
-    pub fail: HashMap<HostOp, Failure>,
+    pub fail: BTreeMap<HostOp, Failure>,
 }
 
 impl MemoryHost {
