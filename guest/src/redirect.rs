@@ -56,14 +56,19 @@ pub struct Assessment {
     pub detail: String,
 }
 
-/// Seconds for a person: whole numbers without decimals, else up to three.
+/// Seconds for a person: whole numbers without decimals, else up to three
+/// (rounded to the millisecond), e.g. `12`, `3599.999`, `-0.5`. Integer
+/// arithmetic: it keeps float formatting (≈15 KB) out of the component.
 pub fn seconds(s: f64) -> String {
-    let text = format!("{s:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text == "-0" {
-        "0".into()
+    // `as` saturates: absurd ages still print, just clamped.
+    let ms = (s * 1000.0).round() as i64;
+    let sign = if ms < 0 { "-" } else { "" };
+    let (whole, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
+    if frac == 0 {
+        format!("{sign}{whole}")
     } else {
-        text.into()
+        let frac = format!("{frac:03}");
+        format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
     }
 }
 
@@ -210,8 +215,20 @@ fn clock<H: Host>(host: &mut H) -> Result<f64, Failure> {
         Ok(now)
     } else {
         Err(policy(format!(
-            "the host's clock returned {now}, not a Unix time in seconds"
+            "the host's clock returned {}, not a Unix time in seconds",
+            non_finite(now)
         )))
+    }
+}
+
+/// How a person reads a non-finite `f64` (without float formatting).
+pub(crate) fn non_finite(x: f64) -> &'static str {
+    if x.is_nan() {
+        "NaN"
+    } else if x > 0.0 {
+        "+infinity"
+    } else {
+        "-infinity"
     }
 }
 

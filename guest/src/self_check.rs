@@ -5,7 +5,7 @@
 //! the TTL and skew boundaries.
 
 use crate::memory::MemoryHost;
-use crate::redirect::{record_key, resolve};
+use crate::redirect::{record_key, resolve, seconds};
 use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
 use crate::settings::ValidSettings;
 use crate::tagging::edit_for;
@@ -120,7 +120,7 @@ pub fn run() -> Result<String, String> {
         let got = resolve(&settings, &mut host, "mohe", "xmpp-mohe-v2")
             .map_or_else(|e| e.message, |d| format!("{:?}", d.reason));
         check(
-            &format!("resolve at age {age} s"),
+            &format!("resolve at age {} s", seconds(age)),
             got,
             &format!("{want:?}"),
         )?;

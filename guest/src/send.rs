@@ -78,7 +78,8 @@ pub fn send<H: Host>(
     let now = host.now();
     if !now.is_finite() {
         return Err(policy(format!(
-            "the host's clock returned {now}, not a Unix time in seconds"
+            "the host's clock returned {}, not a Unix time in seconds",
+            crate::redirect::non_finite(now)
         )));
     }
     let plan = plan(entry, cli_session_id, body, now);
