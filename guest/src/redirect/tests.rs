@@ -524,8 +524,16 @@ fn a_broken_clock_is_a_policy_failure() {
         h.clock = clock;
         let e = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap_err();
         assert_eq!(e.kind, FailureKind::Policy);
-        assert!(e.message.starts_with("the host's clock returned "), "{}", e.message);
-        assert!(e.message.contains(crate::redirect::non_finite(clock)), "{}", e.message);
+        assert!(
+            e.message.starts_with("the host's clock returned "),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains(crate::redirect::non_finite(clock)),
+            "{}",
+            e.message
+        );
     }
 }
 
