@@ -11,7 +11,7 @@ use session_switch_policy::memory::{MemoryHost, prefix};
 use session_switch_policy::redirect::{LEGACY_KEY, record_key, resolve};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_policy::tagging::{apply, has_marker, tag};
-use session_switch_policy::{EditAction, Reason, Role, RowSummary, Settings, ValidSettings};
+use session_switch_policy::{EditAction, Host, Reason, Role, RowSummary, Settings, ValidSettings};
 
 fn settings() -> ValidSettings {
     ValidSettings::new(sample_settings()).expect("sample settings are valid")
@@ -409,5 +409,166 @@ proptest! {
                 prop_assert!(once.trim().is_empty() || n > max as usize, "{:?} refused: {}", once, e.message);
             }
         }
+    }
+}
+
+// ------------------------------------------------ the real Hermes fixtures
+
+/// A [`MemoryHost`] holding what a Hermes fixture holds: its sessions, the
+/// active rows of every session in id order (as Hermes's loader sees them),
+/// and `state_meta` when the table exists (not in the earliest schema).
+fn fixture_host(name: &str, clock: f64) -> Option<MemoryHost> {
+    let (_dir, path) = session_switch_tests::fixture_copy(name)?;
+    let db =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("fixture opens");
+    let mut h = MemoryHost::new(clock, "coregroup@conference.example.org");
+    let ids: Vec<String> = db
+        .prepare("SELECT id FROM sessions ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let has_active: bool = db
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('messages') WHERE name = 'active'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        > 0;
+    let filter = if has_active { "AND active = 1" } else { "" };
+    for id in &ids {
+        h.add_session(id);
+        let sql = format!(
+            "SELECT role, coalesce(content, '') FROM messages WHERE session_id = ?1 {filter} ORDER BY id"
+        );
+        let mut stmt = db.prepare(&sql).unwrap();
+        let rows = stmt
+            .query_map([id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .unwrap()
+            .map(Result::unwrap);
+        for (role, content) in rows {
+            let role = match role.as_str() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                "tool" => Role::Tool,
+                "system" => Role::System,
+                _ => Role::Other,
+            };
+            h.push_row(id, role, &content, None);
+        }
+    }
+    let has_meta: bool = db
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'state_meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        > 0;
+    if has_meta {
+        let mut stmt = db.prepare("SELECT key, value FROM state_meta").unwrap();
+        let pairs = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            })
+            .unwrap()
+            .map(Result::unwrap);
+        for (k, v) in pairs {
+            if let Some(v) = v {
+                h.meta.insert(k, v);
+            }
+        }
+    }
+    Some(h)
+}
+
+/// The fixture sessions' settings: the seed's agents with the XMPP
+/// sessions the fixtures hold (`xmpp-mohe-v2`, `xmpp-zhiwei`).
+fn fixture_settings() -> ValidSettings {
+    let mut s = sample_settings();
+    s.agents[0].sessions = vec!["xmpp-mohe-v2".into()];
+    ValidSettings::new(s).unwrap()
+}
+
+/// The real lines of `xmpp-mohe-v2`, tagged for each agent: mohe's line is
+/// mohe's, zhiwei's zhiwei's, xiaoguo's (full-width colon) xiaoguo's; the
+/// mention, `mohe2: …` and the assistant rows are nobody's to tag.
+#[test]
+fn fixture_xmpp_mohe_v2_is_tagged_per_agent() {
+    for name in session_switch_tests::FIXTURES {
+        let Some(mut h) = fixture_host(name, SAMPLE_NOW) else {
+            return;
+        };
+        let s = fixture_settings();
+        let rows = h
+            .history("xmpp-mohe-v2", "mohe", None, s.prefix_chars())
+            .unwrap();
+        let lines: Vec<&str> = rows.iter().map(|r| r.prefix.as_str()).collect();
+        assert_eq!(lines[0], "mohe: 大家好，今天的会议改到下午三点。", "{name}");
+        assert_eq!(
+            lines[4], "@mohe please share the meeting link before 3pm.",
+            "{name}"
+        );
+        assert_eq!(rows.len(), 8, "{name}");
+        let tagged = |agent: &str| -> Vec<(u32, EditAction)> {
+            tag(&s, agent, &rows)
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.index, e.action))
+                .collect()
+        };
+        assert_eq!(tagged("mohe"), vec![(0, EditAction::Tag)], "{name}");
+        assert_eq!(tagged("zhiwei"), vec![(2, EditAction::Tag)], "{name}");
+        assert_eq!(tagged("xiaoguo"), vec![(3, EditAction::Tag)], "{name}");
+        assert_eq!(
+            apply(EditAction::Tag, lines[0]),
+            "[YOU] mohe: 大家好，今天的会议改到下午三点。"
+        );
+    }
+}
+
+/// The seed's record in the fixtures (`active_xmpp_sender_session`, written
+/// at the CLI session's start) redirects the legacy agent mohe while younger
+/// than the TTL, never zhiwei; the earliest schema has no `state_meta`.
+#[test]
+fn fixture_legacy_record_redirects_the_legacy_agent_only() {
+    let cli = "20260619_190821_7c0afe";
+    let written = 1_781_867_301.0;
+    let s = fixture_settings();
+    for name in session_switch_tests::FIXTURES {
+        let Some(mut h) = fixture_host(name, written + 12.0) else {
+            return;
+        };
+        let has_record = h.meta.contains_key(LEGACY_KEY);
+        assert_eq!(has_record, name != "hermes-early.db", "{name}");
+        let d = resolve(&s, &mut h, "mohe", "xmpp-mohe-v2").unwrap();
+        if has_record {
+            assert_eq!(
+                (d.redirected, d.session_id.as_str(), d.reason),
+                (true, cli, Reason::Redirected),
+                "{name}"
+            );
+        } else {
+            assert_eq!(d.reason, Reason::NoRecord, "{name}");
+        }
+        let d = resolve(&s, &mut h, "zhiwei", "xmpp-zhiwei").unwrap();
+        assert_eq!(
+            d.reason,
+            Reason::NoRecord,
+            "{name}: zhiwei never reads the seed's key"
+        );
+        h.clock = written + 3600.0;
+        let d = resolve(&s, &mut h, "mohe", "xmpp-mohe-v2").unwrap();
+        let want = if has_record {
+            Reason::Expired
+        } else {
+            Reason::NoRecord
+        };
+        assert_eq!(d.reason, want, "{name}: exactly one TTL later");
     }
 }

@@ -160,7 +160,7 @@ pub fn assess(
         reason: Reason::Redirected,
         detail: String::new(),
     };
-    let (target, _) = match parsed {
+    let (target, timestamp) = match parsed {
         Ok(parsed) => parsed,
         Err(what) => {
             out.reason = Reason::MalformedRecord;
@@ -168,7 +168,7 @@ pub fn assess(
             return out;
         }
     };
-    let age = age.unwrap_or_default();
+    let age = now - timestamp;
     let ttl = settings.ttl_seconds();
     let skew = settings.future_skew_seconds();
     if age < -skew {
