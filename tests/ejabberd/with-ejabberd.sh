@@ -89,8 +89,10 @@ export PATH="$EJ_BIN:$PATH"
 log "ejabberd $EJ_NODE in $EJ_HOME (c2s $EJ_C2S_PORT, http $EJ_HTTP_PORT); running: $*"
 
 # Own session and process group, so INT/TERM can be forwarded to everything
-# CMD started; stdin stays the caller's.
-setsid "$@" <&0 &
+# CMD started; stdin stays the caller's. bash starts an asynchronous command
+# with SIGINT ignored (no job control in a script): `env --default-signal`
+# restores it, so a forwarded Ctrl-C ends CMD as it would in a terminal.
+setsid env --default-signal=INT,QUIT "$@" <&0 &
 CHILD=$!
 RC=0
 while :; do
