@@ -460,6 +460,48 @@ fn a_missing_command_or_container_is_a_transport_failure() {
     );
 }
 
+/// Basic credentials reach ejabberd: its user is a JID (with an `@`, which
+/// a `user:pw@host` URL could not carry), and a wrong password is refused.
+#[test]
+fn http_credentials_are_sent_and_checked_by_ejabberd() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let admin = ej.jid("admin");
+    let good = HttpApi::new(
+        &ej.api_url,
+        Some((admin.clone(), ej.password("admin"))),
+        HTTP_TIMEOUT,
+    )
+    .expect("valid API");
+    let observer = RoomObserver::join(&ej);
+    let body = format!("with credentials {}", tag());
+    good.check_sender(&ej.jid("mohe"), &ej.room)
+        .expect("check with credentials");
+    good.post(&ej.jid("mohe"), &ej.room, &body)
+        .expect("post with credentials");
+    assert_eq!(
+        observer.wait_for_body(&body, DELIVERY).as_deref(),
+        Some("mohe")
+    );
+    let wrong =
+        HttpApi::new(&ej.api_url, Some((admin, "wrong".into())), HTTP_TIMEOUT).expect("valid API");
+    assert_fails(
+        wrong.check_sender(&ej.jid("mohe"), &ej.room),
+        FailureKind::Transport,
+        &[
+            "/get_subscribers answered 401",
+            "not authorized",
+            "api_password_env",
+        ],
+    );
+    assert_fails(
+        wrong.post(&ej.jid("mohe"), &ej.room, "hi"),
+        FailureKind::Transport,
+        &["/send_message answered 401", "not authorized"],
+    );
+}
+
 // ------------------------------------------------------- server not there
 
 #[test]
