@@ -29,7 +29,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-# shellcheck source=lib.sh
+# shellcheck source=tests/ejabberd/lib.sh
 . "$HERE/lib.sh"
 
 : "${EJ_START_TIMEOUT:=60}"

@@ -19,7 +19,7 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-# shellcheck source=lib.sh
+# shellcheck source=tests/ejabberd/lib.sh
 . "$HERE/lib.sh"
 
 [ $# -ge 1 ] || die "usage: with-ejabberd.sh CMD [ARGS...]"
@@ -50,6 +50,7 @@ EOF
 
 DIR=
 CHILD=
+# shellcheck disable=SC2317  # invoked by the traps below
 cleanup() {
   local rc=$?
   trap '' INT TERM # a second Ctrl-C must not leave the node running
@@ -66,6 +67,7 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# shellcheck disable=SC2317  # invoked by the traps below
 forward() {
   if [ -n "$CHILD" ]; then
     kill "-$1" -- "-$CHILD" 2>/dev/null
