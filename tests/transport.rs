@@ -653,6 +653,27 @@ fn a_hanging_ejabberdctl_is_killed_with_its_children_at_the_time_limit() {
     }
 }
 
+/// The exit status is the answer: a command that exits 0 but leaves a
+/// child holding its output open is a success once the time limit has
+/// ended the wait for output, and the straggler is killed.
+#[test]
+fn a_straggler_holding_the_output_open_is_killed_and_the_exit_status_kept() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pidfile = dir.path().join("pid");
+    let script = format!("sleep 600 & echo $! > '{}'; exit 0", pidfile.display());
+    let limit = Duration::from_secs(1);
+    let t = ctl(vec!["bash".into(), "-c".into(), script], limit);
+    let (result, took) = timed(|| t.post("mohe@x", "room@conference.x", "hi"));
+    result.expect("exit 0 is success");
+    assert!(took >= limit && took < limit + SLACK, "took {took:?}");
+    let pid = std::fs::read_to_string(&pidfile).expect("the script wrote its child's pid");
+    let deadline = Instant::now() + SLACK;
+    while !is_gone(pid.trim()) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(is_gone(pid.trim()), "the straggler {pid} survived");
+}
+
 /// A stand-in HTTP server on a free loopback port: it reads each whole
 /// request, then either keeps the connection open without answering
 /// (`hang`) or closes it without answering.

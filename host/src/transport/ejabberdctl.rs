@@ -135,24 +135,27 @@ impl EjabberdCtl {
             Ok(Some(status)) => status,
             Ok(None) | Err(_) => return Err(kill_group(&mut child, group)),
         };
-        // The leader has exited; a member still holding the pipes open (the
-        // group then still exists, so its id cannot have been reused) is
-        // bounded by the same deadline.
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        match (
-            stdout.recv_timeout(remaining),
-            stderr.recv_timeout(remaining),
-        ) {
-            (Ok(stdout), Ok(stderr)) => Ok(Finished {
-                status,
-                stdout,
-                stderr,
-            }),
-            _ => {
-                let _ = killpg(group, Signal::SIGKILL);
-                Err(NoAnswer::TimedOut)
-            }
-        }
+        // The leader's status is the answer. A member of its group still
+        // holding the pipes open past the deadline (the group then still
+        // exists, so its id cannot have been reused) is killed, and what
+        // was read so far is kept.
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let (out, err) = (stdout.recv_timeout(left()), stderr.recv_timeout(left()));
+        let (out, err) = if out.is_ok() && err.is_ok() {
+            (out, err)
+        } else {
+            let _ = killpg(group, Signal::SIGKILL);
+            let grace = Duration::from_secs(1);
+            (
+                out.or_else(|_| stdout.recv_timeout(grace)),
+                err.or_else(|_| stderr.recv_timeout(grace)),
+            )
+        };
+        Ok(Finished {
+            status,
+            stdout: out.unwrap_or_default(),
+            stderr: err.unwrap_or_default(),
+        })
     }
 
     /// The failure for a call that gave no answer. `posting`: whether the
