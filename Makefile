@@ -50,13 +50,20 @@ variants: toolchain ## build the policy's test variants: target/policy/variants/
 build: component ## build the CLI (embeds the component)
 	$(CARGO) build -p session-switch --bins
 
-venv: ## Python venv for the XMPP observer of the tests
-	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	@$(VENV)/bin/python -c 'import slixmpp' 2>/dev/null || \
-	  $(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+venv: $(VENV)/.requirements ## Python venv for the XMPP observer of the tests (slixmpp)
 
-test: build ## run every test (starts and stops an isolated ejabberd)
-	$(CARGO) test --workspace
+# Re-installed only when tests/requirements.txt changes.
+$(VENV)/.requirements: tests/requirements.txt
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+	@touch $@
+
+# One isolated ejabberd for the whole run, on free loopback ports, stopped and
+# removed on exit, also on failure or Ctrl-C (tests/ejabberd/with-ejabberd.sh;
+# it installs the Debian package when missing). With the variable set, a test
+# that finds no ejabberd fails instead of skipping.
+test: build venv ## run every test (starts and stops an isolated ejabberd)
+	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod xmpp;
+
 /// The workspace root (parent of `tests/`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,0 +1,387 @@
+//! The real ejabberd of a test run, and a real XMPP occupant that watches
+//! its room.
+//!
+//! `make test` runs every test under `tests/ejabberd/with-ejabberd.sh`, which
+//! starts one isolated ejabberd on free loopback ports and exports its
+//! `EJ_*` variables (see `tests/ejabberd/start.sh`); [`Ejabberd::from_env`]
+//! reads them. [`RoomObserver`] runs `tests/ejabberd/muc_probe.py listen`
+//! (slixmpp, in the `target/venv` that `make venv` builds) as an occupant of
+//! the room, so a test sees what the room really broadcast: `send_message`
+//! answers success even when the room drops the message (DESIGN §5).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::workspace_root;
+
+/// Set to `1` by `make test`: a missing ejabberd is then a failure, not a skip.
+pub const REQUIRE_ENV: &str = "SESSION_SWITCH_REQUIRE_EJABBERD";
+
+/// The isolated ejabberd instance of this test run, from the `EJ_*`
+/// variables `tests/ejabberd/start.sh` prints.
+#[derive(Clone, Debug)]
+pub struct Ejabberd {
+    /// The instance's folder (`EJ_HOME`): config, Mnesia, logs.
+    pub home: PathBuf,
+    /// Erlang node name (`EJ_NODE`), e.g. `sswAbC123@localhost`.
+    pub node: String,
+    /// XMPP domain (`EJ_DOMAIN`), e.g. `meeting.localhost`.
+    pub domain: String,
+    /// The room's bare JID (`EJ_ROOM`), e.g. `coregroup@conference.meeting.localhost`.
+    pub room: String,
+    /// The room's local part (`EJ_ROOM_NAME`).
+    pub room_name: String,
+    /// The MUC service (`EJ_MUC_SERVICE`), e.g. `conference.meeting.localhost`.
+    pub muc_service: String,
+    /// `mod_http_api` base URL (`EJ_API_URL`), e.g. `http://127.0.0.1:23456/api`.
+    pub api_url: String,
+    /// `ejabberdctl` bound to this instance (`EJ_CTL`, a one-line wrapper).
+    pub ctl: PathBuf,
+    /// The same as a command line (`EJ_CTL_CMD`:
+    /// `/usr/sbin/ejabberdctl --config-dir HOME/etc`).
+    pub ctl_cmd: Vec<String>,
+    /// Folder holding `ejabberdctl` and the `docker` stand-in (`EJ_BIN`);
+    /// with-ejabberd.sh puts it first in `PATH`.
+    pub bin_dir: PathBuf,
+    /// XMPP client (c2s) host and port, plain TCP without TLS.
+    pub c2s_host: String,
+    /// See `c2s_host`.
+    pub c2s_port: u16,
+    /// Registered users besides `admin` (`EJ_USERS`), password `pw-<user>`.
+    pub users: Vec<String>,
+    /// Users subscribed to the room with MUC/Sub, nick = user name.
+    pub subscribers: Vec<String>,
+    /// Registered users that are not subscribers (`EJ_OUTSIDERS`): the room
+    /// silently drops what they post.
+    pub outsiders: Vec<String>,
+    password_prefix: String,
+}
+
+impl Ejabberd {
+    /// The instance exported by with-ejabberd.sh / start.sh, or `None`
+    /// (printing `SKIPPED: no ejabberd (run through make test)`) when the
+    /// variables are absent.
+    ///
+    /// # Panics
+    /// When they are absent but `SESSION_SWITCH_REQUIRE_EJABBERD=1` (so `make
+    /// test` never skips), or when one is malformed.
+    pub fn from_env() -> Option<Ejabberd> {
+        let vars: HashMap<String, String> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("EJ_"))
+            .collect();
+        let Some(home) = vars.get("EJ_HOME") else {
+            if std::env::var(REQUIRE_ENV).as_deref() == Ok("1") {
+                panic!(
+                    "{REQUIRE_ENV}=1 but no ejabberd is exported (EJ_HOME unset): run through \
+                     tests/ejabberd/with-ejabberd.sh (make test)"
+                );
+            }
+            eprintln!("SKIPPED: no ejabberd (run through make test)");
+            return None;
+        };
+        let get = |name: &str| -> String {
+            vars.get(name)
+                .cloned()
+                .unwrap_or_else(|| panic!("EJ_HOME is set but {name} is not: re-run start.sh"))
+        };
+        let port = |name: &str| -> u16 {
+            get(name)
+                .parse()
+                .unwrap_or_else(|e| panic!("{name}={:?} is not a port: {e}", get(name)))
+        };
+        let words = |name: &str| -> Vec<String> {
+            get(name).split_whitespace().map(str::to_owned).collect()
+        };
+        Some(Ejabberd {
+            home: PathBuf::from(home),
+            node: get("EJ_NODE"),
+            domain: get("EJ_DOMAIN"),
+            room: get("EJ_ROOM"),
+            room_name: get("EJ_ROOM_NAME"),
+            muc_service: get("EJ_MUC_SERVICE"),
+            api_url: get("EJ_API_URL"),
+            ctl: PathBuf::from(get("EJ_CTL")),
+            ctl_cmd: words("EJ_CTL_CMD"),
+            bin_dir: PathBuf::from(get("EJ_BIN")),
+            c2s_host: get("EJ_C2S_HOST"),
+            c2s_port: port("EJ_C2S_PORT"),
+            users: words("EJ_USERS"),
+            subscribers: words("EJ_SUBSCRIBERS"),
+            outsiders: words("EJ_OUTSIDERS"),
+            password_prefix: get("EJ_PASSWORD_PREFIX"),
+        })
+    }
+
+    /// `user@domain`.
+    pub fn jid(&self, user: &str) -> String {
+        format!("{user}@{}", self.domain)
+    }
+
+    /// The password start.sh registered `user` with.
+    pub fn password(&self, user: &str) -> String {
+        format!("{}{user}", self.password_prefix)
+    }
+
+    /// A registered user who is not a subscriber of the room.
+    ///
+    /// # Panics
+    /// When the instance has none (start.sh's default has `outsider`).
+    pub fn outsider(&self) -> &str {
+        self.outsiders
+            .first()
+            .expect("the instance has no registered non-subscriber (EJ_OUTSIDERS is empty)")
+    }
+
+    /// `[EJ_CTL]`: the config's `ejabberdctl` list for this instance.
+    pub fn ctl_argv(&self) -> Vec<String> {
+        vec![self.ctl.display().to_string()]
+    }
+
+    /// The seed's production form, served by the `docker` stand-in in
+    /// [`Ejabberd::bin_dir`] when that is first in `PATH`.
+    pub fn docker_argv() -> Vec<String> {
+        ["docker", "exec", "ejabberd", "ejabberdctl"]
+            .map(str::to_owned)
+            .to_vec()
+    }
+
+    /// Whether `docker` on this process's `PATH` is the instance's stand-in
+    /// (with-ejabberd.sh puts [`Ejabberd::bin_dir`] first), so
+    /// [`Ejabberd::docker_argv`] reaches this instance.
+    pub fn docker_on_path(&self) -> bool {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("docker"))
+            .find(|candidate| candidate.is_file())
+            .is_some_and(|found| found == self.bin_dir.join("docker"))
+    }
+
+    /// An `ejabberdctl` command line for a node that is not running: a copy
+    /// of this instance's `etc/` in `dir` whose `ejabberdctl.cfg` names
+    /// another node on an unused distribution port (so no epmd is started
+    /// either). Every call through it exits 3, "nodedown".
+    pub fn dead_node_ctl(&self, dir: &Path) -> Vec<String> {
+        let etc = dir.join("etc");
+        std::fs::create_dir_all(&etc).expect("create etc/");
+        for name in ["ejabberd.yml", "inetrc"] {
+            std::fs::copy(self.home.join("etc").join(name), etc.join(name))
+                .unwrap_or_else(|e| panic!("copy etc/{name}: {e}"));
+        }
+        let cfg = std::fs::read_to_string(self.home.join("etc/ejabberdctl.cfg"))
+            .expect("read etc/ejabberdctl.cfg");
+        let cfg: String = cfg
+            .lines()
+            .map(|line| {
+                if line.starts_with("ERLANG_NODE=") {
+                    format!("ERLANG_NODE=ghost{}@localhost\n", std::process::id())
+                } else if line.starts_with("ERL_DIST_PORT=") {
+                    format!("ERL_DIST_PORT={}\n", unused_port())
+                } else {
+                    format!("{line}\n")
+                }
+            })
+            .collect();
+        std::fs::write(etc.join("ejabberdctl.cfg"), cfg).expect("write ejabberdctl.cfg");
+        // Debian's ejabberdctl runs as user ejabberd (via su): it must reach
+        // the folder, and tempdirs are 0700.
+        for d in [dir, etc.as_path()] {
+            let mut perms = std::fs::metadata(d).expect("stat").permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+            std::fs::set_permissions(d, perms).expect("chmod 755");
+        }
+        let program = self
+            .ctl_cmd
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "/usr/sbin/ejabberdctl".to_owned());
+        vec![
+            program,
+            "--config-dir".to_owned(),
+            etc.display().to_string(),
+        ]
+    }
+}
+
+/// A loopback TCP port nothing listens on right now (bound, then released).
+pub fn unused_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// One live groupchat message the observer received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoomMessage {
+    /// The sender's room nick (the resource of `room@service/nick`).
+    pub nick: String,
+    /// The body exactly as received.
+    pub body: String,
+}
+
+#[derive(Default)]
+struct Seen {
+    ready: bool,
+    ended: bool,
+    live: Vec<RoomMessage>,
+    stderr: String,
+}
+
+/// A real XMPP occupant of the room (`muc_probe.py listen`, slixmpp) that
+/// records every live groupchat message; killed on drop.
+pub struct RoomObserver {
+    child: Child,
+    nick: String,
+    seen: Arc<(Mutex<Seen>, Condvar)>,
+}
+
+/// How long joining may take (READY came 0.2–0.4 s after launch, measured).
+const JOIN_LIMIT: Duration = Duration::from_secs(30);
+
+impl RoomObserver {
+    /// Join the room as `admin` under a nick unique to this process and
+    /// call, so parallel tests never collide. Returns once the probe printed
+    /// READY (joined), at most 30 s.
+    ///
+    /// # Panics
+    /// When the venv is missing (`make venv`), or the probe fails or does
+    /// not join in time (with its stderr).
+    pub fn join(ej: &Ejabberd) -> RoomObserver {
+        static COUNT: AtomicU32 = AtomicU32::new(0);
+        let nick = format!(
+            "observer-{}-{}",
+            std::process::id(),
+            COUNT.fetch_add(1, Ordering::Relaxed)
+        );
+        Self::join_as(ej, "admin", &nick)
+    }
+
+    /// Join the room as registered `user` with room nick `nick`.
+    ///
+    /// # Panics
+    /// As [`RoomObserver::join`].
+    pub fn join_as(ej: &Ejabberd, user: &str, nick: &str) -> RoomObserver {
+        let root = workspace_root();
+        let python = root.join("target/venv/bin/python");
+        assert!(
+            python.is_file(),
+            "{} is missing: run `make venv`",
+            python.display()
+        );
+        let mut child = Command::new(&python)
+            .arg(root.join("tests/ejabberd/muc_probe.py"))
+            .args([
+                "listen",
+                "--jid",
+                &ej.jid(user),
+                "--password",
+                &ej.password(user),
+            ])
+            .args(["--room", &ej.room, "--nick", nick, "--host", &ej.c2s_host])
+            .args(["--port", &ej.c2s_port.to_string(), "--timeout", "900"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", python.display()));
+        let seen: Arc<(Mutex<Seen>, Condvar)> = Arc::default();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let shared = Arc::clone(&seen);
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                let (lock, cvar) = &*shared;
+                let mut seen = lock.lock().unwrap();
+                match event["event"].as_str() {
+                    Some("READY") => seen.ready = true,
+                    Some("message") if event["history"] == false => seen.live.push(RoomMessage {
+                        nick: event["nick"].as_str().unwrap_or_default().to_owned(),
+                        body: event["body"].as_str().unwrap_or_default().to_owned(),
+                    }),
+                    _ => {}
+                }
+                cvar.notify_all();
+            }
+            let (lock, cvar) = &*shared;
+            lock.lock().unwrap().ended = true;
+            cvar.notify_all();
+        });
+        let stderr = child.stderr.take().expect("piped stderr");
+        let shared = Arc::clone(&seen);
+        thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut text);
+            shared.0.lock().unwrap().stderr = text;
+        });
+        let observer = RoomObserver {
+            child,
+            nick: nick.to_owned(),
+            seen,
+        };
+        let deadline = Instant::now() + JOIN_LIMIT;
+        let (lock, cvar) = &*observer.seen;
+        let mut state = lock.lock().unwrap();
+        while !state.ready && !state.ended {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "muc_probe.py did not join {} within {JOIN_LIMIT:?}",
+                ej.room
+            );
+            state = cvar.wait_timeout(state, left).unwrap().0;
+        }
+        if !state.ready {
+            drop(state);
+            // Give the stderr reader a moment to collect the probe's last words.
+            thread::sleep(Duration::from_millis(200));
+            let stderr = lock.lock().unwrap().stderr.clone();
+            panic!("muc_probe.py exited before joining {}: {stderr}", ej.room);
+        }
+        drop(state);
+        observer
+    }
+
+    /// This occupant's room nick.
+    pub fn nick(&self) -> &str {
+        &self.nick
+    }
+
+    /// Wait at most `within` for a live message whose body equals `body`
+    /// exactly; the sender's nick, or `None` on time-out (or if the probe
+    /// ended). Messages received before the call count too.
+    pub fn wait_for_body(&self, body: &str, within: Duration) -> Option<String> {
+        let deadline = Instant::now() + within;
+        let (lock, cvar) = &*self.seen;
+        let mut state = lock.lock().unwrap();
+        loop {
+            if let Some(m) = state.live.iter().find(|m| m.body == body) {
+                return Some(m.nick.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || state.ended {
+                return None;
+            }
+            state = cvar.wait_timeout(state, left).unwrap().0;
+        }
+    }
+
+    /// Every live message received so far, in arrival order.
+    pub fn messages(&self) -> Vec<RoomMessage> {
+        self.seen.0.lock().unwrap().live.clone()
+    }
+}
+
+impl Drop for RoomObserver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
