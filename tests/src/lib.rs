@@ -86,3 +86,5 @@ pub fn bin_path() -> PathBuf {
     );
     path
 }
+
+pub mod memory_backend;
