@@ -238,3 +238,79 @@ pub(crate) fn compile(
     };
     Ok((component, used))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::EMBEDDED_COMPONENT;
+
+    fn engine() -> Engine {
+        let mut config = wasmtime::Config::new();
+        config.consume_fuel(true);
+        Engine::new(&config).unwrap()
+    }
+
+    #[test]
+    fn entry_names_depend_on_the_bytes_and_the_engine_settings() {
+        let fuel = engine();
+        let plain = Engine::default();
+        let a = entry_name(&fuel, &[1; 32]);
+        assert_eq!(a, entry_name(&fuel, &[1; 32]), "stable");
+        assert_ne!(a, entry_name(&fuel, &[2; 32]));
+        assert_ne!(a, entry_name(&plain, &[1; 32]), "fuel is part of the key");
+        assert!(a.ends_with(".cwasm") && a.len() == 64 + 6, "{a}");
+    }
+
+    #[test]
+    fn an_entry_with_a_valid_checksum_that_wasmtime_refuses_is_replaced() {
+        let engine = engine();
+        let dir = tempfile_dir();
+        let sha: [u8; 32] = Sha256::digest(EMBEDDED_COMPONENT).into();
+        let mode = CacheMode::Dir(dir.clone());
+        let entry = dir.join(entry_name(&engine, &sha));
+
+        // An artifact of another engine configuration (no fuel): a real
+        // `.cwasm`, checksum intact, but not for this engine.
+        let other = Engine::default()
+            .precompile_component(EMBEDDED_COMPONENT)
+            .unwrap();
+        private_dir(&dir).unwrap();
+        write_entry(&entry, &other).unwrap();
+        let (_, used) = compile(&engine, EMBEDDED_COMPONENT, &sha, &mode).unwrap();
+        match used {
+            CacheUse::Replaced(why) => assert!(why.contains("refused by wasmtime"), "{why}"),
+            other => panic!("expected Replaced, got {other:?}"),
+        }
+        let (_, used) = compile(&engine, EMBEDDED_COMPONENT, &sha, &mode).unwrap();
+        assert_eq!(used, CacheUse::Hit);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn read_entry_checks_the_checksum() {
+        let dir = tempfile_dir();
+        private_dir(&dir).unwrap();
+        let path = dir.join("x.cwasm");
+        assert_eq!(read_entry(&path), Ok(None));
+        write_entry(&path, b"payload").unwrap();
+        assert_eq!(read_entry(&path), Ok(Some(b"payload".to_vec())));
+        let mut bytes = fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert!(read_entry(&path).unwrap_err().contains("checksum mismatch"));
+        fs::write(&path, b"short").unwrap();
+        assert!(read_entry(&path).unwrap_err().contains("truncated"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh directory under the system temp dir (the host crate has no
+    /// `tempfile`); removed by each test.
+    fn tempfile_dir() -> PathBuf {
+        static N: AtomicU64 = AtomicU64::new(0);
+        std::env::temp_dir().join(format!(
+            "session-switch-cache-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+}
