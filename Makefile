@@ -22,6 +22,31 @@ component: toolchain ## build the policy component: target/policy/session_switch
 	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
 
+# Test variants of the policy (guest features `variant-*`, see
+# guest/src/variants.rs), never shipped. Their own target dir: `cargo test`
+# holds the lock of target/, so a nested cargo there would wait for it.
+VARIANTS_TARGET := target/variants
+VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_policy.wasm
+VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface
+POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
+GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)
+COMPONENTIZE_V := $(CARGO) run -q -p xtask --target-dir $(VARIANTS_TARGET) -- componentize $(VARIANT_CORE)
+
+variants: toolchain ## build the policy's test variants: target/policy/variants/*.wasm
+	@mkdir -p $(VARIANTS_DIR)
+	for v in v2 v3; do \
+	  POLICY_VERSION=$(POLICY_BASE_VERSION)-$$v $(GUEST_BUILD_V) --target wasm32-unknown-unknown; \
+	  $(COMPONENTIZE_V) $(VARIANTS_DIR)/$$v.wasm; \
+	done
+	for f in $(VARIANT_FEATURES); do \
+	  $(GUEST_BUILD_V) --target wasm32-unknown-unknown --features variant-$$f; \
+	  $(COMPONENTIZE_V) $(VARIANTS_DIR)/$$f.wasm; \
+	done
+	# wasm32-wasip2 links a component directly, one that imports WASI.
+	$(GUEST_BUILD_V) --target wasm32-wasip2
+	cp $(VARIANTS_TARGET)/wasm32-wasip2/guest/session_switch_policy.wasm $(VARIANTS_DIR)/wasi.wasm.tmp
+	mv $(VARIANTS_DIR)/wasi.wasm.tmp $(VARIANTS_DIR)/wasi.wasm
+
 build: component ## build the CLI (embeds the component)
 	$(CARGO) build -p session-switch --bins
 

@@ -1,1 +1,88 @@
-//! TODO
+//! Own-echo recognition (DESIGN §3 "Own echo"): the room reflects the
+//! agent's message back to its own bot; the bot must recognise it by the
+//! sender's identity, never by the text, so it neither stores it twice nor
+//! answers itself.
+
+use crate::Failure;
+use crate::settings::ValidSettings;
+
+/// Whether a room message from `sender` is `agent`'s own (WIT
+/// `policy.is-own-message`). `sender` is trimmed and split at the first `/`
+/// into a bare part and a resource:
+/// - bare part = the room's JID → own iff the resource (trimmed) is the
+///   agent's nick (an occupant JID `room/nick`, XEP-0045);
+/// - else a bare part with `@` → own iff it is the agent's bare JID (any
+///   resource: the agent's client sent it);
+/// - else, with no `/` at all, a bare nick → own iff it is the agent's nick;
+/// - anything else (empty, a domain, `domain/resource`) → not own.
+///
+/// JIDs compare ASCII-case-insensitively (RFC 7622 case-folds the local part
+/// and domain), nicks too (RFC 7700 compares nicknames case-mapped).
+/// Errors: `unknown-agent`.
+pub fn is_own_message(
+    settings: &ValidSettings,
+    agent: &str,
+    sender: &str,
+) -> Result<bool, Failure> {
+    let entry = settings.agent(agent)?;
+    let nick = &entry.agent.nick;
+    let sender = sender.trim();
+    if sender.is_empty() {
+        return Ok(false);
+    }
+    let (bare, resource) = match sender.split_once('/') {
+        Some((bare, resource)) => (bare, Some(resource.trim())),
+        None => (sender, None),
+    };
+    Ok(if bare.eq_ignore_ascii_case(settings.room()) {
+        resource.is_some_and(|r| r.eq_ignore_ascii_case(nick))
+    } else if bare.contains('@') {
+        bare.eq_ignore_ascii_case(&entry.agent.jid)
+    } else {
+        resource.is_none() && bare.eq_ignore_ascii_case(nick)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FailureKind;
+    use crate::samples::sample_settings;
+
+    #[test]
+    fn identity_table() {
+        let s = ValidSettings::new(sample_settings()).unwrap();
+        let cases = [
+            ("coregroup@conference.example.org/mohe", true),
+            ("  CoreGroup@Conference.Example.org/ MOHE ", true),
+            ("coregroup@conference.example.org/mohe2", false),
+            ("coregroup@conference.example.org/zhiwei", false),
+            ("coregroup@conference.example.org", false),
+            ("coregroup@conference.example.org/", false),
+            ("coregroup@conference.example.org/mohe/x", false),
+            ("mohe@example.org", true),
+            ("Mohe@Example.ORG/laptop", true),
+            ("mohe@example.org/", true),
+            ("zhiwei@example.org/mohe", false),
+            ("mohe@example.org.evil", false),
+            ("mohe2@example.org", false),
+            ("mohe", true),
+            (" MOHE ", true),
+            ("mohe2", false),
+            ("zhiwei", false),
+            ("example.org/mohe", false),
+            ("墨河", false),
+            ("", false),
+            ("   ", false),
+        ];
+        for (sender, want) in cases {
+            assert_eq!(is_own_message(&s, "mohe", sender), Ok(want), "{sender:?}");
+        }
+        assert_eq!(
+            is_own_message(&s, "zhiwei", "coregroup@conference.example.org/zhiwei"),
+            Ok(true)
+        );
+        let e = is_own_message(&s, "nobody", "mohe").unwrap_err();
+        assert_eq!(e.kind, FailureKind::UnknownAgent);
+    }
+}

@@ -1,1 +1,404 @@
-//! TODO
+//! The redirect rule (DESIGN §3 "Redirect", §8 "Records"): which session an
+//! agent's bot loads, the `active` view of the records, and `clear`.
+//!
+//! Each agent has its own record, `session_switch:active:<agent>`; the
+//! seed's fixed key `active_xmpp_sender_session` is read (and cleared) only
+//! for the `legacy-agent`, so one agent's send never moves another's bot.
+
+use serde_json::Value;
+
+use crate::failure::policy;
+use crate::host::Host;
+use crate::settings::{AgentEntry, ValidSettings, check_session_id};
+use crate::{Decision, Failure, Reason, RecordStatus};
+
+/// The seed's fixed `state_meta` key (one record for all agents).
+pub const LEGACY_KEY: &str = "active_xmpp_sender_session";
+
+/// Prefix of every `state_meta` key of ours (DESIGN §8 "Records").
+pub const KEY_PREFIX: &str = "session_switch:";
+
+/// The `state_meta` key of `agent`'s record: `session_switch:active:<agent>`.
+pub fn record_key(agent: &str) -> String {
+    format!("{KEY_PREFIX}active:{agent}")
+}
+
+/// The keys `agent`'s records may live under: its own, then the seed's key
+/// when it is the legacy agent.
+pub fn record_keys(settings: &ValidSettings, agent: &str) -> Vec<String> {
+    let mut keys = vec![record_key(agent)];
+    if settings.is_legacy(agent) {
+        keys.push(LEGACY_KEY.to_string());
+    }
+    keys
+}
+
+/// The fields of a record that could be read, even when it is not valid.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Readable {
+    pub session_id: Option<String>,
+    pub timestamp: Option<f64>,
+}
+
+/// A record checked against every rule except the target's existence (a
+/// host call, made last).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    /// The `state_meta` key it was read from.
+    pub key: String,
+    pub readable: Readable,
+    /// `now - timestamp`, when the timestamp is readable.
+    pub age: Option<f64>,
+    /// `Redirected` when every rule but existence holds; else why not.
+    pub reason: Reason,
+    /// What is wrong (or right) with the record, a sentence without the
+    /// consequence, e.g. `record session_switch:active:mohe is 12 s old (TTL 3600 s)`.
+    pub detail: String,
+}
+
+/// Seconds for a person: whole numbers without decimals, else up to three.
+pub fn seconds(s: f64) -> String {
+    let text = format!("{s:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.into()
+    }
+}
+
+/// The shape rules of a record value (WIT `reason.malformed-record`):
+/// a JSON object; `session_id` a session id ([`check_session_id`]);
+/// `timestamp` a finite JSON number (Unix seconds, integer or float); when
+/// `agent` is `Some`, an `agent` field, if present, must equal it. Extra
+/// fields are ignored (the seed writes `source`). `Err` says what is wrong,
+/// e.g. `timestamp is a string`; the readable fields come back either way.
+pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
+    let json: Value = match serde_json::from_str(value) {
+        Ok(v) => v,
+        Err(_) => return (Readable::default(), Err("not JSON".into())),
+    };
+    let Some(object) = json.as_object() else {
+        return (
+            Readable::default(),
+            Err(format!("not a JSON object but {}", kind_of(&json))),
+        );
+    };
+    let readable = Readable {
+        session_id: object
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        timestamp: object
+            .get("timestamp")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite()),
+    };
+    let session_id = match object.get("session_id") {
+        None => Err("session_id is missing".to_string()),
+        Some(Value::String(s)) => check_session_id(s)
+            .map(|()| s.clone())
+            .map_err(|e| e.replacen("session id", "session_id", 1)),
+        Some(other) => Err(format!("session_id is {}", kind_of(other))),
+    };
+    let timestamp = match object.get("timestamp") {
+        None => Err("timestamp is missing".to_string()),
+        Some(v @ Value::Number(_)) => match readable.timestamp {
+            Some(t) => Ok(t),
+            None => Err(format!("timestamp {v} is not a finite number")),
+        },
+        Some(other) => Err(format!("timestamp is {}", kind_of(other))),
+    };
+    let owner = match (agent, object.get("agent")) {
+        (Some(want), Some(Value::String(got))) if got != want => {
+            Err(format!("agent is '{got}', not '{want}'"))
+        }
+        (None, _) | (_, None) | (_, Some(Value::String(_))) => Ok(()),
+        (Some(_), Some(other)) => Err(format!("agent is {}", kind_of(other))),
+    };
+    let result = session_id.and_then(|s| timestamp.and_then(|t| owner.map(|()| (s, t))));
+    (readable, result)
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Check the record `value` stored under `key` for `agent` at time `now`
+/// against the rules of `resolve` in order (DESIGN §3): shape
+/// ([`parse_record`]; the `agent` field is checked on the per-agent key
+/// only), then age (`age < -future-skew` → `future-timestamp`;
+/// `age >= ttl` → `expired`: a record exactly TTL old is expired, as the
+/// seed keeps it only while `age < 3600`), then the target (any agent's XMPP
+/// session → `malformed-record`). Existence is not checked here.
+pub fn assess(
+    settings: &ValidSettings,
+    agent: &AgentEntry,
+    key: &str,
+    value: &str,
+    now: f64,
+) -> Assessment {
+    let per_agent = key != LEGACY_KEY;
+    let (readable, parsed) = parse_record(value, per_agent.then_some(agent.agent.name.as_str()));
+    let age = readable.timestamp.map(|t| now - t);
+    let mut out = Assessment {
+        key: key.to_string(),
+        readable,
+        age,
+        reason: Reason::Redirected,
+        detail: String::new(),
+    };
+    let (target, _) = match parsed {
+        Ok(parsed) => parsed,
+        Err(what) => {
+            out.reason = Reason::MalformedRecord;
+            out.detail = format!("record {key} is malformed ({what})");
+            return out;
+        }
+    };
+    let age = age.unwrap_or_default();
+    let ttl = settings.ttl_seconds();
+    let skew = settings.future_skew_seconds();
+    if age < -skew {
+        out.reason = Reason::FutureTimestamp;
+        out.detail = format!(
+            "record {key} is dated {} s in the future (allowed skew {} s)",
+            seconds(-age),
+            seconds(skew)
+        );
+    } else if age >= ttl {
+        out.reason = Reason::Expired;
+        out.detail = format!(
+            "record {key} is {} s old (TTL {} s)",
+            seconds(age),
+            seconds(ttl)
+        );
+    } else if let Some(owner) = settings.session_owner(&target) {
+        out.reason = Reason::MalformedRecord;
+        out.detail = format!(
+            "record {key} names {target}, an XMPP session of {}, which is never a target",
+            owner.agent.name
+        );
+    } else if age < 0.0 {
+        out.detail = format!(
+            "record {key} is dated {} s in the future, within the allowed skew ({} s)",
+            seconds(-age),
+            seconds(skew)
+        );
+    } else {
+        out.detail = format!(
+            "record {key} is {} s old (TTL {} s)",
+            seconds(age),
+            seconds(ttl)
+        );
+    }
+    out
+}
+
+/// The host's clock, refused when it is not a finite number (every age
+/// would compare false and an expired record would pass).
+fn clock<H: Host>(host: &mut H) -> Result<f64, Failure> {
+    let now = host.now();
+    if now.is_finite() {
+        Ok(now)
+    } else {
+        Err(policy(format!(
+            "the host's clock returned {now}, not a Unix time in seconds"
+        )))
+    }
+}
+
+/// The records of `agent` that exist, assessed at `now`: its own key first,
+/// then the seed's key for the legacy agent. Host failures pass through.
+fn read_records<H: Host>(
+    settings: &ValidSettings,
+    host: &mut H,
+    agent: &AgentEntry,
+) -> Result<Vec<(String, String)>, Failure> {
+    let mut found = Vec::new();
+    for key in record_keys(settings, &agent.agent.name) {
+        if let Some(value) = host.meta_get(&key)? {
+            found.push((key, value));
+        }
+    }
+    Ok(found)
+}
+
+/// The session `agent`'s bot should load when about to load `session_id`
+/// (WIT `policy.resolve`):
+/// 1. unknown agent → `Err(unknown-agent)`;
+/// 2. `session_id` not one of the agent's XMPP sessions → `not-agent-session`,
+///    unchanged;
+/// 3. read the agent's record, and for the legacy agent the seed's key too;
+///    none → `no-record`;
+/// 4. [`assess`] each (shape, then age, then target); of the
+///    valid ones the newer timestamp wins (the per-agent key on a tie); none
+///    valid → the per-agent record's reason if it exists, else the seed
+///    key's;
+/// 5. the winner's target must exist (`host.session-exists`) → `redirected`,
+///    else `unknown-session`.
+///
+/// Host failures are returned unchanged. `detail` is one sentence.
+pub fn resolve<H: Host>(
+    settings: &ValidSettings,
+    host: &mut H,
+    agent: &str,
+    session_id: &str,
+) -> Result<Decision, Failure> {
+    let entry = settings.agent(agent)?;
+    let stay = |reason: Reason, detail: String| Decision {
+        session_id: session_id.to_string(),
+        redirected: false,
+        reason,
+        detail,
+    };
+    if !entry.owns_session(session_id) {
+        let whose = match settings.session_owner(session_id) {
+            Some(other) => format!("an XMPP session of {}", other.agent.name),
+            None => "not an XMPP session".to_string(),
+        };
+        return Ok(stay(
+            Reason::NotAgentSession,
+            format!(
+                "session {session_id} is {whose}, not one of {agent}'s ({}): loading it unchanged",
+                entry.agent.sessions.join(", ")
+            ),
+        ));
+    }
+    let records = read_records(settings, host, entry)?;
+    if records.is_empty() {
+        return Ok(stay(
+            Reason::NoRecord,
+            format!(
+                "{agent} has no record ({}): loading {session_id}",
+                record_keys(settings, agent).join(", ")
+            ),
+        ));
+    }
+    let now = clock(host)?;
+    let assessed: Vec<Assessment> = records
+        .iter()
+        .map(|(key, value)| assess(settings, entry, key, value, now))
+        .collect();
+    // `records` keeps the per-agent key first, so on equal timestamps
+    // `max_by` (which keeps the last maximum) must see it last.
+    let winner = assessed
+        .iter()
+        .rev()
+        .filter(|a| a.reason == Reason::Redirected)
+        .max_by(|a, b| {
+            let ta = a.readable.timestamp.unwrap_or(f64::MIN);
+            let tb = b.readable.timestamp.unwrap_or(f64::MIN);
+            ta.total_cmp(&tb)
+        });
+    let Some(winner) = winner else {
+        let first = &assessed[0];
+        return Ok(stay(
+            first.reason,
+            format!("{}: loading {session_id}", first.detail),
+        ));
+    };
+    let target = winner.readable.session_id.clone().unwrap_or_default();
+    if host.session_exists(&target)? {
+        Ok(Decision {
+            detail: format!(
+                "{}: loading CLI session {target} instead of {session_id}",
+                winner.detail
+            ),
+            session_id: target,
+            redirected: true,
+            reason: Reason::Redirected,
+        })
+    } else {
+        Ok(stay(
+            Reason::UnknownSession,
+            format!(
+                "record {} names session {target}, which is not in state.db: loading {session_id}",
+                winner.key
+            ),
+        ))
+    }
+}
+
+/// The records of every agent (or of `agent` only) that has one (WIT
+/// `policy.active`): one status per existing key (the legacy agent may have
+/// two), in configuration order. `valid` means the record would redirect
+/// now by the rules of [`resolve`], the target's existence included.
+/// Errors: `unknown-agent`; host failures unchanged.
+pub fn active<H: Host>(
+    settings: &ValidSettings,
+    host: &mut H,
+    agent: Option<&str>,
+) -> Result<Vec<RecordStatus>, Failure> {
+    let agents = settings.select(agent)?;
+    let mut found = Vec::new();
+    for entry in agents {
+        for (key, value) in read_records(settings, host, entry)? {
+            found.push((entry, key, value));
+        }
+    }
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = clock(host)?;
+    let ttl = settings.ttl_seconds();
+    let mut out = Vec::with_capacity(found.len());
+    for (entry, key, value) in found {
+        let a = assess(settings, entry, &key, &value, now);
+        let (valid, reason, detail) = if a.reason == Reason::Redirected {
+            let target = a.readable.session_id.clone().unwrap_or_default();
+            if host.session_exists(&target)? {
+                let detail = format!("{}: would redirect to CLI session {target}", a.detail);
+                (true, Reason::Redirected, detail)
+            } else {
+                let detail =
+                    format!("record {key} names session {target}, which is not in state.db");
+                (false, Reason::UnknownSession, detail)
+            }
+        } else {
+            (false, a.reason, a.detail)
+        };
+        out.push(RecordStatus {
+            agent: entry.agent.name.clone(),
+            key,
+            session_id: a.readable.session_id,
+            timestamp: a.readable.timestamp,
+            age_seconds: a.age,
+            remaining_seconds: a.age.map(|age| ttl - age),
+            valid,
+            reason,
+            detail,
+        });
+    }
+    Ok(out)
+}
+
+/// Delete the record of every agent (or of `agent` only), and the seed's
+/// key for the legacy agent (WIT `policy.clear`); returns the keys a row
+/// was actually removed from. Errors: `unknown-agent`; host failures
+/// unchanged (keys deleted before the failure stay deleted).
+pub fn clear<H: Host>(
+    settings: &ValidSettings,
+    host: &mut H,
+    agent: Option<&str>,
+) -> Result<Vec<String>, Failure> {
+    let mut deleted = Vec::new();
+    for entry in settings.select(agent)? {
+        for key in record_keys(settings, &entry.agent.name) {
+            if host.meta_delete(&key)? {
+                deleted.push(key);
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,398 @@
-//! TODO
+//! `[YOU]` tagging (DESIGN §3 "Tagging", §8 "Provenance of our rows"):
+//! which history rows are the agent's own, to be shown as `[YOU] ` + text,
+//! and which imitate the tag, to be shown without it.
+//!
+//! The rules see only each row's role, provenance and a bounded prefix
+//! (`ValidSettings::prefix_chars`), and answer with edits the host applies
+//! with [`apply`]. The tagged view is a fixed point: tagging it again gives
+//! no edit.
+
+use crate::settings::{AgentEntry, MARKER, TAG, ValidSettings};
+use crate::{EditAction, Failure, Role, RowEdit, RowSummary};
+
+/// `text` without its leading `[YOU]` markers (WIT `edit-action.untag`):
+/// repeatedly drop leading whitespace and an ASCII-case-insensitive `[YOU]`,
+/// then drop leading whitespace. Whitespace is Unicode `White_Space`
+/// (`str::trim_start`); a host applying edits must use this same definition
+/// (or this function).
+pub fn untag(text: &str) -> &str {
+    let mut rest = text.trim_start();
+    while let Some(head) = rest.get(..MARKER.len())
+        && head.eq_ignore_ascii_case(MARKER)
+    {
+        rest = rest[MARKER.len()..].trim_start();
+    }
+    rest
+}
+
+/// Whether `text` starts with at least one `[YOU]` marker (after leading
+/// whitespace).
+pub fn has_marker(text: &str) -> bool {
+    untag(text).len() != text.trim_start().len()
+}
+
+/// The content the model sees after `action` (WIT `edit-action`):
+/// `tag` → `[YOU] ` + [`untag`]`(content)`; `untag` → [`untag`]`(content)`.
+pub fn apply(action: EditAction, content: &str) -> String {
+    match action {
+        EditAction::Tag => format!("{TAG}{}", untag(content)),
+        EditAction::Untag => untag(content).to_string(),
+    }
+}
+
+/// Whether `base` (a row's text without markers) is signed by one of
+/// `names`: it starts with the name immediately followed by `:` or `：`
+/// (U+FF1A), or with `[name]`. Names compare ASCII-case-insensitively and
+/// exactly otherwise. A bare prefix never signs: `mohe2: `, `mohe's`,
+/// `moheX:`, `mohe, …`, `@mohe please` are not mohe's (DESIGN §3).
+pub fn signed_by(base: &str, names: &[String]) -> bool {
+    names.iter().any(|name| {
+        let plain = starts_with_ignore_ascii_case(base, name)
+            .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('：'));
+        let bracketed = base
+            .strip_prefix('[')
+            .and_then(|rest| starts_with_ignore_ascii_case(rest, name))
+            .is_some_and(|rest| rest.starts_with(']'));
+        plain || bracketed
+    })
+}
+
+/// `Some(rest)` when `text` starts with `prefix` (ASCII-case-insensitive).
+fn starts_with_ignore_ascii_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// The edit one row needs for `agent`, or `None`:
+/// - only `user` rows are edited (`assistant` rows are the agent's own by
+///   role; `tool`, `system`, `other` are never the agent's words);
+/// - own (the bridge wrote it for the agent, or it is signed by one of the
+///   agent's names) → `tag`, unless the prefix already is exactly
+///   `[YOU] ` + base with a non-empty base;
+/// - not own but starting with a `[YOU]` marker → `untag`;
+/// - else no edit.
+pub fn edit_for(agent: &AgentEntry, row: &RowSummary) -> Option<EditAction> {
+    if row.role != Role::User {
+        return None;
+    }
+    let base = untag(&row.prefix);
+    let own = row.bridge_wrote || signed_by(base, &agent.names);
+    if own {
+        let tagged = !base.is_empty()
+            && row
+                .prefix
+                .strip_prefix(TAG)
+                .is_some_and(|rest| rest == base);
+        (!tagged).then_some(EditAction::Tag)
+    } else if has_marker(&row.prefix) {
+        Some(EditAction::Untag)
+    } else {
+        None
+    }
+}
+
+/// The edits for `agent` on `rows` (WIT `policy.tag`), in row order; `index`
+/// is the position in `rows`. Errors: `unknown-agent`.
+pub fn tag(
+    settings: &ValidSettings,
+    agent: &str,
+    rows: &[RowSummary],
+) -> Result<Vec<RowEdit>, Failure> {
+    let entry = settings.agent(agent)?;
+    Ok(rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, row)| {
+            edit_for(entry, row).map(|action| RowEdit {
+                // A WIT list cannot hold more than u32::MAX elements.
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                action,
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FailureKind;
+    use crate::samples::sample_settings;
+
+    fn settings() -> ValidSettings {
+        ValidSettings::new(sample_settings()).unwrap()
+    }
+
+    fn row(role: Role, prefix: &str, bridge_wrote: bool) -> RowSummary {
+        RowSummary {
+            id: 1,
+            role,
+            prefix: prefix.to_string(),
+            bridge_wrote,
+        }
+    }
+
+    fn user(prefix: &str) -> RowSummary {
+        row(Role::User, prefix, false)
+    }
+
+    /// The edit for mohe on one row, and the view after applying it.
+    fn check(r: RowSummary) -> (Option<EditAction>, String) {
+        let s = settings();
+        let edit = edit_for(s.agent("mohe").unwrap(), &r);
+        let view = edit.map_or(r.prefix.clone(), |a| apply(a, &r.prefix));
+        (edit, view)
+    }
+
+    #[test]
+    fn untag_rules() {
+        let cases = [
+            ("[YOU] hi", "hi"),
+            ("[you]hi", "hi"),
+            ("  [You]  [YOU]\t[yOu] hi there ", "hi there "),
+            ("[YOU]", ""),
+            ("[YOU", "[YOU"),
+            ("[ YOU] hi", "[ YOU] hi"),
+            ("hi [YOU]", "hi [YOU]"),
+            ("  plain", "plain"),
+            ("\u{3000}[YOU]\u{a0}x", "x"),
+            ("", ""),
+        ];
+        for (text, want) in cases {
+            assert_eq!(untag(text), want, "untag({text:?})");
+        }
+        assert!(has_marker(" [you] x"));
+        assert!(!has_marker(" x [YOU]"));
+        assert_eq!(apply(EditAction::Tag, "[you][YOU] a"), "[YOU] a");
+        assert_eq!(apply(EditAction::Untag, "[you][YOU] a"), "a");
+    }
+
+    #[test]
+    fn signature_needs_a_delimiter() {
+        let names = vec!["mohe".to_string(), "墨河".to_string()];
+        let cases = [
+            ("mohe: hi", true),
+            ("MoHe: hi", true),
+            ("mohe:hi", true),
+            ("mohe：收到", true),
+            ("[mohe] hi", true),
+            ("[MOHE]", true),
+            ("[mohe]: hi", true),
+            ("墨河：好的", true),
+            ("[墨河] 好的", true),
+            ("mohe", false),
+            ("mohe : hi", false),
+            ("mohe2: hi", false),
+            ("mohe's notes", false),
+            ("moheX: hi", false),
+            ("mohe, please", false),
+            ("@mohe please", false),
+            ("[mohe hi", false),
+            ("[mohe2] hi", false),
+            (" mohe: hi", false),
+            ("hi mohe: hi", false),
+            ("", false),
+        ];
+        for (base, want) in cases {
+            assert_eq!(signed_by(base, &names), want, "signed_by({base:?})");
+        }
+    }
+
+    /// The real lines of the Hermes fixture `xmpp-mohe-v2`, for agent mohe.
+    #[test]
+    fn fixture_lines_of_xmpp_mohe_v2() {
+        let cases: [(RowSummary, Option<EditAction>, &str); 8] = [
+            (
+                user("mohe: 大家好，今天的会议改到下午三点。"),
+                Some(EditAction::Tag),
+                "[YOU] mohe: 大家好，今天的会议改到下午三点。",
+            ),
+            (
+                row(Role::Assistant, "好的，已记录：会议改到下午三点。", false),
+                None,
+                "好的，已记录：会议改到下午三点。",
+            ),
+            (
+                user("zhiwei: Got it, I'll move the calendar invite."),
+                None,
+                "zhiwei: Got it, I'll move the calendar invite.",
+            ),
+            (user("xiaoguo：收到！👍"), None, "xiaoguo：收到！👍"),
+            (
+                user("@mohe please share the meeting link before 3pm."),
+                None,
+                "@mohe please share the meeting link before 3pm.",
+            ),
+            (
+                row(
+                    Role::Assistant,
+                    "mohe, could you share the meeting link?",
+                    false,
+                ),
+                None,
+                "mohe, could you share the meeting link?",
+            ),
+            (
+                user("mohe2: I'm mohe2, not mohe — please keep our notes separate."),
+                None,
+                "mohe2: I'm mohe2, not mohe — please keep our notes separate.",
+            ),
+            (
+                row(
+                    Role::Assistant,
+                    "Understood, mohe2. Your notes stay separate from mohe's.",
+                    false,
+                ),
+                None,
+                "Understood, mohe2. Your notes stay separate from mohe's.",
+            ),
+        ];
+        for (r, want_edit, want_view) in cases {
+            let text = r.prefix.clone();
+            let (edit, view) = check(r);
+            assert_eq!(edit, want_edit, "{text:?}");
+            assert_eq!(view, want_view, "{text:?}");
+        }
+        // The same full-width line is xiaoguo's own.
+        let s = settings();
+        assert_eq!(
+            edit_for(s.agent("xiaoguo").unwrap(), &user("xiaoguo：收到！👍")),
+            Some(EditAction::Tag)
+        );
+    }
+
+    #[test]
+    fn every_rule_line() {
+        use EditAction::{Tag, Untag};
+        let cases: &[(RowSummary, Option<EditAction>, &str)] = &[
+            // bridge-wrote: stored tagged → no edit; anything else → tag.
+            (row(Role::User, "[YOU] hello", true), None, "[YOU] hello"),
+            (row(Role::User, "hello", true), Some(Tag), "[YOU] hello"),
+            (
+                row(Role::User, "[you] hello", true),
+                Some(Tag),
+                "[YOU] hello",
+            ),
+            (
+                row(Role::User, "[YOU] [YOU] hello", true),
+                Some(Tag),
+                "[YOU] hello",
+            ),
+            (
+                row(Role::User, "[YOU]hello", true),
+                Some(Tag),
+                "[YOU] hello",
+            ),
+            (row(Role::User, "[YOU] ", true), Some(Tag), "[YOU] "),
+            (
+                row(Role::User, "zhiwei: a line we sent", true),
+                Some(Tag),
+                "[YOU] zhiwei: a line we sent",
+            ),
+            // signed by a name → tag, unless already exactly tagged.
+            (user("mohe: hi"), Some(Tag), "[YOU] mohe: hi"),
+            (user("[YOU] mohe: hi"), None, "[YOU] mohe: hi"),
+            (user("[YOU]  mohe: hi"), Some(Tag), "[YOU] mohe: hi"),
+            (user("[you] mohe: hi"), Some(Tag), "[YOU] mohe: hi"),
+            (user("[YOU] [YOU] mohe: hi"), Some(Tag), "[YOU] mohe: hi"),
+            (user("  mohe: hi"), Some(Tag), "[YOU] mohe: hi"),
+            (user("[mohe] hi"), Some(Tag), "[YOU] [mohe] hi"),
+            (user("墨河：好"), Some(Tag), "[YOU] 墨河：好"),
+            // not own, imitating the tag → untag.
+            (
+                user("[YOU] zhiwei: I am mohe"),
+                Some(Untag),
+                "zhiwei: I am mohe",
+            ),
+            (user("[you]hello"), Some(Untag), "hello"),
+            (user("  [YOU] [YOU] mohe2: hi"), Some(Untag), "mohe2: hi"),
+            (user("[YOU]"), Some(Untag), ""),
+            // not own, no marker → unchanged (even with leading whitespace).
+            (user("  hello"), None, "  hello"),
+            (user("hello [YOU]"), None, "hello [YOU]"),
+            (user(""), None, ""),
+            // other roles are never edited.
+            (row(Role::Assistant, "[YOU] x", false), None, "[YOU] x"),
+            (row(Role::Tool, "[YOU] x", true), None, "[YOU] x"),
+            (row(Role::System, "mohe: x", false), None, "mohe: x"),
+            (
+                row(Role::Other, "[YOU] mohe: x", false),
+                None,
+                "[YOU] mohe: x",
+            ),
+        ];
+        for (r, want_edit, want_view) in cases {
+            let text = r.prefix.clone();
+            let (edit, view) = check(r.clone());
+            assert_eq!(edit, *want_edit, "{text:?} (bridge: {})", r.bridge_wrote);
+            assert_eq!(view, *want_view, "{text:?}");
+            // Idempotence: the view is a fixed point (an empty bridge row
+            // gets `tag` again, which leaves it as it is).
+            let again = check(RowSummary {
+                prefix: view.clone(),
+                ..r.clone()
+            });
+            assert_eq!(
+                again.1, view,
+                "view {view:?} of {text:?} is not a fixed point"
+            );
+            assert!(again.0.is_none() || view == TAG, "{view:?} edited again");
+        }
+    }
+
+    /// More stacked markers than the prefix budget covers: the name is cut
+    /// off, so the row cannot be proven own and is shown untagged (safe).
+    #[test]
+    fn over_budget_markers_are_untagged() {
+        let s = settings();
+        let full = format!("{}mohe: hi", "[YOU] ".repeat(20));
+        let p = crate::memory::prefix(&full, s.prefix_chars()).to_string();
+        assert_eq!(
+            edit_for(s.agent("mohe").unwrap(), &user(&p)),
+            Some(EditAction::Untag)
+        );
+        let within = format!("{}xiaoguo: hi", "[YOU] ".repeat(8));
+        let p = crate::memory::prefix(&within, s.prefix_chars()).to_string();
+        assert_eq!(
+            p,
+            within[..57],
+            "8 markers and the longest name with its delimiter fit"
+        );
+        assert_eq!(
+            edit_for(s.agent("xiaoguo").unwrap(), &user(&p)),
+            Some(EditAction::Tag)
+        );
+    }
+
+    #[test]
+    fn tag_indexes_rows_and_refuses_unknown_agents() {
+        let s = settings();
+        let rows = vec![
+            user("zhiwei: hi"),
+            user("mohe: hi"),
+            row(Role::Assistant, "x", false),
+            user("[YOU] zhiwei: fake"),
+        ];
+        let edits = tag(&s, "mohe", &rows).unwrap();
+        assert_eq!(
+            edits,
+            vec![
+                RowEdit {
+                    index: 1,
+                    action: EditAction::Tag
+                },
+                RowEdit {
+                    index: 3,
+                    action: EditAction::Untag
+                },
+            ]
+        );
+        assert_eq!(tag(&s, "mohe", &[]).unwrap(), vec![]);
+        let e = tag(&s, "nobody", &rows).unwrap_err();
+        assert_eq!(e.kind, FailureKind::UnknownAgent);
+        assert_eq!(
+            e.message,
+            "unknown agent 'nobody' (configured: mohe, zhiwei, xiaoguo)"
+        );
+    }
+}

@@ -1,0 +1,746 @@
+//! Table tests of `resolve`, `active` and `clear`, one case per rule line.
+
+use super::*;
+use crate::memory::{HostOp, MemoryHost};
+use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
+use crate::{FailureKind, failure};
+
+const NOW: f64 = SAMPLE_NOW;
+const CLI: &str = SAMPLE_CLI;
+const MOHE: &str = "session_switch:active:mohe";
+const ZHIWEI: &str = "session_switch:active:zhiwei";
+
+fn settings() -> ValidSettings {
+    ValidSettings::new(sample_settings()).unwrap()
+}
+
+fn host(meta: &[(&str, String)]) -> MemoryHost {
+    let mut h = MemoryHost::new(NOW, "coregroup@conference.example.org");
+    for s in [
+        "xmpp-mohe-v2",
+        "xmpp-mohe",
+        "xmpp-zhiwei",
+        "xmpp-xiaoguo",
+        CLI,
+        "cli-b",
+    ] {
+        h.add_session(s);
+    }
+    for (k, v) in meta {
+        h.meta.insert(k.to_string(), v.clone());
+    }
+    h
+}
+
+fn rec(ts: f64) -> String {
+    sample_record(CLI, ts, "mohe")
+}
+
+fn legacy(session: &str, ts: f64) -> String {
+    serde_json::json!({"session_id": session, "timestamp": ts, "source": "cli"}).to_string()
+}
+
+fn mohe(meta: &[(&str, String)]) -> Decision {
+    resolve(&settings(), &mut host(meta), "mohe", "xmpp-mohe-v2").unwrap()
+}
+
+#[track_caller]
+fn expect(d: &Decision, reason: Reason, session: &str, detail: &str) {
+    assert_eq!(d.reason, reason, "{d:?}");
+    assert_eq!(d.session_id, session, "{d:?}");
+    assert_eq!(d.redirected, reason == Reason::Redirected, "{d:?}");
+    assert!(d.detail.contains(detail), "{:?} lacks {detail:?}", d.detail);
+    assert!(
+        !d.detail.contains('\n'),
+        "detail is one line: {:?}",
+        d.detail
+    );
+}
+
+#[test]
+fn rule_1_unknown_agent() {
+    let e = resolve(&settings(), &mut host(&[]), "nobody", "xmpp-mohe-v2").unwrap_err();
+    assert_eq!(e.kind, FailureKind::UnknownAgent);
+    assert_eq!(
+        e.message,
+        "unknown agent 'nobody' (configured: mohe, zhiwei, xiaoguo)"
+    );
+}
+
+#[test]
+fn rule_2_only_the_agents_own_xmpp_sessions_are_redirected() {
+    let meta = [(MOHE, rec(NOW - 10.0))];
+    let s = settings();
+    let cases = [
+        (
+            CLI,
+            "is not an XMPP session, not one of mohe's (xmpp-mohe-v2, xmpp-mohe)",
+        ),
+        ("xmpp-zhiwei", "is an XMPP session of zhiwei"),
+        ("unknown-session", "is not an XMPP session"),
+        ("", "is not an XMPP session"),
+    ];
+    for (asked, detail) in cases {
+        let d = resolve(&s, &mut host(&meta), "mohe", asked).unwrap();
+        expect(&d, Reason::NotAgentSession, asked, detail);
+    }
+    // Both of mohe's sessions are redirected.
+    for asked in ["xmpp-mohe-v2", "xmpp-mohe"] {
+        let d = resolve(&s, &mut host(&meta), "mohe", asked).unwrap();
+        expect(&d, Reason::Redirected, CLI, "instead of xmpp-mohe");
+    }
+}
+
+#[test]
+fn rule_3_no_record() {
+    expect(
+        &mohe(&[]),
+        Reason::NoRecord,
+        "xmpp-mohe-v2",
+        "mohe has no record (session_switch:active:mohe, active_xmpp_sender_session): loading xmpp-mohe-v2",
+    );
+    let d = resolve(&settings(), &mut host(&[]), "zhiwei", "xmpp-zhiwei").unwrap();
+    expect(
+        &d,
+        Reason::NoRecord,
+        "xmpp-zhiwei",
+        "zhiwei has no record (session_switch:active:zhiwei)",
+    );
+}
+
+#[test]
+fn rule_3_legacy_key_is_read_for_the_legacy_agent_only() {
+    let meta = [(LEGACY_KEY, legacy(CLI, NOW - 5.0))];
+    expect(
+        &mohe(&meta),
+        Reason::Redirected,
+        CLI,
+        "record active_xmpp_sender_session is 5 s old",
+    );
+    let d = resolve(&settings(), &mut host(&meta), "zhiwei", "xmpp-zhiwei").unwrap();
+    expect(
+        &d,
+        Reason::NoRecord,
+        "xmpp-zhiwei",
+        "zhiwei has no record (session_switch:active:zhiwei)",
+    );
+    // Without a legacy agent nobody reads it.
+    let mut plain = sample_settings();
+    plain.legacy_agent = None;
+    let plain = ValidSettings::new(plain).unwrap();
+    let d = resolve(&plain, &mut host(&meta), "mohe", "xmpp-mohe-v2").unwrap();
+    expect(
+        &d,
+        Reason::NoRecord,
+        "xmpp-mohe-v2",
+        "(session_switch:active:mohe)",
+    );
+}
+
+#[test]
+fn rule_3_newer_valid_record_wins() {
+    let other = "cli-b";
+    // Per-agent newer.
+    let d = mohe(&[
+        (MOHE, rec(NOW - 5.0)),
+        (LEGACY_KEY, legacy(other, NOW - 50.0)),
+    ]);
+    expect(
+        &d,
+        Reason::Redirected,
+        CLI,
+        "record session_switch:active:mohe is 5 s old",
+    );
+    // Legacy newer.
+    let d = mohe(&[
+        (MOHE, rec(NOW - 50.0)),
+        (LEGACY_KEY, legacy(other, NOW - 5.0)),
+    ]);
+    expect(
+        &d,
+        Reason::Redirected,
+        other,
+        "record active_xmpp_sender_session is 5 s old",
+    );
+    // A tie goes to the per-agent record.
+    let d = mohe(&[
+        (MOHE, rec(NOW - 5.0)),
+        (LEGACY_KEY, legacy(other, NOW - 5.0)),
+    ]);
+    expect(
+        &d,
+        Reason::Redirected,
+        CLI,
+        "record session_switch:active:mohe",
+    );
+    // An invalid per-agent record does not hide a valid legacy one.
+    let d = mohe(&[
+        (MOHE, rec(NOW - 4000.0)),
+        (LEGACY_KEY, legacy(other, NOW - 5.0)),
+    ]);
+    expect(&d, Reason::Redirected, other, "active_xmpp_sender_session");
+    let d = mohe(&[
+        (MOHE, "junk".into()),
+        (LEGACY_KEY, legacy(other, NOW - 5.0)),
+    ]);
+    expect(&d, Reason::Redirected, other, "active_xmpp_sender_session");
+}
+
+#[test]
+fn rule_3_neither_valid_reports_the_per_agent_reason_first() {
+    let d = mohe(&[(MOHE, rec(NOW - 4000.0)), (LEGACY_KEY, "junk".into())]);
+    expect(
+        &d,
+        Reason::Expired,
+        "xmpp-mohe-v2",
+        "record session_switch:active:mohe is 4000 s old (TTL 3600 s): loading xmpp-mohe-v2",
+    );
+    let d = mohe(&[
+        (MOHE, "junk".into()),
+        (LEGACY_KEY, legacy(CLI, NOW - 4000.0)),
+    ]);
+    expect(
+        &d,
+        Reason::MalformedRecord,
+        "xmpp-mohe-v2",
+        "record session_switch:active:mohe is malformed (not JSON)",
+    );
+    let d = mohe(&[(LEGACY_KEY, legacy(CLI, NOW - 4000.0))]);
+    expect(
+        &d,
+        Reason::Expired,
+        "xmpp-mohe-v2",
+        "record active_xmpp_sender_session is 4000 s old",
+    );
+}
+
+#[test]
+fn rule_4_malformed_records() {
+    let long = "x".repeat(257);
+    let cases: Vec<(String, &str)> = vec![
+        ("not json".into(), "(not JSON)"),
+        ("".into(), "(not JSON)"),
+        ("[1, 2]".into(), "(not a JSON object but an array)"),
+        ("\"20260619\"".into(), "(not a JSON object but a string)"),
+        ("null".into(), "(not a JSON object but null)"),
+        (
+            format!(r#"{{"timestamp": {NOW}}}"#),
+            "(session_id is missing)",
+        ),
+        (
+            format!(r#"{{"session_id": 5, "timestamp": {NOW}}}"#),
+            "(session_id is a number)",
+        ),
+        (
+            format!(r#"{{"session_id": null, "timestamp": {NOW}}}"#),
+            "(session_id is null)",
+        ),
+        (
+            format!(r#"{{"session_id": "", "timestamp": {NOW}}}"#),
+            "(session_id is empty)",
+        ),
+        (
+            format!(r#"{{"session_id": "{long}", "timestamp": {NOW}}}"#),
+            "(session_id is 257 characters long, the maximum is 256)",
+        ),
+        (
+            format!(r#"{{"session_id": "a\r\nb", "timestamp": {NOW}}}"#),
+            "contains a control character",
+        ),
+        (
+            format!(r#"{{"session_id": "a\u0000", "timestamp": {NOW}}}"#),
+            "contains a control character",
+        ),
+        (
+            format!(r#"{{"session_id": " {CLI}", "timestamp": {NOW}}}"#),
+            "has leading or trailing whitespace",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}"}}"#),
+            "(timestamp is missing)",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": "{NOW}"}}"#),
+            "(timestamp is a string)",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": null}}"#),
+            "(timestamp is null)",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": true}}"#),
+            "(timestamp is a boolean)",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": [1]}}"#),
+            "(timestamp is an array)",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": {NOW}, "agent": "zhiwei"}}"#),
+            "(agent is 'zhiwei', not 'mohe')",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": {NOW}, "agent": null}}"#),
+            "(agent is null)",
+        ),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": {NOW}, "agent": ["mohe"]}}"#),
+            "(agent is an array)",
+        ),
+    ];
+    for (value, detail) in cases {
+        let d = mohe(&[(MOHE, value.clone())]);
+        assert_eq!(d.reason, Reason::MalformedRecord, "{value:?}: {d:?}");
+        assert!(!d.redirected);
+        assert_eq!(d.session_id, "xmpp-mohe-v2");
+        assert!(
+            d.detail
+                .starts_with("record session_switch:active:mohe is malformed "),
+            "{value:?}: {}",
+            d.detail
+        );
+        assert!(
+            d.detail.contains(detail),
+            "{value:?}: {:?} lacks {detail:?}",
+            d.detail
+        );
+        assert!(d.detail.ends_with(": loading xmpp-mohe-v2"), "{}", d.detail);
+    }
+}
+
+#[test]
+fn rule_4_accepted_shapes() {
+    let cases = [
+        // The seed's shape (no agent field), an integer timestamp, extra fields.
+        format!(
+            r#"{{"session_id": "{CLI}", "timestamp": {}, "source": "cli"}}"#,
+            NOW as i64 - 60
+        ),
+        format!(
+            r#"{{"session_id": "{CLI}", "timestamp": {}.5, "agent": "mohe", "x": [1]}}"#,
+            NOW as i64 - 60
+        ),
+        format!(r#"{{"session_id": "{CLI}", "timestamp": 1.8e9}}"#),
+        rec(NOW),
+    ];
+    for value in cases {
+        expect(
+            &mohe(&[(MOHE, value)]),
+            Reason::Redirected,
+            CLI,
+            "loading CLI session",
+        );
+    }
+    // The legacy key's `agent` field is not checked (the seed writes none).
+    let value = format!(r#"{{"session_id": "{CLI}", "timestamp": {NOW}, "agent": "zhiwei"}}"#);
+    expect(
+        &mohe(&[(LEGACY_KEY, value)]),
+        Reason::Redirected,
+        CLI,
+        "active_xmpp_sender_session",
+    );
+}
+
+#[test]
+fn rule_5_ttl_boundary() {
+    // A record exactly TTL old is expired (the seed keeps it only while age < 3600).
+    let cases = [
+        (
+            NOW - 3600.0 + 0.001,
+            Reason::Redirected,
+            "is 3599.999 s old (TTL 3600 s)",
+        ),
+        (NOW - 3599.0, Reason::Redirected, "is 3599 s old"),
+        (NOW - 3600.0, Reason::Expired, "is 3600 s old (TTL 3600 s)"),
+        (NOW - 3600.001, Reason::Expired, "is 3600.001 s old"),
+        (NOW - 86_400.0, Reason::Expired, "is 86400 s old"),
+        (0.0, Reason::Expired, "is 1800000000 s old"),
+        (-5.0, Reason::Expired, "s old"),
+        (NOW, Reason::Redirected, "is 0 s old"),
+    ];
+    for (ts, reason, detail) in cases {
+        let want = if reason == Reason::Redirected {
+            CLI
+        } else {
+            "xmpp-mohe-v2"
+        };
+        expect(&mohe(&[(MOHE, rec(ts))]), reason, want, detail);
+    }
+}
+
+#[test]
+fn rule_5_future_skew_boundary() {
+    let cases = [
+        (
+            NOW + 10.0,
+            Reason::Redirected,
+            "is dated 10 s in the future, within the allowed skew (120 s)",
+        ),
+        (
+            NOW + 120.0,
+            Reason::Redirected,
+            "is dated 120 s in the future, within",
+        ),
+        (
+            NOW + 120.001,
+            Reason::FutureTimestamp,
+            "is dated 120.001 s in the future (allowed skew 120 s)",
+        ),
+        (
+            NOW + 86_400.0,
+            Reason::FutureTimestamp,
+            "is dated 86400 s in the future",
+        ),
+    ];
+    for (ts, reason, detail) in cases {
+        let want = if reason == Reason::Redirected {
+            CLI
+        } else {
+            "xmpp-mohe-v2"
+        };
+        expect(&mohe(&[(MOHE, rec(ts))]), reason, want, detail);
+    }
+    // Skew 0: any future timestamp is refused.
+    let mut strict = sample_settings();
+    strict.future_skew_seconds = 0;
+    let strict = ValidSettings::new(strict).unwrap();
+    let mut h = host(&[(MOHE, rec(NOW + 0.5))]);
+    let d = resolve(&strict, &mut h, "mohe", "xmpp-mohe-v2").unwrap();
+    expect(
+        &d,
+        Reason::FutureTimestamp,
+        "xmpp-mohe-v2",
+        "0.5 s in the future (allowed skew 0 s)",
+    );
+}
+
+#[test]
+fn rule_6_target_rules() {
+    let to = |s: &str| [(MOHE, sample_record(s, NOW - 1.0, "mohe"))];
+    expect(
+        &mohe(&to("xmpp-mohe")),
+        Reason::MalformedRecord,
+        "xmpp-mohe-v2",
+        "record session_switch:active:mohe names xmpp-mohe, an XMPP session of mohe, which is never a target: loading xmpp-mohe-v2",
+    );
+    expect(
+        &mohe(&to("xmpp-zhiwei")),
+        Reason::MalformedRecord,
+        "xmpp-mohe-v2",
+        "an XMPP session of zhiwei",
+    );
+    expect(
+        &mohe(&to("gone")),
+        Reason::UnknownSession,
+        "xmpp-mohe-v2",
+        "record session_switch:active:mohe names session gone, which is not in state.db: loading xmpp-mohe-v2",
+    );
+    // Age is judged before the target: an expired record naming an XMPP session is expired.
+    let d = mohe(&[(MOHE, sample_record("xmpp-zhiwei", NOW - 4000.0, "mohe"))]);
+    expect(&d, Reason::Expired, "xmpp-mohe-v2", "4000 s old");
+}
+
+#[test]
+fn rule_6_existence_is_checked_last_and_only_when_needed() {
+    let broken = failure::policy("session-exists must not be called");
+    for value in [rec(NOW - 4000.0), "junk".into(), rec(NOW + 999.0)] {
+        let mut h = host(&[(MOHE, value)]);
+        h.fail.insert(HostOp::SessionExists, broken.clone());
+        let d = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap();
+        assert!(!d.redirected);
+    }
+    let mut h = host(&[]);
+    h.fail.insert(HostOp::SessionExists, broken.clone());
+    h.fail.insert(HostOp::MetaGet, broken);
+    let d = resolve(&settings(), &mut h, "mohe", CLI).unwrap();
+    assert_eq!(
+        d.reason,
+        Reason::NotAgentSession,
+        "no host call for other sessions"
+    );
+}
+
+#[test]
+fn rule_7_redirect_detail() {
+    let d = mohe(&[(MOHE, rec(NOW - 12.0))]);
+    assert_eq!(
+        d,
+        Decision {
+            session_id: CLI.into(),
+            redirected: true,
+            reason: Reason::Redirected,
+            detail: format!(
+                "record session_switch:active:mohe is 12 s old (TTL 3600 s): loading CLI session {CLI} instead of xmpp-mohe-v2"
+            ),
+        }
+    );
+}
+
+#[test]
+fn one_agents_record_never_moves_another() {
+    let meta = [(ZHIWEI, sample_record(CLI, NOW - 1.0, "zhiwei"))];
+    expect(
+        &mohe(&meta),
+        Reason::NoRecord,
+        "xmpp-mohe-v2",
+        "mohe has no record",
+    );
+    let d = resolve(&settings(), &mut host(&meta), "zhiwei", "xmpp-zhiwei").unwrap();
+    expect(&d, Reason::Redirected, CLI, "session_switch:active:zhiwei");
+    // zhiwei's record copied under mohe's key is refused by its agent field.
+    let d = mohe(&[(MOHE, sample_record(CLI, NOW - 1.0, "zhiwei"))]);
+    expect(
+        &d,
+        Reason::MalformedRecord,
+        "xmpp-mohe-v2",
+        "agent is 'zhiwei', not 'mohe'",
+    );
+}
+
+#[test]
+fn host_failures_pass_through_unchanged() {
+    let store = Failure {
+        kind: FailureKind::Store,
+        message: "state.db at /x is not a database".into(),
+    };
+    let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
+    h.fail.insert(HostOp::MetaGet, store.clone());
+    assert_eq!(
+        resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2"),
+        Err(store.clone())
+    );
+    let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
+    h.fail.insert(HostOp::SessionExists, store.clone());
+    assert_eq!(
+        resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2"),
+        Err(store)
+    );
+}
+
+#[test]
+fn a_broken_clock_is_a_policy_failure() {
+    for clock in [f64::NAN, f64::INFINITY] {
+        let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
+        h.clock = clock;
+        let e = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap_err();
+        assert_eq!(e.kind, FailureKind::Policy);
+        assert!(e.message.contains("clock"), "{}", e.message);
+    }
+}
+
+#[test]
+fn parse_record_keeps_readable_fields() {
+    let (r, res) = parse_record(r#"{"session_id": "a", "timestamp": "1"}"#, None);
+    assert_eq!(
+        r,
+        Readable {
+            session_id: Some("a".into()),
+            timestamp: None
+        }
+    );
+    assert_eq!(res, Err("timestamp is a string".into()));
+    let (r, res) = parse_record(r#"{"session_id": "", "timestamp": 7}"#, None);
+    assert_eq!(
+        r,
+        Readable {
+            session_id: Some(String::new()),
+            timestamp: Some(7.0)
+        }
+    );
+    assert_eq!(res, Err("session_id is empty".into()));
+    let (_, res) = parse_record(r#"{"session_id": "a", "timestamp": 7, "agent": "x"}"#, None);
+    assert_eq!(
+        res,
+        Ok(("a".into(), 7.0)),
+        "agent unchecked without an expected agent"
+    );
+    let (_, res) = parse_record(r#"{"session_id": "a", "timestamp": 1e999}"#, None);
+    assert_eq!(
+        res,
+        Err("not JSON".into()),
+        "serde_json refuses out-of-range numbers"
+    );
+}
+
+#[test]
+fn seconds_for_people() {
+    let cases = [
+        (12.0, "12"),
+        (3599.999, "3599.999"),
+        (0.5, "0.5"),
+        (-0.0, "0"),
+        (120.0001, "120"),
+        (-3.25, "-3.25"),
+    ];
+    for (s, want) in cases {
+        assert_eq!(seconds(s), want, "{s}");
+    }
+}
+
+#[test]
+fn active_shows_every_record_with_its_state() {
+    let meta = [
+        (MOHE, rec(NOW - 12.0)),
+        (
+            LEGACY_KEY,
+            r#"{"session_id": "gone", "timestamp": 1}"#.to_string(),
+        ),
+        (ZHIWEI, sample_record(CLI, NOW - 4000.0, "zhiwei")),
+    ];
+    let all = active(&settings(), &mut host(&meta), None).unwrap();
+    assert_eq!(
+        all.len(),
+        3,
+        "xiaoguo has no record and is omitted: {all:?}"
+    );
+    assert_eq!(
+        all[0],
+        RecordStatus {
+            agent: "mohe".into(),
+            key: MOHE.into(),
+            session_id: Some(CLI.into()),
+            timestamp: Some(NOW - 12.0),
+            age_seconds: Some(12.0),
+            remaining_seconds: Some(3588.0),
+            valid: true,
+            reason: Reason::Redirected,
+            detail: format!(
+                "record {MOHE} is 12 s old (TTL 3600 s): would redirect to CLI session {CLI}"
+            ),
+        }
+    );
+    assert_eq!(all[1].key, LEGACY_KEY);
+    assert_eq!(all[1].reason, Reason::Expired);
+    assert!(!all[1].valid);
+    assert_eq!(all[1].timestamp, Some(1.0));
+    assert_eq!(all[1].session_id.as_deref(), Some("gone"));
+    assert_eq!(all[2].agent, "zhiwei");
+    assert_eq!(all[2].reason, Reason::Expired);
+    assert_eq!(all[2].remaining_seconds, Some(-400.0));
+
+    let only = active(&settings(), &mut host(&meta), Some("zhiwei")).unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].key, ZHIWEI);
+    assert_eq!(
+        active(&settings(), &mut host(&meta), Some("xiaoguo")).unwrap(),
+        vec![]
+    );
+    let e = active(&settings(), &mut host(&meta), Some("nobody")).unwrap_err();
+    assert_eq!(e.kind, FailureKind::UnknownAgent);
+}
+
+#[test]
+fn active_applies_every_rule_of_resolve() {
+    let cases = [
+        (rec(NOW - 1.0), true, Reason::Redirected),
+        (
+            sample_record("gone", NOW - 1.0, "mohe"),
+            false,
+            Reason::UnknownSession,
+        ),
+        (
+            sample_record("xmpp-zhiwei", NOW - 1.0, "mohe"),
+            false,
+            Reason::MalformedRecord,
+        ),
+        (rec(NOW + 500.0), false, Reason::FutureTimestamp),
+        (rec(NOW - 3600.0), false, Reason::Expired),
+        ("{}".into(), false, Reason::MalformedRecord),
+    ];
+    for (value, valid, reason) in cases {
+        let status = active(
+            &settings(),
+            &mut host(&[(MOHE, value.clone())]),
+            Some("mohe"),
+        )
+        .unwrap();
+        assert_eq!(status.len(), 1);
+        assert_eq!(
+            (status[0].valid, status[0].reason),
+            (valid, reason),
+            "{value}"
+        );
+        let d = mohe(&[(MOHE, value.clone())]);
+        assert_eq!(d.redirected, valid, "resolve and active agree on {value}");
+        assert_eq!(d.reason, reason, "{value}");
+    }
+    let status = active(&settings(), &mut host(&[(MOHE, "{}".into())]), None).unwrap();
+    assert_eq!(
+        (status[0].session_id.clone(), status[0].age_seconds),
+        (None, None)
+    );
+}
+
+#[test]
+fn active_passes_host_failures() {
+    let busy = Failure {
+        kind: FailureKind::Busy,
+        message: "locked".into(),
+    };
+    let mut h = host(&[(MOHE, rec(NOW))]);
+    h.fail.insert(HostOp::SessionExists, busy.clone());
+    assert_eq!(active(&settings(), &mut h, None), Err(busy));
+}
+
+#[test]
+fn clear_deletes_the_agents_keys_only() {
+    let meta = || {
+        [
+            (MOHE, rec(NOW)),
+            (LEGACY_KEY, legacy(CLI, NOW)),
+            (ZHIWEI, sample_record(CLI, NOW, "zhiwei")),
+            ("fts_last_optimize", "1".to_string()),
+        ]
+    };
+    let mut h = host(&meta());
+    assert_eq!(
+        clear(&settings(), &mut h, Some("zhiwei")).unwrap(),
+        vec![ZHIWEI.to_string()]
+    );
+    assert!(
+        h.meta.contains_key(LEGACY_KEY),
+        "zhiwei never touches the seed's key"
+    );
+    assert_eq!(
+        clear(&settings(), &mut h, Some("zhiwei")).unwrap(),
+        Vec::<String>::new()
+    );
+
+    let mut h = host(&meta());
+    assert_eq!(
+        clear(&settings(), &mut h, Some("mohe")).unwrap(),
+        vec![MOHE.to_string(), LEGACY_KEY.to_string()]
+    );
+    assert!(h.meta.contains_key(ZHIWEI));
+
+    let mut h = host(&meta());
+    assert_eq!(
+        clear(&settings(), &mut h, None).unwrap(),
+        vec![MOHE.to_string(), LEGACY_KEY.to_string(), ZHIWEI.to_string()]
+    );
+    assert_eq!(
+        h.meta.keys().collect::<Vec<_>>(),
+        vec!["fts_last_optimize"],
+        "Hermes's keys stay"
+    );
+
+    let e = clear(&settings(), &mut host(&meta()), Some("nobody")).unwrap_err();
+    assert_eq!(e.kind, FailureKind::UnknownAgent);
+    let ro = Failure {
+        kind: FailureKind::Store,
+        message: "read-only".into(),
+    };
+    let mut h = host(&meta());
+    h.fail.insert(HostOp::MetaDelete, ro.clone());
+    assert_eq!(clear(&settings(), &mut h, None), Err(ro));
+}
+
+#[test]
+fn record_key_shape() {
+    assert_eq!(record_key("mohe"), MOHE);
+    assert_eq!(
+        record_keys(&settings(), "mohe"),
+        vec![MOHE.to_string(), LEGACY_KEY.to_string()]
+    );
+    assert_eq!(record_keys(&settings(), "zhiwei"), vec![ZHIWEI.to_string()]);
+}

@@ -1,0 +1,48 @@
+//! A sample configuration: the seed's three agents in their room. Used by
+//! the component's `self-check` (no host involved) and by tests; never by
+//! the rules themselves.
+
+use crate::{Agent, Settings};
+
+/// Unix time the samples' clocks read: 2027-01-15 08:00:00 UTC.
+pub const SAMPLE_NOW: f64 = 1_800_000_000.0;
+
+/// A CLI session of the samples (as in the Hermes fixtures).
+pub const SAMPLE_CLI: &str = "20260619_190821_7c0afe";
+
+/// The seed's agents `mohe` (legacy agent; sessions `xmpp-mohe-v2`,
+/// `xmpp-mohe`; alias `墨河`), `zhiwei` and `xiaoguo` in
+/// `coregroup@conference.example.org`; TTL 3600 s, skew 120 s, bodies up to
+/// 10000 characters.
+pub fn sample_settings() -> Settings {
+    let agent = |name: &str, sessions: &[&str], aliases: &[&str]| Agent {
+        name: name.into(),
+        jid: format!("{name}@example.org"),
+        nick: name.into(),
+        sessions: sessions.iter().map(|s| s.to_string()).collect(),
+        aliases: aliases.iter().map(|s| s.to_string()).collect(),
+    };
+    Settings {
+        room: "coregroup@conference.example.org".into(),
+        ttl_seconds: 3600,
+        future_skew_seconds: 120,
+        max_body_chars: 10_000,
+        legacy_agent: Some("mohe".into()),
+        agents: vec![
+            agent("mohe", &["xmpp-mohe-v2", "xmpp-mohe"], &["墨河"]),
+            agent("zhiwei", &["xmpp-zhiwei"], &[]),
+            agent("xiaoguo", &["xmpp-xiaoguo"], &[]),
+        ],
+    }
+}
+
+/// A record value as the bridge writes it (DESIGN §8 "Records").
+pub fn sample_record(session_id: &str, timestamp: f64, agent: &str) -> String {
+    serde_json::json!({
+        "session_id": session_id,
+        "timestamp": timestamp,
+        "source": "cli",
+        "agent": agent,
+    })
+    .to_string()
+}

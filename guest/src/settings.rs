@@ -1,0 +1,559 @@
+//! The settings the host passes to `configure` (WIT `settings`), validated
+//! once, with what the rules look up on every call precomputed: each agent's
+//! names for tagging, which agent owns which XMPP session, and the prefix
+//! length to ask `host.history` for.
+
+use std::collections::BTreeMap;
+
+use crate::failure::{bad_input, unknown_agent};
+use crate::{Agent, Failure, Settings};
+
+/// The tag the bridge prepends to the agent's own rows (the seed, DESIGN §3).
+pub const TAG: &str = "[YOU] ";
+
+/// The tag without its space: what `untag` removes, ASCII-case-insensitively.
+pub const MARKER: &str = "[YOU]";
+
+/// Longest accepted session id, in characters: Hermes's API server refuses
+/// longer ones (research/hermes-state.md).
+pub const MAX_SESSION_ID_CHARS: usize = 256;
+
+/// How many stacked `[YOU] ` markers the history prefix must still see
+/// through to find the name behind them. Rows with more markers than this are
+/// treated as not the agent's own (they are untagged): the safe side.
+pub const MARKER_BUDGET: usize = 8;
+
+/// One configured agent and the names it signs its lines with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentEntry {
+    /// The agent as configured.
+    pub agent: Agent,
+    /// Names that mark a line as the agent's own (DESIGN §3 "Tagging"): its
+    /// nick, JID local part, name and aliases, without duplicates
+    /// (ASCII-case-insensitive), in that order.
+    pub names: Vec<String>,
+}
+
+impl AgentEntry {
+    /// Whether `session_id` is one of this agent's XMPP sessions.
+    pub fn owns_session(&self, session_id: &str) -> bool {
+        self.agent.sessions.iter().any(|s| s == session_id)
+    }
+
+    /// The agent's first XMPP session: the one the bridge writes its
+    /// `[YOU] ` rows to (WIT `agent.sessions`).
+    pub fn history_session(&self) -> &str {
+        // Validation guarantees at least one session.
+        &self.agent.sessions[0]
+    }
+}
+
+/// Settings that passed [`ValidSettings::new`]; the rules take only these.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidSettings {
+    settings: Settings,
+    agents: Vec<AgentEntry>,
+    /// XMPP session id → index of the agent that owns it.
+    session_owner: BTreeMap<String, usize>,
+    prefix_chars: u32,
+}
+
+impl ValidSettings {
+    /// Validate `settings` (the `configure` rules):
+    /// - at least one agent;
+    /// - every name, nick, JID, session id and alias non-empty, without
+    ///   control characters and without surrounding whitespace;
+    /// - names, nicks and JIDs unique among agents (ASCII-case-insensitive:
+    ///   JIDs and MUC nicks compare case-folded, RFC 7622 and RFC 7700);
+    ///   session ids unique across all agents (exact: Hermes ids are
+    ///   case-sensitive), each at most 256 characters;
+    /// - each JID (and the room) a bare JID: `local@domain`, no resource;
+    /// - no tagging name (nick, JID local part, name, alias) shared by two
+    ///   agents, and none equal to `YOU` (the tag itself), so a signed line
+    ///   belongs to at most one agent;
+    /// - `legacy-agent`, when given, names a configured agent;
+    /// - `ttl-seconds > 0` and `max-body-chars > 0`.
+    ///
+    /// Errors: kind `bad-input`, `invalid settings: <what and where>`.
+    pub fn new(settings: Settings) -> Result<Self, Failure> {
+        let invalid = |what: String| bad_input(format!("invalid settings: {what}"));
+        if settings.agents.is_empty() {
+            return Err(invalid(
+                "no agents configured (at least one is needed)".into(),
+            ));
+        }
+        if settings.ttl_seconds == 0 {
+            return Err(invalid(
+                "ttl-seconds is 0; it must be > 0 (seed: 3600)".into(),
+            ));
+        }
+        if settings.max_body_chars == 0 {
+            return Err(invalid(
+                "max-body-chars is 0; it must be > 0 (default 10000)".into(),
+            ));
+        }
+        check_bare_jid("room", &settings.room).map_err(invalid)?;
+
+        let mut agents = Vec::with_capacity(settings.agents.len());
+        let mut session_owner = BTreeMap::new();
+        // Case-folded name / nick / JID / tagging name → agent that has it.
+        let mut seen_names: BTreeMap<String, String> = BTreeMap::new();
+        let mut seen_nicks: BTreeMap<String, String> = BTreeMap::new();
+        let mut seen_jids: BTreeMap<String, String> = BTreeMap::new();
+        let mut seen_signs: BTreeMap<String, String> = BTreeMap::new();
+
+        for (i, agent) in settings.agents.iter().enumerate() {
+            let who = if agent.name.is_empty() {
+                format!("agent #{}", i + 1)
+            } else {
+                format!("agent '{}'", agent.name)
+            };
+            check_text(&format!("name of {who}"), &agent.name).map_err(invalid)?;
+            let name = &agent.name;
+            check_text(&format!("nick of {who}"), &agent.nick).map_err(invalid)?;
+            check_bare_jid(&format!("JID of {who}"), &agent.jid).map_err(invalid)?;
+            for (field, value, seen) in [
+                ("name", name, &mut seen_names),
+                ("nick", &agent.nick, &mut seen_nicks),
+                ("JID", &agent.jid, &mut seen_jids),
+            ] {
+                if let Some(other) = seen.insert(value.to_ascii_lowercase(), name.clone()) {
+                    return Err(invalid(format!(
+                        "{field} '{value}' is used by both '{other}' and '{name}'"
+                    )));
+                }
+            }
+            if agent.sessions.is_empty() {
+                return Err(invalid(format!("{who} has no XMPP sessions")));
+            }
+            for session in &agent.sessions {
+                check_session_id(session)
+                    .map_err(|e| invalid(format!("XMPP session of {who}: {e}")))?;
+                if let Some(&owner) = session_owner.get(session) {
+                    let other: &Agent = &settings.agents[owner];
+                    return Err(invalid(format!(
+                        "session '{session}' is listed for both '{}' and '{name}'",
+                        other.name
+                    )));
+                }
+                session_owner.insert(session.clone(), i);
+            }
+            for alias in &agent.aliases {
+                check_text(&format!("alias of {who}"), alias).map_err(invalid)?;
+            }
+
+            let local = agent.jid.split('@').next().unwrap_or_default();
+            let mut names: Vec<String> = Vec::new();
+            for candidate in [&agent.nick, &local.to_string(), name]
+                .into_iter()
+                .chain(&agent.aliases)
+            {
+                if !names.iter().any(|n| n.eq_ignore_ascii_case(candidate)) {
+                    names.push(candidate.clone());
+                }
+            }
+            for sign in &names {
+                if sign.eq_ignore_ascii_case(MARKER.trim_matches(['[', ']'])) {
+                    return Err(invalid(format!(
+                        "{who} signs as '{sign}', which is the [YOU] tag itself"
+                    )));
+                }
+                if let Some(other) = seen_signs.insert(sign.to_ascii_lowercase(), name.clone()) {
+                    return Err(invalid(format!(
+                        "'{sign}' is a name of both '{other}' and '{name}': \
+                         tagging could not tell their lines apart"
+                    )));
+                }
+            }
+            agents.push(AgentEntry {
+                agent: agent.clone(),
+                names,
+            });
+        }
+
+        if let Some(legacy) = &settings.legacy_agent
+            && !agents.iter().any(|a| &a.agent.name == legacy)
+        {
+            let names: Vec<&str> = agents.iter().map(|a| a.agent.name.as_str()).collect();
+            return Err(invalid(format!(
+                "legacy-agent '{legacy}' is not a configured agent (configured: {})",
+                names.join(", ")
+            )));
+        }
+
+        let longest_name = agents
+            .iter()
+            .flat_map(|a| &a.names)
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(0);
+        let prefix_chars = prefix_chars_for(longest_name);
+        Ok(Self {
+            settings,
+            agents,
+            session_owner,
+            prefix_chars,
+        })
+    }
+
+    /// The settings as given to `configure`.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// All agents, in configuration order.
+    pub fn agents(&self) -> &[AgentEntry] {
+        &self.agents
+    }
+
+    /// The agent named `name` (exact match). Errors: `unknown-agent`,
+    /// `unknown agent 'x' (configured: a, b)`.
+    pub fn agent(&self, name: &str) -> Result<&AgentEntry, Failure> {
+        self.agents
+            .iter()
+            .find(|a| a.agent.name == name)
+            .ok_or_else(|| unknown_agent(name, self.agents.iter().map(|a| a.agent.name.as_str())))
+    }
+
+    /// The agents `agent` selects: all when `None`, else the one named
+    /// (errors as [`ValidSettings::agent`]).
+    pub fn select(&self, agent: Option<&str>) -> Result<Vec<&AgentEntry>, Failure> {
+        match agent {
+            None => Ok(self.agents.iter().collect()),
+            Some(name) => Ok(vec![self.agent(name)?]),
+        }
+    }
+
+    /// The agent whose XMPP session `session_id` is, if any.
+    pub fn session_owner(&self, session_id: &str) -> Option<&AgentEntry> {
+        self.session_owner.get(session_id).map(|&i| &self.agents[i])
+    }
+
+    /// Whether `agent` is the `legacy-agent` (the one that may read the
+    /// seed's fixed key, DESIGN §8 "Records").
+    pub fn is_legacy(&self, agent: &str) -> bool {
+        self.settings.legacy_agent.as_deref() == Some(agent)
+    }
+
+    /// Bare JID of the MUC room.
+    pub fn room(&self) -> &str {
+        &self.settings.room
+    }
+
+    /// Record lifetime in seconds (WIT `settings.ttl-seconds`).
+    pub fn ttl_seconds(&self) -> f64 {
+        f64::from(self.settings.ttl_seconds)
+    }
+
+    /// Allowed future skew of a record's timestamp, in seconds.
+    pub fn future_skew_seconds(&self) -> f64 {
+        f64::from(self.settings.future_skew_seconds)
+    }
+
+    /// Longest accepted body after normalisation, in characters.
+    pub fn max_body_chars(&self) -> u32 {
+        self.settings.max_body_chars
+    }
+
+    /// The `prefix-chars` to request from `host.history`: see
+    /// [`prefix_chars_for`].
+    pub fn prefix_chars(&self) -> u32 {
+        self.prefix_chars
+    }
+}
+
+/// How many characters of each row the tagging rules need, for names of at
+/// most `longest_name` characters:
+/// `MARKER_BUDGET × len("[YOU] ") + longest_name + 2`, i.e. room for eight
+/// stacked `[YOU] ` markers, then the longest name with its delimiter
+/// (`name:`) or brackets (`[name]`). 57 for the seed's agents (`xiaoguo`).
+/// Larger prefixes cost boundary crossings on every row (DESIGN §7).
+pub fn prefix_chars_for(longest_name: usize) -> u32 {
+    let chars = MARKER_BUDGET * TAG.chars().count() + longest_name + 2;
+    u32::try_from(chars).unwrap_or(u32::MAX)
+}
+
+/// A session id a record may name and a send may come from: non-empty, at
+/// most 256 characters, no control characters (Hermes's API server rejects
+/// CR/LF/NUL and longer ids), no surrounding whitespace. Errors describe the
+/// fault, e.g. `session id is empty`.
+pub fn check_session_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("session id is empty".into());
+    }
+    let chars = id.chars().count();
+    if chars > MAX_SESSION_ID_CHARS {
+        return Err(format!(
+            "session id is {chars} characters long, the maximum is {MAX_SESSION_ID_CHARS}"
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(format!("session id {id:?} contains a control character"));
+    }
+    if id.trim() != id {
+        return Err(format!(
+            "session id {id:?} has leading or trailing whitespace"
+        ));
+    }
+    Ok(())
+}
+
+/// A name-like field: non-empty, no control characters, no surrounding
+/// whitespace.
+fn check_text(what: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        Err(format!("{what} is empty"))
+    } else if value.chars().any(char::is_control) {
+        Err(format!("{what} {value:?} contains a control character"))
+    } else if value.trim() != value {
+        Err(format!(
+            "{what} {value:?} has leading or trailing whitespace"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A bare JID (RFC 7622): exactly one `@` with a non-empty local part and
+/// domain, no resource (`/`), no whitespace or control characters.
+fn check_bare_jid(what: &str, jid: &str) -> Result<(), String> {
+    check_text(what, jid)?;
+    if jid.contains('/') {
+        return Err(format!(
+            "{what} '{jid}' has a resource; give the bare JID (local@domain)"
+        ));
+    }
+    if jid.chars().any(char::is_whitespace) {
+        return Err(format!("{what} '{jid}' contains whitespace"));
+    }
+    match jid.split_once('@') {
+        Some((local, domain))
+            if !local.is_empty() && !domain.is_empty() && !domain.contains('@') =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "{what} '{jid}' is not a bare JID (expected local@domain)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FailureKind;
+    use crate::samples::sample_settings;
+
+    fn err(settings: Settings) -> String {
+        let e = ValidSettings::new(settings).expect_err("settings should be refused");
+        assert_eq!(e.kind, FailureKind::BadInput, "{}", e.message);
+        e.message
+    }
+
+    #[test]
+    fn sample_settings_are_valid_and_precompute_names() {
+        let v = ValidSettings::new(sample_settings()).unwrap();
+        let mohe = v.agent("mohe").unwrap();
+        assert_eq!(mohe.names, vec!["mohe".to_string(), "墨河".to_string()]);
+        assert_eq!(mohe.history_session(), "xmpp-mohe-v2");
+        assert_eq!(v.session_owner("xmpp-zhiwei").unwrap().agent.name, "zhiwei");
+        assert!(v.session_owner("20260619_190821_7c0afe").is_none());
+        assert!(v.is_legacy("mohe"));
+        assert!(!v.is_legacy("zhiwei"));
+        // 8 × 6 + len("xiaoguo") + 2
+        assert_eq!(v.prefix_chars(), 57);
+        assert_eq!(v.ttl_seconds(), 3600.0);
+    }
+
+    #[test]
+    fn unknown_agent_lists_the_configured_ones() {
+        let v = ValidSettings::new(sample_settings()).unwrap();
+        let e = v.agent("nobody").unwrap_err();
+        assert_eq!(e.kind, FailureKind::UnknownAgent);
+        assert_eq!(
+            e.message,
+            "unknown agent 'nobody' (configured: mohe, zhiwei, xiaoguo)"
+        );
+        // Lookup is exact: names are identifiers on the command line.
+        assert_eq!(v.agent("MOHE").unwrap_err().kind, FailureKind::UnknownAgent);
+        assert_eq!(v.select(None).unwrap().len(), 3);
+        assert_eq!(v.select(Some("zhiwei")).unwrap()[0].agent.name, "zhiwei");
+    }
+
+    #[test]
+    fn refuses_each_invalid_field() {
+        type Edit = fn(&mut Settings);
+        let cases: &[(&str, Edit, &str)] = &[
+            ("no agents", |s| s.agents.clear(), "no agents configured"),
+            ("ttl 0", |s| s.ttl_seconds = 0, "ttl-seconds is 0"),
+            (
+                "max body 0",
+                |s| s.max_body_chars = 0,
+                "max-body-chars is 0",
+            ),
+            (
+                "room resource",
+                |s| s.room.push_str("/x"),
+                "room 'coregroup@conference.example.org/x' has a resource",
+            ),
+            (
+                "room no @",
+                |s| s.room = "coregroup".into(),
+                "room 'coregroup' is not a bare JID",
+            ),
+            (
+                "empty name",
+                |s| s.agents[1].name.clear(),
+                "name of agent #2 is empty",
+            ),
+            (
+                "padded name",
+                |s| s.agents[0].name = " mohe".into(),
+                "has leading or trailing whitespace",
+            ),
+            (
+                "control in nick",
+                |s| s.agents[0].nick = "mo\nhe".into(),
+                "nick of agent 'mohe' \"mo\\nhe\" contains a control character",
+            ),
+            (
+                "empty nick",
+                |s| s.agents[0].nick.clear(),
+                "nick of agent 'mohe' is empty",
+            ),
+            (
+                "duplicate name",
+                |s| s.agents[1].name = "mohe".into(),
+                "name 'mohe' is used by both 'mohe' and 'mohe'",
+            ),
+            (
+                "duplicate nick",
+                |s| s.agents[1].nick = "MOHE".into(),
+                "nick 'MOHE' is used by both 'mohe' and 'zhiwei'",
+            ),
+            (
+                "duplicate jid",
+                |s| s.agents[1].jid = "Mohe@example.org".into(),
+                "JID 'Mohe@example.org' is used by both 'mohe' and 'zhiwei'",
+            ),
+            (
+                "jid resource",
+                |s| s.agents[0].jid = "mohe@example.org/laptop".into(),
+                "JID of agent 'mohe' 'mohe@example.org/laptop' has a resource",
+            ),
+            (
+                "jid no local",
+                |s| s.agents[0].jid = "@example.org".into(),
+                "is not a bare JID",
+            ),
+            (
+                "jid no domain",
+                |s| s.agents[0].jid = "mohe@".into(),
+                "is not a bare JID",
+            ),
+            (
+                "jid two @",
+                |s| s.agents[0].jid = "mo@he@example.org".into(),
+                "is not a bare JID",
+            ),
+            (
+                "empty jid",
+                |s| s.agents[0].jid.clear(),
+                "JID of agent 'mohe' is empty",
+            ),
+            (
+                "no sessions",
+                |s| s.agents[2].sessions.clear(),
+                "agent 'xiaoguo' has no XMPP sessions",
+            ),
+            (
+                "empty session",
+                |s| s.agents[0].sessions.push(String::new()),
+                "XMPP session of agent 'mohe': session id is empty",
+            ),
+            (
+                "long session",
+                |s| s.agents[0].sessions.push("x".repeat(257)),
+                "session id is 257 characters long, the maximum is 256",
+            ),
+            (
+                "session twice",
+                |s| s.agents[1].sessions.push("xmpp-mohe".into()),
+                "session 'xmpp-mohe' is listed for both 'mohe' and 'zhiwei'",
+            ),
+            (
+                "session twice same agent",
+                |s| s.agents[0].sessions.push("xmpp-mohe".into()),
+                "session 'xmpp-mohe' is listed for both 'mohe' and 'mohe'",
+            ),
+            (
+                "empty alias",
+                |s| s.agents[0].aliases.push(String::new()),
+                "alias of agent 'mohe' is empty",
+            ),
+            (
+                "shared alias",
+                |s| s.agents[1].aliases.push("Mohe".into()),
+                "'Mohe' is a name of both 'mohe' and 'zhiwei'",
+            ),
+            (
+                "alias YOU",
+                |s| s.agents[1].aliases.push("you".into()),
+                "agent 'zhiwei' signs as 'you', which is the [YOU] tag itself",
+            ),
+            (
+                "legacy unknown",
+                |s| s.legacy_agent = Some("nobody".into()),
+                "legacy-agent 'nobody' is not a configured agent (configured: mohe, zhiwei, xiaoguo)",
+            ),
+        ];
+        for (name, edit, want) in cases {
+            let mut s = sample_settings();
+            edit(&mut s);
+            let msg = err(s);
+            assert!(msg.starts_with("invalid settings: "), "{name}: {msg}");
+            assert!(msg.contains(want), "{name}: {msg:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn accepts_the_edges() {
+        let mut s = sample_settings();
+        s.ttl_seconds = 1;
+        s.max_body_chars = 1;
+        s.future_skew_seconds = 0;
+        s.legacy_agent = None;
+        s.agents[0].sessions.push("x".repeat(256));
+        let v = ValidSettings::new(s).unwrap();
+        assert!(!v.is_legacy("mohe"));
+    }
+
+    #[test]
+    fn session_id_rules() {
+        assert_eq!(check_session_id("20260619_190821_7c0afe"), Ok(()));
+        assert_eq!(check_session_id(&"é".repeat(256)), Ok(()));
+        assert_eq!(check_session_id(""), Err("session id is empty".into()));
+        assert_eq!(
+            check_session_id(&"é".repeat(257)),
+            Err("session id is 257 characters long, the maximum is 256".into())
+        );
+        assert_eq!(
+            check_session_id("a\r\nb"),
+            Err("session id \"a\\r\\nb\" contains a control character".into())
+        );
+        assert_eq!(
+            check_session_id("a\0"),
+            Err("session id \"a\\0\" contains a control character".into())
+        );
+        assert_eq!(
+            check_session_id(" a"),
+            Err("session id \" a\" has leading or trailing whitespace".into())
+        );
+    }
+
+    #[test]
+    fn prefix_formula() {
+        assert_eq!(prefix_chars_for(0), 50);
+        assert_eq!(prefix_chars_for(7), 57);
+    }
+}
