@@ -55,7 +55,7 @@ venv: ## Python venv for the XMPP observer of the tests
 	@$(VENV)/bin/python -c 'import slixmpp' 2>/dev/null || \
 	  $(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
 
-test: build ## run every test (starts and stops an isolated ejabberd)
+test: build variants ## run every test (starts and stops an isolated ejabberd)
 	$(CARGO) test --workspace
 
 lint: component ## rustfmt and clippy, warnings are errors

@@ -256,24 +256,24 @@ fn check_interfaces(
     Ok((imports, exports))
 }
 
-/// Compile, check and probe `bytes`. `settings`: also run `configure` with
+/// Compile, check and probe `bytes` (SHA-256 `sha`). `settings`: also run `configure` with
 /// them (hot swap). `self_check`: run the component's self-check.
 pub(crate) fn prepare(
     runtime: &Arc<Runtime>,
     bytes: &[u8],
+    sha: &[u8; 32],
     source: Source,
     settings: Option<&Settings>,
     self_check: bool,
 ) -> Result<Arc<Loaded>, Failure> {
-    let sha: [u8; 32] = Sha256::digest(bytes).into();
     let started = Instant::now();
-    let (component, cache) = cache::compile(&runtime.engine, bytes, &sha, &runtime.options.cache)
+    let (component, cache) = cache::compile(&runtime.engine, bytes, sha, &runtime.options.cache)
         .map_err(|e| {
-        Failure::policy(format!(
-            "refusing {source}: it is not a valid WebAssembly component ({}); {REBUILD}",
-            one_line(&e)
-        ))
-    })?;
+            Failure::policy(format!(
+                "refusing {source}: it is not a valid WebAssembly component ({}); {REBUILD}",
+                one_line(&e)
+            ))
+        })?;
     let compile_time = started.elapsed();
 
     let started = Instant::now();
@@ -292,7 +292,7 @@ pub(crate) fn prepare(
         pre,
         info: LoadInfo {
             source: source.clone(),
-            sha256: cache::hex(&sha),
+            sha256: cache::hex(sha),
             size: bytes.len(),
             version: String::new(),
             imports,
@@ -377,7 +377,8 @@ impl Policy {
             linker,
             options,
         });
-        let loaded = prepare(&runtime, bytes, source, None, self_check)?;
+        let sha: [u8; 32] = Sha256::digest(bytes).into();
+        let loaded = prepare(&runtime, bytes, &sha, source, None, self_check)?;
         Ok(Self {
             runtime,
             current: Arc::new(Current::new(loaded)),

@@ -251,7 +251,8 @@ fn describe_trap(limits: &super::Limits, error: &wasmtime::Error, state: &HostSt
                 "it ran out of fuel ({} units per call): it loops or works far too long",
                 limits.fuel_per_call
             ),
-            Some(trap) => format!("it trapped: {trap}"),
+            // "wasm trap: wasm `unreachable` instruction executed" (a panic).
+            Some(trap) => trap.to_string(),
             None => format!("it failed: {}", one_line(error)),
         }
     };
@@ -678,5 +679,65 @@ fn fallback_decision(asked: &str, failure: &Failure) -> Decision {
         redirected: false,
         reason: Reason::PolicyError,
         detail: format!("no redirect: {}", failure.message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(session_id: &str, redirected: bool, reason: Reason) -> Decision {
+        Decision {
+            session_id: session_id.into(),
+            redirected,
+            reason,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn decisions_that_break_the_contract_are_refused() {
+        let asked = "xmpp-mohe-v2";
+        let cli = "20260619_190821_7c0afe";
+        assert!(check_decision(&decision(cli, true, Reason::Redirected), asked).is_ok());
+        assert!(check_decision(&decision(asked, false, Reason::Expired), asked).is_ok());
+        assert!(check_decision(&decision(asked, false, Reason::NotAgentSession), asked).is_ok());
+
+        let bad = [
+            (
+                decision(cli, true, Reason::Expired),
+                "redirected = true with reason Reason::Expired",
+            ),
+            (
+                decision(cli, false, Reason::Redirected),
+                "redirected = false",
+            ),
+            (decision("", true, Reason::Redirected), "empty session id"),
+            (
+                decision(cli, false, Reason::NoRecord),
+                "named session '20260619_190821_7c0afe'",
+            ),
+            (
+                decision(asked, false, Reason::PolicyError),
+                "only the host gives",
+            ),
+        ];
+        for (d, why) in bad {
+            let err = check_decision(&d, asked).unwrap_err();
+            assert!(err.contains(why), "{err} / {why}");
+        }
+    }
+
+    #[test]
+    fn the_fallback_decision_loads_the_session_asked_about() {
+        let failure = Failure::policy("policy `x` failed in `resolve`: boom");
+        let d = fallback_decision("xmpp-mohe-v2", &failure);
+        assert_eq!(d.session_id, "xmpp-mohe-v2");
+        assert!(!d.redirected);
+        assert_eq!(d.reason, Reason::PolicyError);
+        assert_eq!(
+            d.detail,
+            "no redirect: policy `x` failed in `resolve`: boom"
+        );
     }
 }

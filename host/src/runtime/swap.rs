@@ -9,6 +9,7 @@
 use super::bindings::Settings;
 use super::policy::{LoadInfo, Policy, Source, prepare, read_component};
 use crate::Failure;
+use sha2::{Digest, Sha256};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -43,13 +44,14 @@ impl Policy {
         let path = path.as_ref();
         let started = Instant::now();
         let bytes = read_component(path)?;
-        let sha = super::cache::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes));
-        if sha == self.current.get().0.info.sha256 {
+        let sha: [u8; 32] = Sha256::digest(&bytes).into();
+        if super::cache::hex(&sha) == self.current.get().0.info.sha256 {
             return Ok(None);
         }
         let loaded = prepare(
             &self.runtime,
             &bytes,
+            &sha,
             Source::File(path.to_owned()),
             settings,
             true,
