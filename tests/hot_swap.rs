@@ -111,9 +111,10 @@ fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
             Some(path) => {
                 install(path, &live);
                 expected_swaps += 1;
-                wait_for(&format!("the swap to {name}"), || {
-                    watcher.stats().swaps == expected_swaps
-                });
+                wait_for(
+                    &format!("the swap to {name} ({:?})", watcher.stats()),
+                    || watcher.stats().swaps == expected_swaps,
+                );
                 let version = policy.version();
                 assert!(version.ends_with(name), "{version} after installing {name}");
                 assert_ne!(version, serving);
@@ -244,4 +245,27 @@ fn a_call_in_flight_finishes_on_the_old_component() {
     backend.state().import_delay = Duration::ZERO;
     assert_eq!(session.version().unwrap(), report.info.version);
     assert_eq!(session.info().version, report.info.version);
+}
+
+#[test]
+fn a_change_made_before_the_watcher_starts_is_picked_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.wasm");
+    install(&component_path(), &live);
+    let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
+    install(&variant_path("v3"), &live);
+    let watcher = policy.watch(
+        &live,
+        WatchOptions {
+            interval: Duration::from_millis(20),
+            settings: None,
+        },
+    );
+    wait_for("the swap to v3", || watcher.stats().swaps == 1);
+    assert!(policy.version().ends_with("v3"), "{}", policy.version());
+    // Unchanged bytes under a new file are not a swap.
+    install(&variant_path("v3"), &live);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(watcher.stats().swaps, 1);
+    assert_eq!(watcher.stats().rejections, 0);
 }

@@ -401,7 +401,8 @@ mod tests {
         assert!(message.contains("twice"), "{message}");
         assert_eq!(seen.lock().unwrap().sends.len(), 1);
 
-        let wrong: [(fn(&mut SendPlan), &str); 4] = [
+        type Spoil = fn(&mut SendPlan);
+        let wrong: [(Spoil, &str); 4] = [
             (|p| p.agent = "zhiwei".into(), "for agent 'zhiwei'"),
             (
                 |p| p.cli_session_id = "other".into(),

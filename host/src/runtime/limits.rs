@@ -20,18 +20,23 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 2,000,000,000 fuel and 256 MiB.
+    /// 2,000,000,000 fuel per call and a 64 MiB memory.
     ///
-    /// Measured on the real policy (release host, 2-core VM): `context` over
-    /// a 10,000-row history with long rows burns about 60 M fuel and grows
-    /// the guest's memory to about 8 MiB; `resolve` burns a few thousand.
-    /// The budgets leave > 30× headroom over that, so a 10k-row history
-    /// never trips them, while an endless loop stops after ~1 s of
-    /// guest work on this machine (measured, see `tests/runtime.rs`).
+    /// Chosen from measurements of the real policy (release host, 2-core
+    /// VM, `measure_costs` in `tests/runtime.rs`): `context` over 10,000
+    /// rows burns about 9.8 M fuel and grows the guest's memory to about
+    /// 4.3 MiB; `resolve` burns about 5,000. The budgets leave 200× (fuel)
+    /// and 15× (memory) headroom over a 10k-row history, while the `loop`
+    /// variant exhausts the fuel in about 0.1 s (0.6 s for a loop with a
+    /// heavier body), and a runaway allocation stops at 64 MiB per store.
+    ///
+    /// Fuel is charged per WebAssembly instruction, so a bulk instruction
+    /// (`memory.copy`/`memory.fill` of many bytes) costs as much as an add:
+    /// fuel bounds work, not time, for such code (see the runtime report).
     fn default() -> Self {
         Self {
             fuel_per_call: 2_000_000_000,
-            memory_bytes: 256 << 20,
+            memory_bytes: 64 << 20,
         }
     }
 }

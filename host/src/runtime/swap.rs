@@ -188,7 +188,10 @@ fn stamp(path: &Path) -> Option<Stamp> {
 }
 
 fn watch_loop(policy: &Policy, path: &Path, options: &WatchOptions, shared: &WatchShared) {
-    let mut seen = stamp(path);
+    // Nothing seen yet: the first look reloads, which is a no-op when the
+    // bytes are those being served, and catches a change made between
+    // loading the policy and starting this thread.
+    let mut seen: Option<Stamp> = None;
     loop {
         {
             let stop = shared.stop.lock().unwrap_or_else(|e| e.into_inner());
