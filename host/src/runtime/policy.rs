@@ -289,13 +289,14 @@ pub(crate) fn prepare(
                 one_line(&e)
             ))
         })?;
-    let mut loaded = Loaded {
+    let loaded = Loaded {
         pre,
         info: LoadInfo {
             source: source.clone(),
             sha256: cache::hex(sha),
             size: bytes.len(),
-            version: String::new(),
+            // Until the probe below asks the component itself.
+            version: "unchecked component".into(),
             imports,
             exports,
             cache,
@@ -307,12 +308,11 @@ pub(crate) fn prepare(
     // Probe it in a store of its own, with no state.db behind it.
     let probe = |loaded: Arc<Loaded>| -> Result<String, Failure> {
         let mut session = Session::pinned(runtime.clone(), loaded, Box::new(NoBackend), None);
-        let version = session.version()?;
+        let refuse = |f: Failure| Failure::policy(format!("refusing {source}: {}", f.message));
+        let version = session.version().map_err(refuse)?;
         session.set_label(version.clone());
         if self_check {
-            session
-                .self_check()
-                .map_err(|f| Failure::policy(format!("refusing {source}: {}", f.message)))?;
+            session.self_check().map_err(refuse)?;
         }
         if let Some(settings) = settings {
             session.set_settings(settings.clone());
@@ -325,7 +325,6 @@ pub(crate) fn prepare(
         }
         Ok(version)
     };
-    loaded.info.version = "unchecked component".into();
     let loaded = Arc::new(loaded);
     let version = probe(loaded.clone())?;
     let mut loaded = Arc::into_inner(loaded).expect("the probe session is gone");
