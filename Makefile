@@ -62,7 +62,7 @@ $(VENV)/.requirements: tests/requirements.txt
 # removed on exit, also on failure or Ctrl-C (tests/ejabberd/with-ejabberd.sh;
 # it installs the Debian package when missing). With the variable set, a test
 # that finds no ejabberd fails instead of skipping.
-test: build venv ## run every test (starts and stops an isolated ejabberd)
+test: build venv variants ## run every test (starts and stops an isolated ejabberd)
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
 
 lint: component ## rustfmt and clippy, warnings are errors

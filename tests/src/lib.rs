@@ -88,3 +88,5 @@ pub fn bin_path() -> PathBuf {
     );
     path
 }
+
+pub mod memory_backend;

@@ -1,1 +1,41 @@
 //! The policy component under wasmtime: load, limit, call, hot-swap.
+//!
+//! ```no_run
+//! # use session_switch::runtime::*;
+//! # fn demo(backend: impl Backend, settings: Settings) -> Result<(), session_switch::Failure> {
+//! let policy = Policy::embedded(PolicyOptions::default())?;
+//! let mut session = policy.session(backend, settings);
+//! let decision = session.resolve("mohe", "xmpp-mohe-v2")?;
+//! # Ok(()) }
+//! ```
+//!
+//! The component imports only our `host` interface (no WASI); every call
+//! runs under fuel and memory budgets ([`Limits`]); a trap or an invalid
+//! answer is a `policy` failure and the store is thrown away; hot swaps
+//! ([`Policy::watch`]) replace the component while callers keep running.
+
+mod apply;
+mod backend;
+pub mod bindings;
+mod cache;
+mod imports;
+mod limits;
+mod policy;
+mod session;
+mod swap;
+
+pub use apply::{YOU_TAG, tag, untag};
+pub use backend::Backend;
+pub use bindings::{
+    Agent, ContextResult, Decision, EditAction, LogLevel, Reason, Receipt, RecordStatus, Role,
+    RowEdit, RowSummary, SendPlan, Sent, Settings,
+};
+pub use cache::{CacheMode, CacheUse, default_cache_dir};
+pub use imports::is_our_meta_key;
+pub use limits::Limits;
+pub use policy::{
+    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Policy, PolicyOptions, Source,
+    TYPES_INTERFACE,
+};
+pub use session::{ContextAnswer, Session};
+pub use swap::{SwapReport, WatchOptions, WatchStats, Watcher};
