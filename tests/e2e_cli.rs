@@ -1,1 +1,655 @@
-//! (to be written)
+//! End to end through the `xmpp-session-bridge` binary, on private copies
+//! of the real Hermes fixtures and the real ejabberd of the test run: a real
+//! XMPP occupant watches the room for every body.
+
+use serde_json::Value;
+use session_switch_tests::xmpp::{Ejabberd, RoomObserver, unused_port};
+use session_switch_tests::{bin_path, fixture_copy, table_snapshot};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+const CLI_SESSION: &str = "20260619_190821_7c0afe";
+const ROOM_WAIT: Duration = Duration::from_secs(20);
+
+/// One test's world: a fixture copy, a config for the test ejabberd, a
+/// private cache directory.
+struct World {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    config: PathBuf,
+    cache: PathBuf,
+    ej: Ejabberd,
+}
+
+/// How the config reaches ejabberd, and other knobs of a test.
+struct Setup<'a> {
+    fixture: &'a str,
+    transport: &'a str,
+    /// `ejabberdctl = [...]` (ignored for http).
+    ctl: Vec<String>,
+    api_url: Option<String>,
+    ttl_seconds: u32,
+    legacy_agent: Option<&'a str>,
+    /// The JID mohe posts as (default: mohe's own, a subscriber).
+    mohe_jid: Option<String>,
+    timeout_seconds: u32,
+}
+
+impl Setup<'_> {
+    fn http() -> Self {
+        Setup {
+            fixture: "hermes-latest.db",
+            transport: "http",
+            ctl: vec![],
+            api_url: None,
+            ttl_seconds: 3600,
+            legacy_agent: None,
+            mohe_jid: None,
+            timeout_seconds: 10,
+        }
+    }
+}
+
+impl World {
+    fn new(setup: Setup<'_>) -> Option<World> {
+        let ej = Ejabberd::from_env()?;
+        let (dir, db) = fixture_copy(setup.fixture)?;
+        let config = dir.path().join("session-switch.toml");
+        let ctl = setup
+            .ctl
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let api_url = setup.api_url.clone().unwrap_or_else(|| ej.api_url.clone());
+        let legacy = setup
+            .legacy_agent
+            .map(|a| format!("legacy_agent = \"{a}\"\n"))
+            .unwrap_or_default();
+        let mohe_jid = setup.mohe_jid.clone().unwrap_or_else(|| ej.jid("mohe"));
+        let text = format!(
+            r#"[xmpp]
+room = "{room}"
+transport = "{transport}"
+ejabberdctl = [{ctl}]
+api_url = "{api_url}"
+timeout_seconds = {timeout}
+
+[redirect]
+ttl_seconds = {ttl}
+{legacy}
+[[agents]]
+name = "mohe"
+jid = "{mohe_jid}"
+nick = "mohe"
+sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
+
+[[agents]]
+name = "zhiwei"
+jid = "{zhiwei}"
+sessions = ["xmpp-zhiwei"]
+
+[[agents]]
+name = "xiaoguo"
+jid = "{xiaoguo}"
+sessions = ["xmpp-xiaoguo"]
+"#,
+            room = ej.room,
+            transport = setup.transport,
+            ctl = if ctl.is_empty() {
+                "\"ejabberdctl\"".to_string()
+            } else {
+                ctl
+            },
+            timeout = setup.timeout_seconds,
+            ttl = setup.ttl_seconds,
+            zhiwei = ej.jid("zhiwei"),
+            xiaoguo = ej.jid("xiaoguo"),
+        );
+        std::fs::write(&config, text).unwrap();
+        let cache = dir.path().join("cache");
+        Some(World {
+            _dir: dir,
+            db,
+            config,
+            cache,
+            ej,
+        })
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        self.cli_with_stdin(args, None)
+    }
+
+    fn cli_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(bin_path());
+        cmd.arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--cache-dir")
+            .arg(&self.cache);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("run xmpp-session-bridge");
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        child.wait_with_output().unwrap()
+    }
+
+    /// Run with `--json`, expect exit 0, parse stdout.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.cli(&all);
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e})"))
+    }
+
+    fn conn(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(&self.db).unwrap()
+    }
+
+    /// Rows of `session` as (role, content), in id order.
+    fn rows(&self, session: &str) -> Vec<(String, String)> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare("SELECT role, coalesce(content, '') FROM messages WHERE session_id = ?1 ORDER BY id")
+            .unwrap();
+        st.query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+/// A body no other test sends.
+fn unique(text: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{text} #{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Exit status, and stderr as one line (DESIGN §8: a non-zero exit prints
+/// exactly one line on stderr).
+fn failed(out: &Output) -> (i32, String) {
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "stderr is not one line: {stderr:?}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "stdout on failure: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        out.status.code().expect("exit status"),
+        stderr.trim_end().to_string(),
+    )
+}
+
+#[test]
+fn send_as_mohe_reaches_the_room_and_redirects_mohes_bot_only() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let room = RoomObserver::join(&w.ej);
+    let body = unique("e2e: 会议改到三点 🚀 \"quoted\" \\n $(id) [YOU] inside");
+    let before = w.rows("xmpp-mohe-v2");
+
+    let sent = w.json(&["send", &body, CLI_SESSION, "--agent", "mohe"]);
+    assert_eq!(sent["delivered"], true);
+    assert_eq!(sent["room"], w.ej.room.as_str());
+    assert_eq!(sent["body"], body.as_str());
+    assert_eq!(sent["record_key"], "session_switch:active:mohe");
+    assert_eq!(
+        room.wait_for_body(&body, ROOM_WAIT).as_deref(),
+        Some("mohe"),
+        "the room never got {body:?}"
+    );
+
+    // Exactly one new row, [YOU]-tagged, with its provenance and the record.
+    let after = w.rows("xmpp-mohe-v2");
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after[..before.len()], before[..]);
+    assert_eq!(
+        after.last().unwrap(),
+        &("user".to_string(), format!("[YOU] {body}"))
+    );
+    let conn = w.conn();
+    let id = sent["message_id"].as_i64().unwrap();
+    let (agent, cli): (String, String) = conn
+        .query_row(
+            "SELECT agent, cli_session_id FROM session_switch_sent WHERE message_id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((agent.as_str(), cli.as_str()), ("mohe", CLI_SESSION));
+    let record: String = conn
+        .query_row(
+            "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let record: Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(
+        (
+            record["session_id"].as_str(),
+            record["source"].as_str(),
+            record["agent"].as_str()
+        ),
+        (Some(CLI_SESSION), Some("cli"), Some("mohe"))
+    );
+
+    // mohe's bot now loads the CLI session; zhiwei's bot does not move.
+    let d = w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        (
+            d["session_id"].as_str(),
+            d["redirected"].as_bool(),
+            d["reason"].as_str()
+        ),
+        (Some(CLI_SESSION), Some(true), Some("redirected"))
+    );
+    let d = w.json(&["resolve", "xmpp-mohe", "--agent", "mohe"]);
+    assert_eq!(
+        d["session_id"], CLI_SESSION,
+        "every XMPP session of mohe is redirected"
+    );
+    let d = w.json(&["resolve", "xmpp-zhiwei", "--agent", "zhiwei"]);
+    assert_eq!(
+        (
+            d["session_id"].as_str(),
+            d["redirected"].as_bool(),
+            d["reason"].as_str()
+        ),
+        (Some("xmpp-zhiwei"), Some(false), Some("no-record"))
+    );
+    let d = w.json(&["resolve", "xmpp-zhiwei", "--agent", "mohe"]);
+    assert_eq!(
+        (d["session_id"].as_str(), d["reason"].as_str()),
+        (Some("xmpp-zhiwei"), Some("not-agent-session"))
+    );
+
+    // The bot sees the CLI conversation (Hermes's fixture, 4 messages).
+    let c = w.json(&["context", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(c["session_id"], CLI_SESSION);
+    let msgs = c["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4);
+    assert_eq!(
+        msgs[0]["content"],
+        "Hello Hermes! Can you summarise today's plan?"
+    );
+    assert_eq!(msgs[2]["content"], "请用中文再说一遍，谢谢。");
+
+    // The record is active, and the room's reflection is mohe's own.
+    let active = w.json(&["active", "--agent", "mohe"]);
+    assert_eq!(active.as_array().unwrap().len(), 1);
+    assert_eq!(
+        (
+            active[0]["session_id"].as_str(),
+            active[0]["valid"].as_bool()
+        ),
+        (Some(CLI_SESSION), Some(true))
+    );
+    assert!(active[0]["remaining_seconds"].as_f64().unwrap() > 3500.0);
+    let own = |from: &str, agent: &str| {
+        w.json(&["is-own", from, "--agent", agent])["own"]
+            .as_bool()
+            .unwrap()
+    };
+    assert!(own(&format!("{}/mohe", w.ej.room), "mohe"));
+    assert!(own(&format!("{}/cli", w.ej.jid("mohe")), "mohe"));
+    assert!(!own(&format!("{}/zhiwei", w.ej.room), "mohe"));
+    assert!(!own(&format!("{}/mohe2", w.ej.room), "mohe"));
+    assert!(own(&format!("{}/zhiwei", w.ej.room), "zhiwei"));
+}
+
+#[test]
+fn context_of_the_xmpp_session_tags_mohes_own_lines() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let body = unique("tagging check");
+    w.json(&["send", &body, CLI_SESSION, "--agent", "mohe"]);
+    w.json(&["clear", "--agent", "mohe"]);
+    let c = w.json(&["context", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        (c["session_id"].as_str(), c["reason"].as_str()),
+        (Some("xmpp-mohe-v2"), Some("no-record"))
+    );
+    let contents: Vec<&str> = c["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents.len(), 9);
+    assert_eq!(contents[0], "[YOU] mohe: 大家好，今天的会议改到下午三点。");
+    assert_eq!(
+        contents[2],
+        "zhiwei: Got it, I'll move the calendar invite."
+    );
+    assert_eq!(
+        contents[4],
+        "@mohe please share the meeting link before 3pm."
+    );
+    assert_eq!(
+        contents[6],
+        "mohe2: I'm mohe2, not mohe — please keep our notes separate."
+    );
+    assert_eq!(
+        contents[8],
+        format!("[YOU] {body}"),
+        "our row, stored tagged, is tagged once"
+    );
+    // zhiwei's view of the same session: its own line tagged, mohe's not.
+    let c = w.json(&[
+        "context",
+        "xmpp-mohe-v2",
+        "--agent",
+        "zhiwei",
+        "--limit",
+        "9",
+    ]);
+    let z: Vec<&str> = c["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(z[0], "mohe: 大家好，今天的会议改到下午三点。");
+    assert_eq!(z[2], "[YOU] zhiwei: Got it, I'll move the calendar invite.");
+    assert_eq!(
+        z[8], body,
+        "mohe's [YOU] is not zhiwei's: the tag is removed"
+    );
+    let c = w.json(&["context", "xmpp-mohe-v2", "--agent", "mohe", "--limit", "2"]);
+    assert_eq!(c["messages"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn the_record_expires_after_the_ttl_and_clear_ends_it() {
+    let Some(w) = World::new(Setup {
+        ttl_seconds: 2,
+        ..Setup::http()
+    }) else {
+        return;
+    };
+    w.json(&[
+        "send",
+        &unique("short-lived"),
+        CLI_SESSION,
+        "--agent",
+        "mohe",
+    ]);
+    assert_eq!(
+        w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"])["reason"],
+        "redirected"
+    );
+    std::thread::sleep(Duration::from_millis(2100));
+    let d = w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        (d["session_id"].as_str(), d["reason"].as_str()),
+        (Some("xmpp-mohe-v2"), Some("expired"))
+    );
+
+    w.json(&["send", &unique("again"), CLI_SESSION, "--agent", "mohe"]);
+    assert_eq!(
+        w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"])["redirected"],
+        true
+    );
+    let cleared = w.json(&["clear", "--agent", "mohe"]);
+    assert_eq!(
+        cleared["cleared"],
+        serde_json::json!(["session_switch:active:mohe"])
+    );
+    let d = w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        (d["session_id"].as_str(), d["reason"].as_str()),
+        (Some("xmpp-mohe-v2"), Some("no-record"))
+    );
+    assert_eq!(w.json(&["active"]), serde_json::json!([]));
+}
+
+#[test]
+fn the_seeds_key_counts_for_the_legacy_agent_only() {
+    // The fixture's `active_xmpp_sender_session` names the CLI session with
+    // a June timestamp: read for mohe (expired), never for zhiwei.
+    let Some(w) = World::new(Setup {
+        legacy_agent: Some("mohe"),
+        ..Setup::http()
+    }) else {
+        return;
+    };
+    let d = w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        (d["redirected"].as_bool(), d["reason"].as_str()),
+        (Some(false), Some("expired"))
+    );
+    let d = w.json(&["resolve", "xmpp-zhiwei", "--agent", "zhiwei"]);
+    assert_eq!(d["reason"], "no-record");
+    let cleared = w.json(&["clear", "--agent", "mohe"]);
+    assert_eq!(
+        cleared["cleared"],
+        serde_json::json!(["active_xmpp_sender_session"])
+    );
+}
+
+#[test]
+fn send_through_ejabberdctl_and_the_docker_form() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    for ctl in [ej.ctl_argv(), Ejabberd::docker_argv()] {
+        if ctl[0] == "docker" {
+            assert!(
+                ej.docker_on_path(),
+                "the docker stand-in is not first in PATH"
+            );
+        }
+        let Some(w) = World::new(Setup {
+            transport: "ejabberdctl",
+            ctl: ctl.clone(),
+            fixture: "hermes-0.19.0.db",
+            ..Setup::http()
+        }) else {
+            return;
+        };
+        let room = RoomObserver::join(&w.ej);
+        let body = unique("--via ejabberdctl: 中文 x\", \"y\nsecond line");
+        // A body that starts with `-` goes after `--`.
+        let out = w.cli(&[
+            "--json",
+            "send",
+            "--agent",
+            "mohe",
+            "--",
+            &body,
+            CLI_SESSION,
+        ]);
+        assert!(
+            out.status.success(),
+            "{ctl:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            room.wait_for_body(&body, ROOM_WAIT).as_deref(),
+            Some("mohe"),
+            "{ctl:?}"
+        );
+        assert_eq!(
+            w.rows("xmpp-mohe-v2").last().unwrap().1,
+            format!("[YOU] {body}")
+        );
+    }
+}
+
+#[test]
+fn text_dash_reads_the_body_from_stdin() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let room = RoomObserver::join(&w.ej);
+    let body = unique("from stdin\nline two");
+    let out = w.cli_with_stdin(
+        &["send", "-", CLI_SESSION, "--agent", "mohe"],
+        Some(&format!("{body}\r\n")),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // CRLF became LF; the trailing newline is part of the body.
+    let want = format!("{body}\n");
+    assert_eq!(
+        room.wait_for_body(&want, ROOM_WAIT).as_deref(),
+        Some("mohe")
+    );
+}
+
+/// A failed send exits with the documented status, prints one line, and
+/// leaves every table's rows as they were.
+fn assert_refused(w: &World, args: &[&str], status: i32, needle: &str) {
+    let before = table_snapshot(&w.db);
+    let (code, line) = failed(&w.cli(args));
+    assert_eq!(code, status, "{args:?}: {line}");
+    assert!(line.contains(needle), "{args:?}: {line:?} lacks {needle:?}");
+    assert_eq!(
+        table_snapshot(&w.db),
+        before,
+        "{args:?} changed the database"
+    );
+}
+
+#[test]
+fn failed_sends_change_nothing() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let send =
+        |text: &'static str, session: &'static str| ["send", text, session, "--agent", "mohe"];
+    assert_refused(&w, &send("", CLI_SESSION), 2, "empty");
+    assert_refused(&w, &send(" \x01\x1b[31m [YOU] ", CLI_SESSION), 2, "empty");
+    let huge = "x".repeat(10_001);
+    assert_refused(
+        &w,
+        &["send", &huge, CLI_SESSION, "--agent", "mohe"],
+        2,
+        "10001",
+    );
+    assert_refused(&w, &send("hi", ""), 2, "session");
+    assert_refused(&w, &send("hi", "no-such-session"), 2, "no-such-session");
+    assert_refused(&w, &send("hi", "xmpp-zhiwei"), 2, "xmpp-zhiwei");
+    assert_refused(
+        &w,
+        &["send", "hi", CLI_SESSION, "--agent", "nobody"],
+        2,
+        "nobody",
+    );
+    // The seed warns: a send without a session id is useless.
+    assert_refused(&w, &["send", "hi", "--agent", "mohe"], 2, "SESSION_ID");
+}
+
+#[test]
+fn a_sender_the_room_does_not_accept_is_refused_before_posting() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let outsider = ej.jid(ej.outsider());
+    let Some(w) = World::new(Setup {
+        mohe_jid: Some(outsider),
+        ..Setup::http()
+    }) else {
+        return;
+    };
+    let room = RoomObserver::join(&w.ej);
+    let body = unique("must not arrive");
+    assert_refused(
+        &w,
+        &["send", &body, CLI_SESSION, "--agent", "mohe"],
+        2,
+        "subscribe",
+    );
+    assert_eq!(room.wait_for_body(&body, Duration::from_secs(2)), None);
+}
+
+#[test]
+fn ejabberd_down_is_an_error_and_changes_nothing() {
+    let api_url = format!("http://127.0.0.1:{}/api", unused_port());
+    let Some(w) = World::new(Setup {
+        api_url: Some(api_url.clone()),
+        timeout_seconds: 3,
+        ..Setup::http()
+    }) else {
+        return;
+    };
+    assert_refused(
+        &w,
+        &["send", "hi", CLI_SESSION, "--agent", "mohe"],
+        1,
+        &api_url,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ctl = w.ej.dead_node_ctl(dir.path());
+    let Some(w) = World::new(Setup {
+        transport: "ejabberdctl",
+        ctl,
+        ..Setup::http()
+    }) else {
+        return;
+    };
+    assert_refused(
+        &w,
+        &["send", "hi", CLI_SESSION, "--agent", "mohe"],
+        1,
+        "down",
+    );
+}
+
+#[test]
+fn a_missing_database_or_config_names_the_path() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let missing = Path::new("/nonexistent/state.db");
+    let out = Command::new(bin_path())
+        .args(["--config"])
+        .arg(&w.config)
+        .arg("--db")
+        .arg(missing)
+        .args(["resolve", "xmpp-mohe-v2", "--agent", "mohe"])
+        .output()
+        .unwrap();
+    let (code, line) = failed(&out);
+    assert_eq!(code, 1);
+    assert!(line.contains("/nonexistent/state.db"), "{line}");
+    let out = Command::new(bin_path())
+        .args(["--config", "/nonexistent/c.toml", "agents"])
+        .output()
+        .unwrap();
+    let (code, line) = failed(&out);
+    assert_eq!(code, 2);
+    assert!(line.contains("/nonexistent/c.toml"), "{line}");
+}

@@ -3,56 +3,19 @@
 //! it, the atomic send write, `init-db`, and every failure path, each
 //! checked against the full contents of the file.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rusqlite::types::Value;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use serde_json::json;
 use session_switch::store::{HermesStore, SendWrite, Written};
 use session_switch::{Failure, FailureKind};
-use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy};
+use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
 const TOKEN: &str = "plumcrate4821";
-
-/// Every row of every table (FTS shadow tables and `sqlite_master`
-/// included, FTS virtual tables excluded: their shadow tables hold them),
-/// each table's rows sorted, read through a separate read-only connection.
-fn dump(path: &Path) -> BTreeMap<String, Vec<String>> {
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut names: Vec<String> = conn
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' \
-             AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'",
-        )
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    names.push("sqlite_master".into());
-    names
-        .into_iter()
-        .map(|name| {
-            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{name}\"")).unwrap();
-            let width = stmt.column_count();
-            let mut rows: Vec<String> = stmt
-                .query_map([], |r| {
-                    let row: Vec<Value> = (0..width).map(|i| r.get(i)).collect::<Result<_, _>>()?;
-                    Ok(format!("{row:?}"))
-                })
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
-            rows.sort();
-            (name, rows)
-        })
-        .collect()
-}
 
 fn fts_tables(conn: &Connection) -> Vec<String> {
     conn.prepare(
@@ -327,14 +290,14 @@ fn reads_leave_a_delete_mode_file_untouched() {
 #[test]
 fn reads_of_an_early_database_create_no_table() {
     let (_dir, db) = fixture!("hermes-early.db");
-    let before = dump(&db);
+    let before = table_snapshot(&db);
     let store = HermesStore::open(&db).unwrap();
     assert_eq!(store.meta_get("active_xmpp_sender_session").unwrap(), None);
     assert!(store.meta_list_ours().unwrap().is_empty());
     assert!(!store.meta_delete("session_switch:active:mohe").unwrap());
     assert_eq!(store.history("xmpp-zhiwei", "mohe", None).unwrap().len(), 2);
     drop(store);
-    assert_eq!(dump(&db), before);
+    assert_eq!(table_snapshot(&db), before);
 }
 
 #[test]
@@ -366,7 +329,7 @@ fn send_write_adds_exactly_one_row_of_each_on_every_fixture() {
     for name in FIXTURES {
         let (_dir, db) = fixture!(name);
         let mode = journal_mode(&db);
-        let before = dump(&db);
+        let before = table_snapshot(&db);
         let count_before = query_i64(
             &db,
             "SELECT message_count FROM sessions WHERE id = 'xmpp-mohe-v2'",
@@ -463,7 +426,7 @@ fn send_write_adds_exactly_one_row_of_each_on_every_fixture() {
 
         // Nothing else moved: only these tables differ, `messages` by
         // exactly the new row, `state_meta` by exactly the record.
-        let after = dump(&db);
+        let after = table_snapshot(&db);
         let changed: Vec<&str> = after
             .iter()
             .filter(|(t, rows)| before.get(*t) != Some(rows))
@@ -624,7 +587,7 @@ fn a_stored_record_that_is_not_a_valid_record_is_replaced() {
 fn a_failed_post_changes_nothing() {
     for name in FIXTURES {
         let (_dir, db) = fixture!(name);
-        let before = dump(&db);
+        let before = table_snapshot(&db);
         let mut store = HermesStore::open(&db).unwrap();
         let value = record(1_781_880_000.0);
         let w = SendWrite {
@@ -644,7 +607,7 @@ fn a_failed_post_changes_nothing() {
         }));
         assert!(panicked.is_err());
         drop(store);
-        assert_eq!(dump(&db), before, "{name}");
+        assert_eq!(table_snapshot(&db), before, "{name}");
         assert_integrity(&db);
     }
 }
@@ -652,7 +615,7 @@ fn a_failed_post_changes_nothing() {
 #[test]
 fn bad_send_input_is_refused_before_anything_is_written() {
     let (_dir, db) = fixture!("hermes-latest.db");
-    let before = dump(&db);
+    let before = table_snapshot(&db);
     let mut store = HermesStore::open(&db).unwrap();
     let good = record(1_000.0);
     let multimodal = "\u{0}json:[{\"type\": \"text\", \"text\": \"x\"}]";
@@ -720,7 +683,7 @@ fn bad_send_input_is_refused_before_anything_is_written() {
         assert!(!posted);
     }
     drop(store);
-    assert_eq!(dump(&db), before);
+    assert_eq!(table_snapshot(&db), before);
 }
 
 /// `COMMIT` fails after the post succeeded (DELETE mode: a reader holds its
@@ -729,7 +692,7 @@ fn bad_send_input_is_refused_before_anything_is_written() {
 #[test]
 fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     let (_dir, db) = fixture!("hermes-latest.db");
-    let before = dump(&db);
+    let before = table_snapshot(&db);
     let mut store = HermesStore::open(&db).unwrap();
     store.set_busy_timeout(Duration::from_millis(100)).unwrap();
     let reader = std::cell::RefCell::new(None);
@@ -755,7 +718,7 @@ fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     );
     drop(reader.into_inner());
     drop(store);
-    assert_eq!(dump(&db), before);
+    assert_eq!(table_snapshot(&db), before);
 }
 
 // --------------------------------------------------------------- failures
@@ -829,11 +792,11 @@ fn a_file_that_is_not_a_hermes_database_is_refused_untouched() {
         .unwrap()
         .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('x');")
         .unwrap();
-    let before = dump(&other);
+    let before = table_snapshot(&other);
     let err = HermesStore::open(&other).err().unwrap();
     assert_eq!(err.kind, FailureKind::Store);
     assert!(err.message.contains("not Hermes's"), "{}", err.message);
-    assert_eq!(dump(&other), before);
+    assert_eq!(table_snapshot(&other), before);
 }
 
 /// The effective user id of this process (`/proc/self` belongs to it).
@@ -865,7 +828,7 @@ fn a_read_only_file_cannot_be_written_and_stays_as_it_was() {
         // The reference dump comes from a second copy: reading this one as
         // root first would leave root's -shm file beside a WAL database.
         let (_twin_dir, twin) = fixture!(name);
-        let before = dump(&twin);
+        let before = table_snapshot(&twin);
         std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
         let out = worker_as_other_user(&["try-send".as_ref(), db.as_os_str()]);
@@ -901,7 +864,7 @@ fn a_read_only_file_cannot_be_written_and_stays_as_it_was() {
             );
         }
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(dump(&db), before, "{name}");
+        assert_eq!(table_snapshot(&db), before, "{name}");
     }
 }
 
@@ -911,7 +874,7 @@ fn a_read_only_file_cannot_be_written_and_stays_as_it_was() {
 fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
     for name in ["hermes-latest.db", "hermes-0.19.0.db"] {
         let (_dir, db) = fixture!(name);
-        let before = dump(&db);
+        let before = table_snapshot(&db);
         let mut store = HermesStore::open(&db).unwrap();
         store.set_busy_timeout(Duration::from_millis(150)).unwrap();
         let holder = Connection::open(&db).unwrap();
@@ -952,7 +915,7 @@ fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
         holder.execute_batch("ROLLBACK").unwrap();
         drop(holder);
         drop(store);
-        assert_eq!(dump(&db), before, "{name}");
+        assert_eq!(table_snapshot(&db), before, "{name}");
     }
 }
 
@@ -964,7 +927,7 @@ fn journal_mode_of(conn: &Connection) -> String {
 #[test]
 fn meta_delete_refuses_keys_that_are_not_ours() {
     let (_dir, db) = fixture!("hermes-latest.db");
-    let before = dump(&db);
+    let before = table_snapshot(&db);
     let store = HermesStore::open(&db).unwrap();
     for key in [
         "store_instance_id",
@@ -981,7 +944,7 @@ fn meta_delete_refuses_keys_that_are_not_ours() {
         assert!(err.message.contains(&format!("{key:?}")), "{}", err.message);
     }
     drop(store);
-    assert_eq!(dump(&db), before);
+    assert_eq!(table_snapshot(&db), before);
 }
 
 #[test]
@@ -1033,7 +996,7 @@ fn try_send_with_env(db: &Path, env: &[(&str, &Path)]) -> serde_json::Value {
 fn cjk_triggers_without_the_tokenizer_refuse_the_write_and_stay() {
     let (dir, db) = fixture!("hermes-latest.db");
     add_cjk_trigger(&db);
-    let before = dump(&db);
+    let before = table_snapshot(&db);
 
     let home = dir.path().join("hermes-home");
     let outcome = try_send_with_env(&db, &[("HERMES_HOME", &home)]);
@@ -1068,7 +1031,7 @@ fn cjk_triggers_without_the_tokenizer_refuse_the_write_and_stay() {
         "{message}"
     );
     assert_eq!(
-        dump(&db),
+        table_snapshot(&db),
         before,
         "the triggers and the rows stay as they were"
     );

@@ -140,7 +140,7 @@ struct RawAgent {
 impl Config {
     /// `$HERMES_HOME/session-switch.toml`, `HERMES_HOME` defaulting to `~/.hermes`.
     pub fn default_path() -> PathBuf {
-        hermes_home().join("session-switch.toml")
+        crate::store::hermes_home().join("session-switch.toml")
     }
 
     /// Read and validate the config at `path`. Errors (kind `bad-input`) name
@@ -184,16 +184,6 @@ impl Config {
             .map(|a| a.name.as_str())
             .collect::<Vec<_>>()
             .join(", ")
-    }
-}
-
-/// `$HERMES_HOME`, defaulting to `~/.hermes` (Hermes's own rule).
-pub fn hermes_home() -> PathBuf {
-    match std::env::var_os("HERMES_HOME") {
-        Some(home) if !home.is_empty() => PathBuf::from(home),
-        _ => dirs::home_dir()
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join(".hermes"),
     }
 }
 

@@ -4,6 +4,8 @@
 //! Data flows one way: CLI → [`runtime`] (wasmtime, the policy component) →
 //! host imports → [`store`] (SQLite) and [`transport`] (ejabberd).
 
+pub mod bridge;
+pub mod cli;
 pub mod config;
 pub mod failure;
 pub mod runtime;

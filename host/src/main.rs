@@ -1,2 +1,60 @@
-//! `xmpp-session-bridge`: the command line of session-switch.
-fn main() {}
+//! `xmpp-session-bridge`: the command line of session-switch (see `cli`).
+//! Exit status (DESIGN §8): 0 done; 2 refused before posting (bad input,
+//! unknown agent, sender not accepted, database busy); 3 the room's answer
+//! is unknown; 1 any other error. A non-zero exit prints one line on stderr.
+
+use clap::Parser;
+use session_switch::cli::{self, args::Cli};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // clap's text is several lines (what is wrong, usage, a tip):
+            // keep what is wrong, on one line.
+            let text = e.to_string();
+            let what = text.split("\n\nUsage:").next().unwrap_or(&text);
+            let what = what
+                .trim_start_matches("error: ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("xmpp-session-bridge: {what} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(cli.global.verbose);
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!(
+                "xmpp-session-bridge: {}",
+                failure.message.replace('\n', " ")
+            );
+            ExitCode::from(failure.exit_status())
+        }
+    }
+}
+
+/// Logs go to stderr, off by default (a failure is the one line above);
+/// `-v` shows warnings and info, `-vv` debug; `RUST_LOG` overrides.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "off",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}

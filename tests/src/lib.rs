@@ -3,8 +3,12 @@
 //! fixtures in temp dirs (CI's `../shared` is read-only, and SQLite writes
 //! `-wal`/`-shm` files beside a WAL database even to read it).
 
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod memory_backend;
 pub mod xmpp;
 
 /// The workspace root (parent of `tests/`).
@@ -89,4 +93,39 @@ pub fn bin_path() -> PathBuf {
     path
 }
 
-pub mod memory_backend;
+/// Every row of every table of the database at `path` (FTS shadow tables
+/// and `sqlite_master` included, FTS virtual tables excluded: their shadow
+/// tables hold them), each table's rows sorted, read through a separate
+/// read-only connection. Two snapshots are equal exactly when no row changed.
+pub fn table_snapshot(path: &Path) -> BTreeMap<String, Vec<String>> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let mut names: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    names.push("sqlite_master".into());
+    names
+        .into_iter()
+        .map(|name| {
+            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{name}\"")).unwrap();
+            let width = stmt.column_count();
+            let mut rows: Vec<String> = stmt
+                .query_map([], |r| {
+                    let row: Vec<Value> = (0..width).map(|i| r.get(i)).collect::<Result<_, _>>()?;
+                    Ok(format!("{row:?}"))
+                })
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            rows.sort();
+            (name, rows)
+        })
+        .collect()
+}

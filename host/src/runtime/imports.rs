@@ -13,14 +13,14 @@ use super::bindings::agentsmeeting::session_switch::{host, types};
 use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
 use super::limits::Limiter;
 use crate::Failure;
-use crate::store::HistoryRow;
+use crate::store::{HistoryRow, LEGACY_KEY, OUR_KEY_PREFIX};
 
 /// Whether `key` is a `state_meta` key the policy may delete: ours
 /// (`session_switch:` …, DESIGN §8) or the seed's
 /// `active_xmpp_sender_session`. Hermes's own keys (`fts_*`,
 /// `last_auto_prune`, …) are never touched.
 pub fn is_our_meta_key(key: &str) -> bool {
-    key.starts_with("session_switch:") || key == "active_xmpp_sender_session"
+    key.starts_with(OUR_KEY_PREFIX) || key == LEGACY_KEY
 }
 
 /// Which export of the policy is running (what its imports may do).

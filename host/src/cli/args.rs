@@ -1,0 +1,94 @@
+//! The command line (clap), compatible with the seed's
+//! `xmpp_session_bridge.py send "text" "$HERMES_SESSION_ID" --agent mohe`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Dynamic session switch for Hermes agents in an XMPP room: send as an
+/// agent from a CLI session, and tell the agent's bot which session to load.
+#[derive(Debug, Parser)]
+#[command(name = "xmpp-session-bridge", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options of every command.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Config file [default: $HERMES_HOME/session-switch.toml]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Hermes database [default: $HERMES_HOME/state.db]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Policy component to use instead of the embedded one
+    #[arg(long, global = true, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// Cache of precompiled components [default: $XDG_CACHE_HOME/session-switch]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub cache_dir: Option<PathBuf>,
+    /// Print JSON (DESIGN §8 shapes) instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Log what happens on stderr (repeat for more; or set RUST_LOG)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Post TEXT to the room as the agent, from CLI session SESSION_ID
+    ///
+    /// The text also goes into the agent's XMPP history as "[YOU] TEXT", and
+    /// SESSION_ID is recorded so the agent's bot loads that session while the
+    /// record is valid. TEXT "-" reads stdin; a TEXT starting with "-" goes
+    /// after "--".
+    Send {
+        /// The message; "-" reads it from stdin
+        text: String,
+        /// The CLI session that sends (Hermes sets $HERMES_SESSION_ID)
+        session_id: String,
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+    },
+    /// Show each agent's record: session, age and time left
+    Active {
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// Remove the record of one agent or of all
+    Clear {
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// The session the agent's bot should load instead of SESSION_ID, and why
+    Resolve {
+        session_id: String,
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+    },
+    /// The tagged history the agent's model would see for SESSION_ID
+    Context {
+        session_id: String,
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+        /// Only the last N rows
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+    },
+    /// Whether a room message from FROM is the agent's own, reflected by the room
+    ///
+    /// FROM is the occupant JID room/nick, a full or bare JID, or a nick.
+    IsOwn {
+        from: String,
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+    },
+    /// List the configured agents
+    Agents,
+    /// Create a new, empty Hermes-compatible database at --db
+    InitDb,
+}
