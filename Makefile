@@ -30,7 +30,7 @@ VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_p
 VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface
 POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
 GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)
-COMPONENTIZE_V := $(CARGO) run -q -p xtask --target-dir $(VARIANTS_TARGET) -- componentize $(VARIANT_CORE)
+COMPONENTIZE_V := $(CARGO) run -q -p xtask -- componentize $(VARIANT_CORE)
 
 variants: toolchain ## build the policy's test variants: target/policy/variants/*.wasm
 	@mkdir -p $(VARIANTS_DIR)
