@@ -68,6 +68,7 @@ fn run(fixture: &str, mode: &str) {
     assert_eq!(ready, "ready\n");
 
     let started = Instant::now();
+    let window_start = unix_now();
     let spawn = |args: &[&str]| {
         Command::new(WORKER)
             .args(args)
@@ -102,6 +103,7 @@ fn run(fixture: &str, mode: &str) {
         }
     }
     let elapsed = started.elapsed();
+    let window_end = unix_now();
 
     std::fs::write(&stop, b"").unwrap();
     let mut rest = String::new();
@@ -121,9 +123,22 @@ fn run(fixture: &str, mode: &str) {
          {gateway_rows} rows",
         elapsed.as_secs_f64()
     );
-    assert!(gateway_rows >= 10, "the gateway barely ran: {gateway_rows}");
 
+    // The point: the gateway kept writing *while* the workers ran (its rows
+    // carry their write time), however fast the workers were.
     let conn = Connection::open(&db).unwrap();
+    let during: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM messages WHERE content LIKE 'gateway write %' \
+             AND timestamp BETWEEN ?1 AND ?2",
+            [window_start, window_end],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        during >= 3,
+        "the gateway wrote only {during} rows while the workers ran"
+    );
     assert_eq!(query::<String>(&conn, "PRAGMA journal_mode"), mode);
     let total: i64 = query(&conn, "SELECT count(*) FROM messages");
     assert_eq!(total, messages_before + i64::from(SENDS) + gateway_rows);
@@ -209,4 +224,12 @@ fn sends_and_reads_beside_a_gateway_writer_wal() {
 #[test]
 fn sends_and_reads_beside_a_gateway_writer_delete() {
     run("hermes-latest.db", "delete");
+}
+
+/// Unix seconds, as the gateway writer stamps its rows.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
 }
