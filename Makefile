@@ -9,7 +9,7 @@ COMPONENT := target/policy/session_switch.wasm
 VARIANTS_DIR := target/policy/variants
 VENV := target/venv
 
-.PHONY: help toolchain component variants build test lint venv clean
+.PHONY: help toolchain component variants build test demo lint venv clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -64,6 +64,9 @@ $(VENV)/.requirements: tests/requirements.txt
 # that finds no ejabberd fails instead of skipping.
 test: build venv variants ## run every test (starts and stops an isolated ejabberd)
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
+
+demo: build venv ## the whole flow against a real ejabberd it starts and stops
+	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

@@ -82,11 +82,31 @@ pub fn context(asked: &str, answer: &ContextAnswer, json: bool) {
         if let Some(name) = &row.tool_name {
             text = format!("[{name}] {text}");
         }
-        if row.tool_calls.is_some() {
-            text.push_str(" [tool calls]");
+        if let Some(calls) = &row.tool_calls {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(&tool_calls_text(calls));
         }
         println!("  {:>9}: {text}", row.role);
     }
+}
+
+/// `[calls terminal {"command": …}]` for each OpenAI-style tool call; the
+/// raw text when it is not that JSON.
+fn tool_calls_text(calls: &str) -> String {
+    let Ok(Value::Array(list)) = serde_json::from_str::<Value>(calls) else {
+        return format!("[tool calls {calls}]");
+    };
+    list.iter()
+        .map(|c| {
+            let f = &c["function"];
+            let name = f["name"].as_str().unwrap_or("?");
+            let args = f["arguments"].as_str().unwrap_or_default();
+            format!("[calls {name} {args}]")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
@@ -138,17 +158,21 @@ pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
     }
     for s in statuses {
         let session = s.session_id.as_deref().unwrap_or("?");
-        let timing = match (s.age_seconds, s.remaining_seconds) {
-            (Some(age), Some(left)) if left > 0.0 => format!("age {age:.0} s, {left:.0} s left"),
-            (Some(age), _) => format!("age {age:.0} s"),
-            _ => String::new(),
-        };
-        let state = if s.valid {
-            "valid"
+        if s.valid {
+            let age = s.age_seconds.unwrap_or_default();
+            let left = s.remaining_seconds.unwrap_or_default();
+            println!(
+                "{}: {session} (valid: age {age:.0} s, {left:.0} s left; key {})",
+                s.agent, s.key
+            );
         } else {
-            reason_str(s.reason)
-        };
-        println!("{}: {session} ({state}; {timing}) {}", s.agent, s.detail);
+            println!(
+                "{}: {session} ({}: {})",
+                s.agent,
+                reason_str(s.reason),
+                s.detail
+            );
+        }
     }
 }
 
