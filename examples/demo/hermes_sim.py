@@ -55,7 +55,7 @@ def cli_session(db, session):
 def tool_call(db, session, command, output):
     conn = connect(db)
     call = [{"id": "call_demo_1", "type": "function",
-             "function": {"name": "terminal", "arguments": json.dumps({"command": command})}}]
+             "function": {"name": "terminal", "arguments": json.dumps({"command": command}, ensure_ascii=False)}}]
     append(conn, session, "assistant", "", tool_calls=json.dumps(call))
     append(conn, session, "tool", output, tool_call_id="call_demo_1", tool_name="terminal")
 
