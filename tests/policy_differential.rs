@@ -942,8 +942,13 @@ fn assert_agree(case: &Case, ops: &[Op]) -> Vec<Outcome> {
     agree(case, ops).unwrap_or_else(|e| panic!("native and component differ: {e}"))
 }
 
-/// Run [`agree`] on `cases` generated scenarios.
+/// Run [`agree`] on `cases` generated scenarios, or on `$PROPTEST_CASES`
+/// of them when set (for a longer soak than the default run).
 fn check(cases: u32, strategy: impl Strategy<Value = (Case, Vec<Op>)>) {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(cases);
     let mut runner = TestRunner::new(Config {
         cases,
         // The scenarios are large; a failure shrinks for a while at most.
