@@ -1,1 +1,1492 @@
-//! (to be written)
+//! The differential test of the policy (issue 2): the same generated
+//! inputs go to the native rules (`session_switch_policy::Policy`, the code
+//! the component is built from) and to the compiled component run by the
+//! host runtime (`session_switch::runtime::Policy::embedded` → `Session`),
+//! and both must give the same answers: decisions with reason and detail,
+//! the history the model gets, receipts, record statuses, deleted keys,
+//! own-echo verdicts, and failures (kind and message). After every call the
+//! two in-memory states must be equal too, the list of import calls and
+//! the plans the backend received included.
+//!
+//! Both sides are served by one implementation of the WIT `host` interface
+//! ([`Twin`]), each from its own clone of one generated [`TwinState`], so
+//! the inputs are identical by construction. The native side's `context`
+//! and `tag` edits are applied with the guest's own `tagging::apply`; the
+//! component's by the host runtime (`runtime::apply`), so the two rule
+//! books for `[YOU]` are compared as well.
+//!
+//! Besides the generated scenarios: a hand-checked case whose exact
+//! answers both sides must give (so they cannot agree on something wrong),
+//! the real Hermes databases of all three schemas through both sides, and a
+//! check, native only and from a fixed seed, that the generators reach
+//! every rule compared here (each reason, both TTL and skew boundaries from
+//! both sides, each refusal of a send, host failures passed on, …).
+//!
+//! Case counts keep the file well under a minute in a debug build (about
+//! 15 s on 2 busy cores); the component is compiled once, in ~1.3 s.
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::{Value, json};
+use session_switch::runtime::{
+    Agent, CacheMode, ContextAnswer, Decision, Policy, PolicyOptions, Reason, Receipt,
+    RecordStatus, Session, Settings,
+};
+use session_switch::store::HistoryRow;
+use session_switch::{Failure, FailureKind};
+use session_switch_policy as guest;
+use session_switch_tests::memory_backend::MemoryBackend;
+use session_switch_tests::twin::{Import, Twin, TwinRow, TwinState, summary};
+use session_switch_tests::wit_convert::{
+    decision_from_guest, failure_from_guest, receipt_from_guest, record_status_from_guest,
+    settings_to_guest,
+};
+use session_switch_tests::{FIXTURES, fixture_copy};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::sync::LazyLock;
+
+/// The clock of most cases: 2027-01-15 08:00:00 UTC.
+const NOW: f64 = 1_800_000_000.0;
+const ROOM: &str = "coregroup@conference.example.org";
+/// CLI sessions (the ids of the Hermes fixtures).
+const CLI_A: &str = "20260619_190821_7c0afe";
+const CLI_B: &str = "20260619_193000_a1b2c3";
+const CLI_CJK: &str = "会话-1";
+const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
+const XMPP: [&str; 4] = ["xmpp-mohe-v2", "xmpp-mohe", "xmpp-zhiwei", "xmpp-xiaoguo"];
+const LEGACY_KEY: &str = "active_xmpp_sender_session";
+
+/// The compiled component, loaded once for every test of this file
+/// (compiling it is the slowest step of a case); each case gets its own
+/// `Session`, so its own `Store` and instance.
+static POLICY: LazyLock<Policy> = LazyLock::new(|| {
+    Policy::embedded(PolicyOptions {
+        cache: CacheMode::Off,
+        ..PolicyOptions::default()
+    })
+    .expect("the embedded policy component loads")
+});
+
+fn record_key(agent: &str) -> String {
+    format!("session_switch:active:{agent}")
+}
+
+// ------------------------------------------------------------- settings
+
+/// The seed's room, with names that exercise tagging and own-echo beyond
+/// the plain ones: mohe signs as `墨河` too, zhiwei's nick differs in case
+/// from its name, xiaoguo's nick is `果果` and it signs as `XG`.
+fn base_settings() -> Settings {
+    let agent = |name: &str, nick: &str, sessions: &[&str], aliases: &[&str]| Agent {
+        name: name.into(),
+        jid: format!("{name}@example.org"),
+        nick: nick.into(),
+        sessions: sessions.iter().map(|s| s.to_string()).collect(),
+        aliases: aliases.iter().map(|s| s.to_string()).collect(),
+    };
+    Settings {
+        room: ROOM.into(),
+        ttl_seconds: 3600,
+        future_skew_seconds: 120,
+        max_body_chars: 10_000,
+        legacy_agent: Some("mohe".into()),
+        agents: vec![
+            agent("mohe", "mohe", &["xmpp-mohe-v2", "xmpp-mohe"], &["墨河"]),
+            agent("zhiwei", "ZhiWei", &["xmpp-zhiwei"], &[]),
+            agent("xiaoguo", "果果", &["xmpp-xiaoguo"], &["XG"]),
+        ],
+    }
+}
+
+/// Valid settings: the TTL, skew, body limit and legacy agent vary.
+fn settings() -> impl Strategy<Value = Settings> {
+    (
+        prop_oneof![3 => Just(3600u32), 2 => 1u32..7200, 1 => Just(1u32), 1 => Just(u32::MAX)],
+        prop_oneof![3 => Just(120u32), 2 => 0u32..600, 1 => Just(u32::MAX)],
+        prop_oneof![3 => Just(10_000u32), 2 => 1u32..64],
+        select(vec![Some("mohe"), Some("mohe"), None, Some("zhiwei")]),
+    )
+        .prop_map(|(ttl, skew, max, legacy)| Settings {
+            ttl_seconds: ttl,
+            future_skew_seconds: skew,
+            max_body_chars: max,
+            legacy_agent: legacy.map(str::to_string),
+            ..base_settings()
+        })
+}
+
+/// Settings, many of them invalid: one field of the base broken.
+fn any_settings() -> impl Strategy<Value = Settings> {
+    let broken = (0usize..18, any::<prop::sample::Index>()).prop_map(|(what, i)| {
+        let mut s = base_settings();
+        let a = i.index(s.agents.len());
+        match what {
+            0 => s.ttl_seconds = 0,
+            1 => s.max_body_chars = 0,
+            2 => s.agents.clear(),
+            3 => s.agents[a].sessions.clear(),
+            4 => s.agents[a].sessions.push("xmpp-zhiwei".into()),
+            5 => s.agents[a].nick = "MOHE".into(),
+            6 => s.agents[a].aliases.push("you".into()),
+            7 => s.agents[a].aliases.push("zhiwei".into()),
+            8 => s.legacy_agent = Some("nobody".into()),
+            9 => s.room = format!("{ROOM}/mohe"),
+            10 => s.room = "coregroup".into(),
+            11 => s.agents[a].jid = "mohe @example.org".into(),
+            12 => s.agents[a].name = String::new(),
+            13 => s.agents[a].name = "mo\u{7}he".into(),
+            14 => s.agents[a].sessions.push("s".repeat(257)),
+            15 => s.agents[a].nick = format!(" {}", s.agents[a].nick),
+            16 => s.agents[a].jid = "a@b@c".into(),
+            _ => s.agents[a].aliases.push(String::new()),
+        }
+        s
+    });
+    prop_oneof![1 => settings(), 3 => broken]
+}
+
+// ------------------------------------------------------------- the state
+
+/// The host's clock: whole or fractional seconds.
+fn clock() -> impl Strategy<Value = f64> {
+    prop_oneof![2 => Just(NOW), 2 => (0.0f64..1.0).prop_map(|f| NOW + f), 1 => Just(NOW + 0.5)]
+}
+
+/// Session ids as a record may name them, a room may ask about them, or a
+/// CLI may pass them: real ones, XMPP ones, unknown ones, and bad ones
+/// (empty, surrounding whitespace, control characters, 256/257 characters).
+fn session_id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => select(vec![
+            "xmpp-mohe-v2", "xmpp-mohe", "xmpp-zhiwei", "xmpp-xiaoguo",
+            CLI_A, CLI_B, CLI_CJK, "gone",
+        ])
+        .prop_map(str::to_string),
+        3 => select(vec![
+            "", " ", " cli-a", "cli-a ", "cli\na", "cli\u{0}a", "cli\u{1b}[31ma",
+            "cli\u{85}a", "XMPP-MOHE-V2", "xmpp-mohe-v2 ", "\u{3000}x",
+        ])
+        .prop_map(str::to_string),
+        1 => select(vec![255usize, 256, 257, 4096]).prop_map(|n| "s".repeat(n)),
+        1 => select(vec![256usize, 257]).prop_map(|n| "é".repeat(n)),
+        1 => "[a-z0-9_-]{1,12}",
+        1 => any::<String>(),
+    ]
+}
+
+/// A record's timestamp as JSON, around the rules' boundaries for this
+/// clock, TTL and skew: an age of exactly the TTL and one ulp or a
+/// millisecond either side, the same around the future skew, integers,
+/// anywhere in between, and absurd values.
+fn timestamp(now: f64, ttl: u32, skew: u32) -> impl Strategy<Value = Value> {
+    let (ttl, skew) = (f64::from(ttl), f64::from(skew));
+    let at_ttl = now - ttl;
+    let at_skew = now + skew;
+    prop_oneof![
+        2 => select(vec![-1.0, -0.001, 0.0, 0.001, 1.0]).prop_map(move |d| json!(at_ttl + d)),
+        1 => select(vec![at_ttl.next_down(), at_ttl.next_up()]).prop_map(|t| json!(t)),
+        2 => select(vec![-1.0, -0.001, 0.0, 0.001, 1.0]).prop_map(move |d| json!(at_skew + d)),
+        1 => select(vec![at_skew.next_down(), at_skew.next_up()]).prop_map(|t| json!(t)),
+        1 => (-2i64..=2).prop_map(move |d| json!(at_ttl as i64 + d)),
+        4 => (-1000.0f64..8000.0).prop_map(move |age| json!(now - age)),
+        1 => select(vec![
+            json!(0), json!(-1.5), json!(1e300), json!(-1e300), json!(f64::MAX),
+            json!(u64::MAX), json!(i64::MIN), json!(1e-300),
+        ]),
+    ]
+}
+
+/// What a record names: mostly a CLI session (existing or not), else any
+/// session id (XMPP ones and bad ones included).
+fn target() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => select(vec![CLI_A, CLI_B, CLI_CJK, "gone"]).prop_map(str::to_string),
+        3 => session_id(),
+    ]
+}
+
+/// A `state_meta` record value of `owner`'s key: well-formed (with any
+/// target, the `agent` field right, wrong or absent), fields of the wrong
+/// type, text that is not JSON or not an object, or any string.
+fn record(now: f64, ttl: u32, skew: u32, owner: &'static str) -> impl Strategy<Value = String> {
+    let agent_field = prop_oneof![
+        3 => Just(Some(json!(owner))),
+        2 => Just(None),
+        1 => select(vec![
+            Some(json!("mohe")),
+            Some(json!("zhiwei")),
+            Some(json!("MOHE")),
+            Some(json!(5)),
+            Some(Value::Null),
+        ]),
+    ];
+    let well_formed = (
+        target(),
+        timestamp(now, ttl, skew),
+        agent_field,
+        any::<bool>(),
+    )
+        .prop_map(|(sid, ts, agent, source)| {
+            let mut v = json!({"session_id": sid, "timestamp": ts});
+            if source {
+                v["source"] = json!("cli");
+            }
+            if let Some(a) = agent {
+                v["agent"] = a;
+            }
+            v.to_string()
+        });
+    let wrong_types = (
+        select(vec![
+            Some(json!(42)),
+            Some(Value::Null),
+            Some(json!(true)),
+            Some(json!([CLI_A])),
+            Some(json!({"id": CLI_A})),
+            Some(json!(CLI_A)),
+            None,
+        ]),
+        prop_oneof![
+            select(vec![
+                Some(json!(NOW.to_string())),
+                Some(Value::Null),
+                Some(json!(false)),
+                Some(json!([NOW])),
+                Some(json!({"t": NOW})),
+                None,
+            ]),
+            timestamp(now, ttl, skew).prop_map(Some),
+        ],
+    )
+        .prop_map(|(sid, ts)| {
+            let mut v = json!({"source": "cli"});
+            if let Some(s) = sid {
+                v["session_id"] = s;
+            }
+            if let Some(t) = ts {
+                v["timestamp"] = t;
+            }
+            v.to_string()
+        });
+    let not_json = select(vec![
+        String::new(),
+        "junk".into(),
+        "{".into(),
+        "[]".into(),
+        "null".into(),
+        "42".into(),
+        format!("\"{CLI_A}\""),
+        "{\"session_id\":".into(),
+        format!("{{\"session_id\": \"{CLI_A}\", \"timestamp\": 1e999}}"),
+        format!("{{\"session_id\": \"{CLI_A}\", \"timestamp\": NaN}}"),
+        format!("{{'session_id': '{CLI_A}', 'timestamp': {NOW}}}"),
+        format!("{{\"session_id\": \"{CLI_A}\", \"timestamp\": {NOW},}}"),
+        format!("\u{feff}{{\"session_id\": \"{CLI_A}\", \"timestamp\": {NOW}}}"),
+        format!("{{\"session_id\": \"gone\", \"session_id\": \"{CLI_A}\", \"timestamp\": {NOW}}}"),
+        format!("{{\"session_id\": \"{CLI_A}\", \"timestamp\": {NOW}}} trailing"),
+    ]);
+    prop_oneof![8 => well_formed, 2 => wrong_types, 2 => not_json, 1 => any::<String>()]
+}
+
+/// `state_meta`: maybe a record per agent, the seed's key, a record of an
+/// agent that is not configured, and always two of Hermes's own keys.
+fn meta(now: f64, ttl: u32, skew: u32) -> impl Strategy<Value = BTreeMap<String, String>> {
+    let record = |owner| prop::option::weighted(0.6, record(now, ttl, skew, owner));
+    (
+        record("mohe"),
+        record("zhiwei"),
+        record("xiaoguo"),
+        record("mohe"),
+        record("nobody"),
+    )
+        .prop_map(|(mohe, zhiwei, xiaoguo, legacy, nobody)| {
+            let mut meta: BTreeMap<String, String> = [
+                (record_key("mohe"), mohe),
+                (record_key("zhiwei"), zhiwei),
+                (record_key("xiaoguo"), xiaoguo),
+                (LEGACY_KEY.to_string(), legacy),
+                (record_key("nobody"), nobody),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+            meta.insert("fts_cjk_version".into(), "2".into());
+            meta.insert("last_auto_prune".into(), NOW.to_string());
+            meta
+        })
+}
+
+/// A `[YOU]` marker as people type it: any ASCII case, any space after.
+fn marker() -> impl Strategy<Value = &'static str> {
+    select(vec![
+        "[YOU]",
+        "[YOU] ",
+        "[you] ",
+        "[You]\t",
+        "[yOu]  ",
+        "[YOU]\u{a0}",
+    ])
+}
+
+/// How a line may start: the agents' signatures (name, nick, alias, with
+/// `:`, `：` or brackets, any ASCII case) and the near misses that are not
+/// (`mohe2: `, `@mohe `, `mohe's`, `mohe :`, `[mohe `, the tag itself).
+fn head() -> impl Strategy<Value = &'static str> {
+    select(vec![
+        "mohe: ",
+        "MOHE:",
+        "mohe：",
+        "[mohe] ",
+        "[MoHe]",
+        "墨河：",
+        "[墨河] ",
+        "mohe2: ",
+        "moheX:",
+        "mohe's ",
+        "mohe, ",
+        "@mohe ",
+        "@mohe: ",
+        "mohe :",
+        "[mohe ",
+        "[mohe2] ",
+        "zhiwei: ",
+        "ZhiWei：",
+        "[zhiwei]",
+        "xiaoguo：",
+        "果果：",
+        "[XG] ",
+        "xg: ",
+        "YOU: ",
+        "[YOU]: ",
+        "nobody: ",
+    ])
+}
+
+/// Text after the head: words, more markers and names inside the line,
+/// line ends, control characters, and now and then a long run.
+fn tail_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => "[a-zA-Z0-9 ,.!'@好中文👍é-]{0,24}",
+        3 => select(vec![" [YOU] ", "mohe: ", "\r\n", "\n", "\u{0}", "\u{1b}[31m", "：", "]"])
+            .prop_map(str::to_string),
+        1 => Just("x".repeat(300)),
+        1 => any::<String>(),
+    ]
+}
+
+/// A row's content: leading whitespace, stacked markers (sometimes more
+/// than the policy's prefix budget of eight), a head, a tail.
+fn content() -> impl Strategy<Value = String> {
+    let markers = prop_oneof![
+        4 => prop::collection::vec(marker(), 0..=3).prop_map(|v| v.concat()),
+        1 => (6usize..=10).prop_map(|n| "[YOU] ".repeat(n)),
+    ];
+    (
+        select(vec!["", "", "", " ", "  ", "\t", "\u{3000}", "\n"]),
+        markers,
+        prop_oneof![2 => Just(""), 3 => head()],
+        prop::collection::vec(tail_piece(), 0..4),
+    )
+        .prop_map(|(ws, m, h, tail)| format!("{ws}{m}{h}{}", tail.concat()))
+}
+
+/// A stored row without its id: role as Hermes stores it (free text),
+/// content, tool fields, and who the bridge wrote it for.
+fn row() -> impl Strategy<Value = TwinRow> {
+    let role = select(vec![
+        "user",
+        "user",
+        "user",
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "system",
+        "session_meta",
+        "User",
+        "",
+    ]);
+    let tool = prop::option::weighted(0.15, Just("terminal".to_string()));
+    let bridge = select(vec![
+        None,
+        None,
+        None,
+        Some("mohe"),
+        Some("zhiwei"),
+        Some("xiaoguo"),
+        Some("nobody"),
+    ]);
+    (role, content(), tool, bridge).prop_map(|(role, content, tool, bridge)| TwinRow {
+        id: 0,
+        role: role.into(),
+        content,
+        tool_calls: tool.as_ref().map(|name| {
+            let function = json!({"name": name, "arguments": "{}"});
+            json!([{"id": "call_1", "type": "function", "function": function}]).to_string()
+        }),
+        tool_call_id: tool.as_ref().map(|_| "call_1".to_string()),
+        tool_name: tool,
+        bridge_agent: bridge.map(str::to_string),
+    })
+}
+
+/// Rows with ascending ids starting at 1.
+fn numbered(rows: Vec<TwinRow>) -> Vec<TwinRow> {
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, r)| TwinRow {
+            id: i as i64 + 1,
+            ..r
+        })
+        .collect()
+}
+
+/// Histories of the XMPP and CLI sessions, ids interleaved across
+/// sessions (with gaps) as in a real `messages` table.
+fn histories() -> impl Strategy<Value = BTreeMap<String, Vec<TwinRow>>> {
+    let sessions: Vec<&str> = XMPP
+        .iter()
+        .copied()
+        .chain([CLI_A, CLI_B, CLI_CJK])
+        .collect();
+    prop::collection::vec((select(sessions), 1i64..4, row()), 0..24).prop_map(|rows| {
+        let mut out: BTreeMap<String, Vec<TwinRow>> = BTreeMap::new();
+        let mut id = 0;
+        for (session, gap, r) in rows {
+            id += gap;
+            out.entry(session.into())
+                .or_default()
+                .push(TwinRow { id, ..r });
+        }
+        out
+    })
+}
+
+/// Maybe one import fails, with any kind and any message: the policy must
+/// pass it on unchanged on both sides.
+fn scripted_failure() -> impl Strategy<Value = Option<(Import, Failure)>> {
+    let kind = select(vec![
+        FailureKind::BadInput,
+        FailureKind::UnknownAgent,
+        FailureKind::NotAccepted,
+        FailureKind::Busy,
+        FailureKind::UnknownOutcome,
+        FailureKind::Store,
+        FailureKind::Transport,
+        FailureKind::Policy,
+    ]);
+    let import = select(vec![
+        Import::MetaGet,
+        Import::MetaDelete,
+        Import::SessionExists,
+        Import::History,
+        Import::Send,
+    ]);
+    let message = prop_oneof!["[a-z .]{1,30}", any::<String>()];
+    prop::option::weighted(
+        0.12,
+        (import, kind, message).prop_map(|(i, k, m)| (i, Failure::new(k, m))),
+    )
+}
+
+/// Settings and the state both sides start from.
+#[derive(Clone, Debug)]
+struct Case {
+    settings: Settings,
+    state: TwinState,
+}
+
+/// Boxed, like the other composite strategies below: a debug build keeps
+/// unboxed value trees of this size on the stack and overflows it.
+fn case() -> BoxedStrategy<Case> {
+    (settings(), clock())
+        .prop_flat_map(|(settings, now)| {
+            let (ttl, skew) = (settings.ttl_seconds, settings.future_skew_seconds);
+            let known: Vec<&str> = XMPP.iter().copied().chain([CLI_B, CLI_CJK]).collect();
+            let sessions = (
+                prop::sample::subsequence(known.clone(), 0..=known.len()),
+                prop::collection::vec(session_id(), 0..3),
+            );
+            (
+                meta(now, ttl, skew).boxed(),
+                sessions,
+                histories().boxed(),
+                scripted_failure(),
+            )
+                .prop_map(move |(meta, (known, extra), histories, fail)| {
+                    let mut sessions: BTreeSet<String> =
+                        known.iter().map(|s| s.to_string()).collect();
+                    sessions.insert(CLI_A.into());
+                    sessions.extend(extra);
+                    Case {
+                        settings: settings.clone(),
+                        state: TwinState {
+                            meta,
+                            sessions,
+                            histories,
+                            now,
+                            room: ROOM.into(),
+                            fail: fail.into_iter().collect(),
+                            ..TwinState::default()
+                        },
+                    }
+                })
+                .boxed()
+        })
+        .boxed()
+}
+
+// ------------------------------------------------------------ the calls
+
+/// One call of an export (or a tick of both clocks between calls).
+#[derive(Clone, Debug)]
+enum Op {
+    Resolve {
+        agent: String,
+        session_id: String,
+    },
+    Context {
+        agent: String,
+        session_id: String,
+        limit: Option<u32>,
+    },
+    Tag {
+        agent: String,
+        rows: Vec<TwinRow>,
+    },
+    Send {
+        agent: String,
+        cli: String,
+        text: String,
+    },
+    IsOwn {
+        agent: String,
+        sender: String,
+    },
+    Active {
+        agent: Option<String>,
+    },
+    Clear {
+        agent: Option<String>,
+    },
+    /// Both clocks move on by this many seconds.
+    Tick(f64),
+}
+
+/// Mostly a configured agent; sometimes a name that is none (wrong case,
+/// trailing space, empty).
+fn agent() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => select(AGENTS.to_vec()).prop_map(str::to_string),
+        1 => select(vec!["nobody", "", "MOHE", "mohe "]).prop_map(str::to_string),
+    ]
+}
+
+/// An agent and a session it asks about: mostly one of its own XMPP
+/// sessions (the only ones ever redirected), else any session id.
+fn agent_and_session() -> impl Strategy<Value = (String, String)> {
+    agent().prop_flat_map(|agent| {
+        let own: Vec<&str> = XMPP
+            .iter()
+            .copied()
+            .filter(|s| {
+                s.strip_prefix("xmpp-")
+                    .is_some_and(|rest| rest.starts_with(agent.as_str()))
+            })
+            .collect();
+        let asked = if own.is_empty() || agent.is_empty() {
+            session_id().boxed()
+        } else {
+            prop_oneof![3 => select(own).prop_map(str::to_string), 1 => session_id()].boxed()
+        };
+        (Just(agent), asked)
+    })
+}
+
+fn resolve_op() -> impl Strategy<Value = Op> {
+    agent_and_session().prop_map(|(agent, session_id)| Op::Resolve { agent, session_id })
+}
+
+fn context_op() -> impl Strategy<Value = Op> {
+    let limit = prop_oneof![
+        3 => Just(None),
+        3 => (0u32..8).prop_map(Some),
+        1 => Just(Some(u32::MAX)),
+    ];
+    (agent_and_session(), limit).prop_map(|((agent, session_id), limit)| Op::Context {
+        agent,
+        session_id,
+        limit,
+    })
+}
+
+fn tag_op() -> impl Strategy<Value = Op> {
+    (agent(), prop::collection::vec(row(), 0..10)).prop_map(|(agent, rows)| Op::Tag {
+        agent,
+        rows: numbered(rows),
+    })
+}
+
+/// A piece of a message body: what normalisation removes (CR, ANSI
+/// escapes of every kind, controls, non-characters, leading markers) and
+/// what it keeps (text, TAB, LF, non-ASCII, U+2028).
+fn body_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => "[a-zA-Z ]{0,8}",
+        6 => select(vec![
+            "\r\n", "\r", "\n", "\t", "\u{1b}", "\u{1b}[", "\u{1b}[31m", "\u{1b}[0m",
+            "\u{1b}[?25l", "\u{1b}]0;title\u{7}", "\u{1b}]8;;http://x\u{1b}\\", "\u{1b}]",
+            "\u{1b}(B", "\u{1b}=", "\u{7}", "[YOU]", "[you] ", " [YOU] ", "\u{fffe}\u{ffff}",
+            "好👍é", "\u{0}", "\u{b}", "\u{c}", "\u{1f}", "\u{7f}", "\u{85}", "\u{2028}",
+            "\u{3000}",
+        ])
+        .prop_map(str::to_string),
+        1 => "[0-9;?]{0,3}[a-zA-Z~]?",
+        1 => any::<char>().prop_map(String::from),
+        1 => (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap().to_string()),
+    ]
+}
+
+/// A body: pieces, or text of about the maximum length (one character
+/// under, at, over; before and after normalisation shortens it), or far
+/// beyond ejabberd's 128 KiB argument limit, or any string.
+fn body(max: u32) -> impl Strategy<Value = String> {
+    let max = max as usize;
+    prop_oneof![
+        8 => prop::collection::vec(body_piece(), 0..14).prop_map(|v| v.concat()),
+        2 => (
+            select(vec![max - 1, max, max + 1]),
+            select(vec!["a", "é", "👍"]),
+            select(vec!["", "[YOU] ", "\r\n", "\u{1b}[1m"]),
+        )
+            .prop_map(|(n, c, lead)| format!("{lead}{}", c.repeat(n))),
+        1 => Just("x".repeat(200_000)),
+        1 => any::<String>(),
+    ]
+}
+
+fn send_op(max: u32) -> impl Strategy<Value = Op> {
+    let cli = prop_oneof![3 => Just(CLI_A.to_string()), 2 => session_id()];
+    (agent(), cli, body(max)).prop_map(|(agent, cli, text)| Op::Send { agent, cli, text })
+}
+
+/// A room message's sender: occupant JIDs `room/nick`, full and bare JIDs,
+/// bare nicks, in any case and padding, near misses, and any string.
+fn sender() -> impl Strategy<Value = String> {
+    let bare = select(vec![
+        ROOM,
+        "CoreGroup@Conference.Example.ORG",
+        "other@conference.example.org",
+        "mohe@example.org",
+        "MOHE@EXAMPLE.ORG",
+        "zhiwei@example.org",
+        "xiaoguo@example.org",
+        "mohe2@example.org",
+        "mohe@example.org.evil",
+        "example.org",
+        "mohe",
+        "MoHe",
+        "ZhiWei",
+        "zhiwei",
+        "果果",
+        "墨河",
+        "xiaoguo",
+        "XG",
+        "",
+    ]);
+    let resource = select(vec![
+        "", "", "/", "/mohe", "/MOHE ", "/ZhiWei", "/zhiwei", "/果果", "/xiaoguo", "/laptop",
+        "/mohe/x", "/ mohe",
+    ]);
+    let pad = select(vec!["", "", " ", "\t", "\u{3000}"]);
+    prop_oneof![
+        6 => (pad.clone(), bare, resource, pad).prop_map(|(a, b, r, z)| format!("{a}{b}{r}{z}")),
+        1 => any::<String>(),
+    ]
+}
+
+fn is_own_op() -> impl Strategy<Value = Op> {
+    (agent(), sender()).prop_map(|(agent, sender)| Op::IsOwn { agent, sender })
+}
+
+fn active_op() -> impl Strategy<Value = Op> {
+    prop::option::weighted(0.7, agent()).prop_map(|agent| Op::Active { agent })
+}
+
+fn clear_op() -> impl Strategy<Value = Op> {
+    prop::option::weighted(0.7, agent()).prop_map(|agent| Op::Clear { agent })
+}
+
+/// Moves of the clock: a little, across the TTL, back in time.
+fn tick_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        select(vec![0.001, 1.0, 3599.0, 3600.0, 3601.0, -121.0]).prop_map(Op::Tick),
+        (-200.0f64..4000.0).prop_map(Op::Tick),
+    ]
+}
+
+/// Any call, for sequences.
+fn any_op(s: &Settings) -> BoxedStrategy<Op> {
+    let max = s.max_body_chars;
+    prop_oneof![
+        3 => resolve_op(),
+        3 => context_op(),
+        1 => tag_op(),
+        3 => send_op(max),
+        2 => is_own_op(),
+        2 => active_op(),
+        1 => clear_op(),
+        2 => tick_op(),
+    ]
+    .boxed()
+}
+
+/// A case and `len` calls from `ops` (which may depend on the settings).
+fn scenario(
+    ops: fn(&Settings) -> BoxedStrategy<Op>,
+    len: Range<usize>,
+) -> BoxedStrategy<(Case, Vec<Op>)> {
+    case()
+        .prop_flat_map(move |case| {
+            let ops = prop::collection::vec(ops(&case.settings), len.clone());
+            (Just(case), ops).boxed()
+        })
+        .boxed()
+}
+
+// -------------------------------------------------- the two sides, and a call
+
+/// What an export answered, in the host's types.
+#[derive(Clone, Debug, PartialEq)]
+enum Answer {
+    Decision(Decision),
+    Context(ContextAnswer),
+    Rows(Vec<HistoryRow>),
+    Receipt(Receipt),
+    Statuses(Vec<RecordStatus>),
+    Keys(Vec<String>),
+    Own(bool),
+    Ticked,
+}
+
+type Outcome = Result<Answer, Failure>;
+
+/// The native rules over their own twin.
+struct Native {
+    policy: guest::Policy<Twin>,
+    twin: Twin,
+    /// The edits of the last `context` or `tag` (for the coverage test).
+    last_edits: Vec<guest::RowEdit>,
+}
+
+impl Native {
+    /// The native policy on a clone of `case.state`, and its `configure`.
+    fn start(case: &Case) -> (Self, Result<(), Failure>) {
+        let twin = Twin::new(case.state.clone());
+        let mut policy = guest::Policy::new(twin.clone());
+        let configured = policy
+            .configure(settings_to_guest(&case.settings))
+            .map_err(failure_from_guest);
+        let native = Self {
+            policy,
+            twin,
+            last_edits: Vec::new(),
+        };
+        (native, configured)
+    }
+
+    fn call(&mut self, op: &Op) -> Outcome {
+        let p = &mut self.policy;
+        let g = failure_from_guest;
+        self.twin.state().last_history.clear();
+        self.last_edits.clear();
+        Ok(match op {
+            Op::Resolve { agent, session_id } => Answer::Decision(decision_from_guest(
+                p.resolve(agent, session_id).map_err(g)?,
+            )),
+            Op::Context {
+                agent,
+                session_id,
+                limit,
+            } => {
+                let c = p.context(agent, session_id, *limit).map_err(g)?;
+                // The full rows of the history call this `context` made.
+                let mut rows = self.twin.state().last_history.clone();
+                apply_native(&mut rows, &c.edits)?;
+                self.last_edits = c.edits;
+                Answer::Context(ContextAnswer {
+                    decision: decision_from_guest(c.decision),
+                    messages: rows,
+                })
+            }
+            Op::Tag { agent, rows } => {
+                let mut full: Vec<HistoryRow> = rows.iter().map(|r| r.for_agent(agent)).collect();
+                let chars = POLICY.options().tag_prefix_chars;
+                let summaries: Vec<_> = full.iter().map(|r| summary(r, chars)).collect();
+                let edits = p.tag(agent, &summaries).map_err(g)?;
+                apply_native(&mut full, &edits)?;
+                self.last_edits = edits;
+                Answer::Rows(full)
+            }
+            Op::Send { agent, cli, text } => {
+                Answer::Receipt(receipt_from_guest(p.send(agent, cli, text).map_err(g)?))
+            }
+            Op::IsOwn { agent, sender } => Answer::Own(p.is_own_message(agent, sender).map_err(g)?),
+            Op::Active { agent } => Answer::Statuses(
+                p.active(agent.as_deref())
+                    .map_err(g)?
+                    .into_iter()
+                    .map(record_status_from_guest)
+                    .collect(),
+            ),
+            Op::Clear { agent } => Answer::Keys(p.clear(agent.as_deref()).map_err(g)?),
+            Op::Tick(dt) => {
+                self.twin.state().now += dt;
+                Answer::Ticked
+            }
+        })
+    }
+}
+
+/// Apply the native policy's edits with the guest's own rule
+/// (`tagging::apply`), refusing what the runtime refuses (an index out of
+/// range or twice), so a bad native answer shows as a difference.
+fn apply_native(rows: &mut [HistoryRow], edits: &[guest::RowEdit]) -> Result<(), Failure> {
+    let mut seen = BTreeSet::new();
+    for e in edits {
+        let i = e.index as usize;
+        if i >= rows.len() || !seen.insert(i) {
+            return Err(Failure::policy(format!(
+                "native policy answered a bad edit index {i} for {} rows",
+                rows.len()
+            )));
+        }
+        rows[i].content = guest::tagging::apply(e.action, &rows[i].content);
+    }
+    Ok(())
+}
+
+/// The compiled component in a runtime `Session`, over its own twin.
+struct Component {
+    session: Session,
+    twin: Twin,
+}
+
+impl Component {
+    /// A session of the embedded component on a clone of `case.state`,
+    /// configured now, and its `configure`.
+    fn start(case: &Case) -> (Self, Result<(), Failure>) {
+        let twin = Twin::new(case.state.clone());
+        let mut session = POLICY.session(twin.clone(), case.settings.clone());
+        let configured = session.configure();
+        (Self { session, twin }, configured)
+    }
+
+    fn call(&mut self, op: &Op) -> Outcome {
+        let s = &mut self.session;
+        self.twin.state().last_history.clear();
+        Ok(match op {
+            Op::Resolve { agent, session_id } => Answer::Decision(s.resolve(agent, session_id)?),
+            Op::Context {
+                agent,
+                session_id,
+                limit,
+            } => Answer::Context(s.context(agent, session_id, *limit)?),
+            Op::Tag { agent, rows } => {
+                Answer::Rows(s.tag(agent, rows.iter().map(|r| r.for_agent(agent)).collect())?)
+            }
+            Op::Send { agent, cli, text } => Answer::Receipt(s.send(agent, cli, text)?),
+            Op::IsOwn { agent, sender } => Answer::Own(s.is_own_message(agent, sender)?),
+            Op::Active { agent } => Answer::Statuses(s.active(agent.as_deref())?),
+            Op::Clear { agent } => Answer::Keys(s.clear(agent.as_deref())?),
+            Op::Tick(dt) => {
+                self.twin.state().now += dt;
+                Answer::Ticked
+            }
+        })
+    }
+}
+
+/// Start both sides on `case`, check they agree on `configure`, then run
+/// every op on both and check the answers and the states (import calls
+/// and the plans the backend got included) after each. Returns the
+/// common outcomes.
+fn agree(case: &Case, ops: &[Op]) -> Result<Vec<Outcome>, TestCaseError> {
+    let (mut native, native_configured) = Native::start(case);
+    let (mut component, component_configured) = Component::start(case);
+    prop_assert_eq!(&native_configured, &component_configured, "configure");
+    if native_configured.is_err() {
+        // A refused configure leaves the native policy unconfigured, while
+        // the runtime retries `configure` on every call: nothing to compare.
+        return Ok(Vec::new());
+    }
+    let mut outcomes = Vec::with_capacity(ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        let n = native.call(op);
+        let c = component.call(op);
+        prop_assert_eq!(&n, &c, "answer of call #{} {:?}", i, op);
+        let (ns, cs) = (native.twin.snapshot(), component.twin.snapshot());
+        prop_assert_eq!(&ns.calls, &cs.calls, "imports of call #{} {:?}", i, op);
+        prop_assert_eq!(&ns, &cs, "state after call #{} {:?}", i, op);
+        outcomes.push(n);
+    }
+    Ok(outcomes)
+}
+
+/// [`agree`] as a plain assertion, for the fixed cases.
+#[track_caller]
+fn assert_agree(case: &Case, ops: &[Op]) -> Vec<Outcome> {
+    agree(case, ops).unwrap_or_else(|e| panic!("native and component differ: {e}"))
+}
+
+/// Run [`agree`] on `cases` generated scenarios, or on `$PROPTEST_CASES`
+/// of them when set (for a longer soak than the default run).
+fn check(cases: u32, strategy: impl Strategy<Value = (Case, Vec<Op>)>) {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(cases);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        // The scenarios are large; a failure shrinks for a while at most.
+        max_shrink_iters: 2048,
+        ..Config::default()
+    });
+    if let Err(e) = runner.run(&strategy, |(case, ops)| agree(&case, &ops).map(drop)) {
+        panic!("{e}");
+    }
+}
+
+// ------------------------------------------------- the differential tests
+
+#[test]
+fn configure_agrees_on_valid_and_broken_settings() {
+    check(96, configure_scenario());
+}
+
+/// Settings (often broken) and one `resolve` when they are accepted.
+fn configure_scenario() -> impl Strategy<Value = (Case, Vec<Op>)> {
+    (any_settings(), clock()).prop_map(|(settings, now)| {
+        let state = TwinState {
+            now,
+            room: ROOM.into(),
+            ..TwinState::default()
+        };
+        let ops = vec![Op::Resolve {
+            agent: "mohe".into(),
+            session_id: "xmpp-mohe-v2".into(),
+        }];
+        (Case { settings, state }, ops)
+    })
+}
+
+fn resolve_ops(_: &Settings) -> BoxedStrategy<Op> {
+    prop_oneof![6 => resolve_op(), 1 => tick_op()].boxed()
+}
+
+fn context_ops(_: &Settings) -> BoxedStrategy<Op> {
+    context_op().boxed()
+}
+
+fn tag_ops(_: &Settings) -> BoxedStrategy<Op> {
+    tag_op().boxed()
+}
+
+/// Sends, and the calls that read what a send wrote.
+fn send_ops(s: &Settings) -> BoxedStrategy<Op> {
+    prop_oneof![
+        4 => send_op(s.max_body_chars),
+        1 => resolve_op(),
+        1 => context_op(),
+        1 => active_op(),
+    ]
+    .boxed()
+}
+
+fn is_own_ops(_: &Settings) -> BoxedStrategy<Op> {
+    is_own_op().boxed()
+}
+
+fn record_ops(_: &Settings) -> BoxedStrategy<Op> {
+    prop_oneof![3 => active_op(), 2 => clear_op(), 1 => tick_op(), 1 => resolve_op()].boxed()
+}
+
+#[test]
+fn resolve_agrees() {
+    check(256, scenario(resolve_ops, 1..5));
+}
+
+#[test]
+fn context_agrees() {
+    check(192, scenario(context_ops, 1..4));
+}
+
+#[test]
+fn tag_agrees() {
+    check(192, scenario(tag_ops, 1..3));
+}
+
+#[test]
+fn send_agrees() {
+    check(160, scenario(send_ops, 1..5));
+}
+
+#[test]
+fn is_own_message_agrees() {
+    check(128, scenario(is_own_ops, 1..10));
+}
+
+#[test]
+fn active_and_clear_agree() {
+    check(160, scenario(record_ops, 1..5));
+}
+
+#[test]
+fn call_sequences_agree() {
+    check(128, scenario(any_op, 2..10));
+}
+
+// ------------------------------------------- fixed cases and real histories
+
+fn stored(id: i64, role: &str, content: &str) -> TwinRow {
+    TwinRow {
+        id,
+        role: role.into(),
+        content: content.into(),
+        tool_calls: None,
+        tool_call_id: None,
+        tool_name: None,
+        bridge_agent: None,
+    }
+}
+
+/// A hand-checked case: both sides give exactly these answers, so they do
+/// not merely agree on something wrong.
+#[test]
+fn both_sides_give_the_known_answers() {
+    let mut state = TwinState {
+        now: NOW,
+        room: ROOM.into(),
+        ..TwinState::default()
+    };
+    state
+        .sessions
+        .extend([CLI_A.to_string(), "xmpp-mohe-v2".into()]);
+    state.meta.insert(
+        record_key("mohe"),
+        json!({"session_id": CLI_A, "timestamp": NOW - 12.0, "source": "cli", "agent": "mohe"})
+            .to_string(),
+    );
+    state.histories.insert(
+        CLI_A.into(),
+        vec![
+            stored(1, "user", "mohe: hi"),
+            stored(2, "user", "[you] zhiwei: I am mohe"),
+            stored(3, "assistant", "[YOU] ok"),
+        ],
+    );
+    let case = Case {
+        settings: base_settings(),
+        state,
+    };
+    let ops = [
+        Op::Context {
+            agent: "mohe".into(),
+            session_id: "xmpp-mohe-v2".into(),
+            limit: None,
+        },
+        Op::Send {
+            agent: "mohe".into(),
+            cli: CLI_A.into(),
+            text: "\u{1b}[1m[YOU] 大家好\r\n".into(),
+        },
+        // The record just written is exactly one TTL old.
+        Op::Tick(3600.0),
+        Op::Resolve {
+            agent: "mohe".into(),
+            session_id: "xmpp-mohe".into(),
+        },
+        Op::IsOwn {
+            agent: "zhiwei".into(),
+            sender: format!("{ROOM}/zhiwei"),
+        },
+        Op::Clear { agent: None },
+        Op::Send {
+            agent: "mohe".into(),
+            cli: CLI_A.into(),
+            text: "[YOU] \u{7}\r\n".into(),
+        },
+    ];
+    let outcomes = assert_agree(&case, &ops);
+
+    let Ok(Answer::Context(context)) = &outcomes[0] else {
+        panic!("context: {:?}", outcomes[0]);
+    };
+    assert_eq!(
+        context.decision,
+        Decision {
+            session_id: CLI_A.into(),
+            redirected: true,
+            reason: Reason::Redirected,
+            detail: format!(
+                "record session_switch:active:mohe is 12 s old (TTL 3600 s): \
+                 loading CLI session {CLI_A} instead of xmpp-mohe-v2"
+            ),
+        }
+    );
+    let contents: Vec<&str> = context
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        ["[YOU] mohe: hi", "zhiwei: I am mohe", "[YOU] ok"]
+    );
+    assert_eq!(
+        outcomes[1],
+        Ok(Answer::Receipt(Receipt {
+            message_id: 4,
+            room: ROOM.into(),
+            body: "大家好\n".into(),
+            record_key: record_key("mohe"),
+            record_replaced: true,
+        }))
+    );
+    assert_eq!(
+        outcomes[3],
+        Ok(Answer::Decision(Decision {
+            session_id: "xmpp-mohe".into(),
+            redirected: false,
+            reason: Reason::Expired,
+            detail:
+                "record session_switch:active:mohe is 3600 s old (TTL 3600 s): loading xmpp-mohe"
+                    .into(),
+        }))
+    );
+    assert_eq!(outcomes[4], Ok(Answer::Own(true)));
+    assert_eq!(outcomes[5], Ok(Answer::Keys(vec![record_key("mohe")])));
+    assert_eq!(
+        outcomes[6],
+        Err(Failure::bad_input(
+            "empty message: nothing is left to send after normalisation"
+        ))
+    );
+}
+
+/// The real Hermes databases (all three schemas): every session's history
+/// through `context` for every agent (all rows and the last three), every
+/// history through `tag`, `active`, a send and the history it lands in; and
+/// `resolve` at clocks around the seed's record in the fixtures (written at
+/// 1781867301): inside the TTL, one millisecond before it, at it, after it,
+/// at the edge of the future skew and beyond.
+#[test]
+fn real_hermes_histories_agree() {
+    for name in FIXTURES {
+        let Some((_dir, db)) = fixture_copy(name) else {
+            return;
+        };
+        let m = MemoryBackend::from_fixture(&db).state().clone();
+        let histories = m
+            .histories
+            .iter()
+            .map(|(session, rows)| {
+                let rows = rows
+                    .iter()
+                    .map(|r| TwinRow {
+                        id: r.id,
+                        role: r.role.clone(),
+                        content: r.content.clone(),
+                        tool_calls: r.tool_calls.clone(),
+                        tool_call_id: r.tool_call_id.clone(),
+                        tool_name: r.tool_name.clone(),
+                        bridge_agent: None,
+                    })
+                    .collect();
+                (session.clone(), rows)
+            })
+            .collect();
+        let mut case = Case {
+            settings: base_settings(),
+            state: TwinState {
+                meta: m.meta.clone(),
+                sessions: m.sessions.clone(),
+                histories,
+                now: m.now,
+                room: ROOM.into(),
+                ..TwinState::default()
+            },
+        };
+        let mut sessions: BTreeSet<String> = m.sessions.clone();
+        sessions.extend(XMPP.iter().map(|s| s.to_string()));
+        let mut ops = Vec::new();
+        for agent in AGENTS {
+            for session in &sessions {
+                for limit in [None, Some(3)] {
+                    ops.push(Op::Context {
+                        agent: agent.into(),
+                        session_id: session.clone(),
+                        limit,
+                    });
+                }
+            }
+            for rows in case.state.histories.values() {
+                ops.push(Op::Tag {
+                    agent: agent.into(),
+                    rows: rows.clone(),
+                });
+            }
+        }
+        ops.push(Op::Active { agent: None });
+        let sent = [
+            Op::Send {
+                agent: "mohe".into(),
+                cli: CLI_A.into(),
+                text: "已收到，\u{1b}[32m三点见\u{1b}[0m\r\n".into(),
+            },
+            // Until the record it wrote expires, mohe's bot loads the CLI
+            // session instead of the XMPP one.
+            Op::Tick(3600.0),
+            Op::Context {
+                agent: "mohe".into(),
+                session_id: "xmpp-mohe-v2".into(),
+                limit: Some(2),
+            },
+        ];
+        ops.extend(sent);
+        let outcomes = assert_agree(&case, &ops);
+        let mohe_v2 = ops
+            .iter()
+            .position(|op| {
+                matches!(op, Op::Context { agent, session_id, limit: None }
+                    if agent == "mohe" && session_id == "xmpp-mohe-v2")
+            })
+            .expect("the ops load xmpp-mohe-v2 for mohe");
+        let Ok(Answer::Context(first)) = &outcomes[mohe_v2] else {
+            panic!("{name}: {:?}", outcomes[mohe_v2]);
+        };
+        assert_eq!(
+            first.messages[0].content, "[YOU] mohe: 大家好，今天的会议改到下午三点。",
+            "{name}: mohe's own line of xmpp-mohe-v2 is tagged"
+        );
+        let Some(Ok(Answer::Context(last))) = outcomes.last() else {
+            panic!("{name}: {:?}", outcomes.last());
+        };
+        assert_eq!(
+            last.messages.last().unwrap().content,
+            "[YOU] 已收到，三点见\n",
+            "{name}: the sent row reaches the model tagged once"
+        );
+
+        let written = 1_781_867_301.0;
+        let has_record = m.meta.contains_key(LEGACY_KEY);
+        assert_eq!(has_record, name != "hermes-early.db", "{name}");
+        for (age, want) in [
+            (12.0, Reason::Redirected),
+            (3599.999, Reason::Redirected),
+            (3600.0, Reason::Expired),
+            (3600.001, Reason::Expired),
+            (-120.0, Reason::Redirected),
+            (-120.001, Reason::FutureTimestamp),
+        ] {
+            case.state.now = written + age;
+            let ops = [
+                Op::Resolve {
+                    agent: "mohe".into(),
+                    session_id: "xmpp-mohe-v2".into(),
+                },
+                Op::Active { agent: None },
+            ];
+            let outcomes = assert_agree(&case, &ops);
+            let Ok(Answer::Decision(d)) = &outcomes[0] else {
+                panic!("{name}: {:?}", outcomes[0]);
+            };
+            let want = if has_record { want } else { Reason::NoRecord };
+            assert_eq!(d.reason, want, "{name} at age {age}: {}", d.detail);
+        }
+    }
+}
+
+// ------------------------------------------------ what the generators reach
+
+fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::Resolve { .. } => "resolve",
+        Op::Context { .. } => "context",
+        Op::Tag { .. } => "tag",
+        Op::Send { .. } => "send",
+        Op::IsOwn { .. } => "is-own-message",
+        Op::Active { .. } => "active",
+        Op::Clear { .. } => "clear",
+        Op::Tick(_) => "tick",
+    }
+}
+
+/// WIT `reason` in kebab-case (DESIGN §8).
+fn reason_name(reason: Reason) -> &'static str {
+    match reason {
+        Reason::Redirected => "redirected",
+        Reason::NoRecord => "no-record",
+        Reason::Expired => "expired",
+        Reason::FutureTimestamp => "future-timestamp",
+        Reason::MalformedRecord => "malformed-record",
+        Reason::UnknownSession => "unknown-session",
+        Reason::NotAgentSession => "not-agent-session",
+        Reason::PolicyError => "policy-error",
+    }
+}
+
+fn edit_name(action: guest::EditAction) -> &'static str {
+    match action {
+        guest::EditAction::Tag => "tag",
+        guest::EditAction::Untag => "untag",
+    }
+}
+
+/// What one call showed of the rules: labels like `resolve expired`,
+/// `expired at the TTL`, `send refuses a long body`, `context edit untag`.
+fn labels(case: &Case, op: &Op, outcome: &Outcome, edits: &[guest::RowEdit]) -> Vec<String> {
+    let name = op_name(op);
+    let ttl = case.settings.ttl_seconds;
+    let skew = case.settings.future_skew_seconds;
+    let mut out: Vec<String> = edits
+        .iter()
+        .map(|e| format!("{name} edit {}", edit_name(e.action)))
+        .collect();
+    match outcome {
+        Err(f) => {
+            out.push(format!("{name} fails {}", f.kind.as_str()));
+            if case.state.fail.values().any(|scripted| scripted == f) {
+                out.push("a host failure passes through".into());
+            }
+            if matches!(op, Op::Send { .. }) {
+                for (needle, label) in [
+                    ("empty message", "send refuses an empty body"),
+                    ("characters, the maximum is", "send refuses a long body"),
+                    ("bad CLI session", "send refuses a bad CLI session id"),
+                    ("not a CLI session", "send refuses an XMPP session"),
+                    ("is not in state.db", "send refuses an unknown CLI session"),
+                ] {
+                    if f.message.contains(needle) {
+                        out.push(label.into());
+                    }
+                }
+            }
+        }
+        Ok(Answer::Decision(d)) | Ok(Answer::Context(ContextAnswer { decision: d, .. })) => {
+            let reason = reason_name(d.reason);
+            out.push(format!("{name} {reason}"));
+            if d.detail.contains(&format!("is {ttl} s old (TTL {ttl} s)")) {
+                out.push(format!("{reason} at the TTL"));
+            }
+            if d.detail.contains(&format!("dated {skew} s in the future")) {
+                out.push(format!("{reason} at the skew"));
+            }
+            if d.detail.contains("which is never a target") {
+                out.push("a record naming an XMPP session".into());
+            }
+        }
+        Ok(Answer::Receipt(r)) if r.record_replaced => out.push("send delivers".into()),
+        Ok(Answer::Receipt(_)) => out.push("send keeps a newer record".into()),
+        Ok(Answer::Statuses(all)) => {
+            for s in all {
+                out.push(format!(
+                    "active {} valid={}",
+                    reason_name(s.reason),
+                    s.valid
+                ));
+            }
+        }
+        Ok(Answer::Keys(keys)) if !keys.is_empty() => out.push("clear deletes".into()),
+        Ok(Answer::Own(own)) => out.push(format!("own {own}")),
+        Ok(Answer::Keys(_) | Answer::Rows(_) | Answer::Ticked) => {}
+    }
+    out
+}
+
+/// The generators reach every rule the tests above compare: each decision
+/// reason (and the TTL and skew boundaries from both sides), both edits,
+/// each way a send passes or is refused, host failures passed on, records
+/// valid and not, own echo and not, refused settings. Native side only,
+/// from a fixed seed, so it is quick and never flaky.
+#[test]
+fn generators_reach_every_rule() {
+    let mut runner = TestRunner::deterministic();
+    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+    let mut count = |labels: Vec<String>| {
+        for label in labels {
+            *seen.entry(label).or_default() += 1;
+        }
+    };
+    let strategy = scenario(any_op, 2..10);
+    for _ in 0..600 {
+        let (case, ops) = strategy.new_tree(&mut runner).unwrap().current();
+        let (mut native, configured) = Native::start(&case);
+        configured.expect("generated settings are valid");
+        for op in &ops {
+            let outcome = native.call(op);
+            count(labels(&case, op, &outcome, &native.last_edits));
+        }
+    }
+    let configure = configure_scenario();
+    for _ in 0..100 {
+        let (case, _) = configure.new_tree(&mut runner).unwrap().current();
+        let (_, configured) = Native::start(&case);
+        count(vec![match configured {
+            Ok(()) => "configure accepts".into(),
+            Err(f) => format!("configure refuses ({})", f.kind.as_str()),
+        }]);
+    }
+    let want = [
+        "resolve redirected",
+        "resolve no-record",
+        "resolve expired",
+        "resolve future-timestamp",
+        "resolve malformed-record",
+        "resolve unknown-session",
+        "resolve not-agent-session",
+        "resolve fails unknown-agent",
+        "context redirected",
+        "context expired",
+        "context not-agent-session",
+        "expired at the TTL",
+        "redirected at the TTL",
+        "future-timestamp at the skew",
+        "redirected at the skew",
+        "a record naming an XMPP session",
+        "context edit tag",
+        "context edit untag",
+        "tag edit tag",
+        "tag edit untag",
+        "send delivers",
+        "send keeps a newer record",
+        "send refuses an empty body",
+        "send refuses a long body",
+        "send refuses a bad CLI session id",
+        "send refuses an XMPP session",
+        "send refuses an unknown CLI session",
+        "send fails unknown-agent",
+        "a host failure passes through",
+        "active redirected valid=true",
+        "active expired valid=false",
+        "active future-timestamp valid=false",
+        "active malformed-record valid=false",
+        "active unknown-session valid=false",
+        "clear deletes",
+        "own true",
+        "own false",
+        "configure accepts",
+        "configure refuses (bad-input)",
+    ];
+    let missing: Vec<&str> = want
+        .into_iter()
+        .filter(|w| !seen.contains_key(*w))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the generators never reached {missing:?}; they reached {seen:#?}"
+    );
+}

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub mod memory_backend;
+pub mod twin;
+pub mod wit_convert;
 pub mod xmpp;
 
 /// The workspace root (parent of `tests/`).

@@ -1,0 +1,163 @@
+//! The WIT types of `types.wit` exist twice in Rust: generated for the
+//! guest by wit-bindgen (`session_switch_policy::*`) and for the host by
+//! wasmtime's `bindgen!` (`session_switch::runtime::*`). These functions
+//! copy one into the other, field by field, so the differential test can
+//! give the native policy the host's inputs and compare its answers with
+//! the component's in the host's types. Every enum is matched
+//! exhaustively: a variant added to the WIT breaks the build here instead
+//! of being compared wrongly.
+
+use session_switch::runtime as host;
+use session_switch::{Failure, FailureKind};
+use session_switch_policy as guest;
+
+/// The host's settings as the guest's `settings` record.
+pub fn settings_to_guest(s: &host::Settings) -> guest::Settings {
+    guest::Settings {
+        room: s.room.clone(),
+        ttl_seconds: s.ttl_seconds,
+        future_skew_seconds: s.future_skew_seconds,
+        max_body_chars: s.max_body_chars,
+        legacy_agent: s.legacy_agent.clone(),
+        agents: s
+            .agents
+            .iter()
+            .map(|a| guest::Agent {
+                name: a.name.clone(),
+                jid: a.jid.clone(),
+                nick: a.nick.clone(),
+                sessions: a.sessions.clone(),
+                aliases: a.aliases.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// WIT `failure-kind`, guest → host.
+pub fn kind_from_guest(kind: guest::FailureKind) -> FailureKind {
+    match kind {
+        guest::FailureKind::BadInput => FailureKind::BadInput,
+        guest::FailureKind::UnknownAgent => FailureKind::UnknownAgent,
+        guest::FailureKind::NotAccepted => FailureKind::NotAccepted,
+        guest::FailureKind::Busy => FailureKind::Busy,
+        guest::FailureKind::UnknownOutcome => FailureKind::UnknownOutcome,
+        guest::FailureKind::Store => FailureKind::Store,
+        guest::FailureKind::Transport => FailureKind::Transport,
+        guest::FailureKind::Policy => FailureKind::Policy,
+    }
+}
+
+/// WIT `failure-kind`, host → guest.
+pub fn kind_to_guest(kind: FailureKind) -> guest::FailureKind {
+    match kind {
+        FailureKind::BadInput => guest::FailureKind::BadInput,
+        FailureKind::UnknownAgent => guest::FailureKind::UnknownAgent,
+        FailureKind::NotAccepted => guest::FailureKind::NotAccepted,
+        FailureKind::Busy => guest::FailureKind::Busy,
+        FailureKind::UnknownOutcome => guest::FailureKind::UnknownOutcome,
+        FailureKind::Store => guest::FailureKind::Store,
+        FailureKind::Transport => guest::FailureKind::Transport,
+        FailureKind::Policy => guest::FailureKind::Policy,
+    }
+}
+
+/// WIT `failure`, guest → host.
+pub fn failure_from_guest(f: guest::Failure) -> Failure {
+    Failure::new(kind_from_guest(f.kind), f.message)
+}
+
+/// WIT `failure`, host → guest (a scripted host failure for the native side).
+pub fn failure_to_guest(f: &Failure) -> guest::Failure {
+    guest::Failure {
+        kind: kind_to_guest(f.kind),
+        message: f.message.clone(),
+    }
+}
+
+/// WIT `reason`, guest → host.
+pub fn reason_from_guest(reason: guest::Reason) -> host::Reason {
+    match reason {
+        guest::Reason::Redirected => host::Reason::Redirected,
+        guest::Reason::NoRecord => host::Reason::NoRecord,
+        guest::Reason::Expired => host::Reason::Expired,
+        guest::Reason::FutureTimestamp => host::Reason::FutureTimestamp,
+        guest::Reason::MalformedRecord => host::Reason::MalformedRecord,
+        guest::Reason::UnknownSession => host::Reason::UnknownSession,
+        guest::Reason::NotAgentSession => host::Reason::NotAgentSession,
+        guest::Reason::PolicyError => host::Reason::PolicyError,
+    }
+}
+
+/// WIT `decision`, guest → host.
+pub fn decision_from_guest(d: guest::Decision) -> host::Decision {
+    host::Decision {
+        session_id: d.session_id,
+        redirected: d.redirected,
+        reason: reason_from_guest(d.reason),
+        detail: d.detail,
+    }
+}
+
+/// WIT `record-status`, guest → host.
+pub fn record_status_from_guest(r: guest::RecordStatus) -> host::RecordStatus {
+    host::RecordStatus {
+        agent: r.agent,
+        key: r.key,
+        session_id: r.session_id,
+        timestamp: r.timestamp,
+        age_seconds: r.age_seconds,
+        remaining_seconds: r.remaining_seconds,
+        valid: r.valid,
+        reason: reason_from_guest(r.reason),
+        detail: r.detail,
+    }
+}
+
+/// WIT `receipt`, guest → host.
+pub fn receipt_from_guest(r: guest::Receipt) -> host::Receipt {
+    host::Receipt {
+        message_id: r.message_id,
+        room: r.room,
+        body: r.body,
+        record_key: r.record_key,
+        record_replaced: r.record_replaced,
+    }
+}
+
+/// WIT `send-plan`, guest → host (what a backend receives).
+pub fn plan_from_guest(p: &guest::SendPlan) -> host::SendPlan {
+    host::SendPlan {
+        agent: p.agent.clone(),
+        from_jid: p.from_jid.clone(),
+        room_body: p.room_body.clone(),
+        history_session_id: p.history_session_id.clone(),
+        history_content: p.history_content.clone(),
+        cli_session_id: p.cli_session_id.clone(),
+        record_key: p.record_key.clone(),
+        record_value: p.record_value.clone(),
+        timestamp: p.timestamp,
+    }
+}
+
+/// WIT `sent`, host → guest (a backend's answer for the native side).
+pub fn sent_to_guest(s: host::Sent) -> guest::Sent {
+    guest::Sent {
+        message_id: s.message_id,
+        room: s.room,
+        record_replaced: s.record_replaced,
+    }
+}
+
+/// Hermes's free-text `messages.role` as the guest's WIT `role` (WIT
+/// `types.role`: the four roles Hermes's loader sends to the model, exactly
+/// as spelled; anything else is `other`). Written from the contract, not
+/// copied from the host, so the differential test checks the host's mapping.
+pub fn role_to_guest(role: &str) -> guest::Role {
+    match role {
+        "user" => guest::Role::User,
+        "assistant" => guest::Role::Assistant,
+        "tool" => guest::Role::Tool,
+        "system" => guest::Role::System,
+        _ => guest::Role::Other,
+    }
+}
