@@ -1,0 +1,312 @@
+"""The policy component under wasmtime-py (`wasmtime.component`): the
+engine, compiling and checking a component, the linker of our `host`
+interface, and the conversions between Python values and the WIT values of
+`wit/types.wit`.
+
+wasmtime-py gives WIT values as plain Python: strings, ints, floats, bools,
+`None`/value for `option`, `str` for `enum` cases, `Record` objects whose
+attributes carry the raw kebab-case field names, and for a `result` either a
+`Variant(tag, payload)` (when its two cases have Python types that could be
+confused, e.g. two records) or the bare payload.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import wasmtime
+from wasmtime import Config as EngineConfig
+from wasmtime import Engine, WasmtimeError
+from wasmtime import _ffi as ffi
+from wasmtime.component import Component, Linker, Record, ResultType
+
+from .config import Settings
+from .failure import PolicyError, SwitchError
+
+#: The host interface the policy may import (WIT `host`).
+HOST_INTERFACE = "agentsmeeting:session-switch/host@0.1.0"
+#: The type-only interface the policy may import (WIT `types`).
+TYPES_INTERFACE = "agentsmeeting:session-switch/types@0.1.0"
+#: The interface the policy must export (WIT `policy`).
+POLICY_INTERFACE = "agentsmeeting:session-switch/policy@0.1.0"
+#: The functions of `POLICY_INTERFACE`.
+EXPORTS = (
+    "version",
+    "self-check",
+    "configure",
+    "resolve",
+    "tag",
+    "context",
+    "send",
+    "active",
+    "clear",
+    "is-own-message",
+)
+
+#: One line on what to do about a refused component (the Rust host's words).
+REBUILD = "build it with `make component` (wasm32-unknown-unknown, our WIT only)"
+
+
+class HostResult:
+    """An explicit `ok`/`err` answer of a host import returning a WIT
+    `result`.
+
+    wasmtime-py 48 lowers a `result` whose cases have distinct Python types
+    from the bare payload, picking the first case whose types match. For
+    `meta-get`'s `result<option<string>, failure>` the `ok` case matches any
+    value (an `option`'s `none` counts as `object`), so a `failure` record
+    could never become `err`: the call failed with "value not valid for this
+    variant" (a trap in the guest). This marker names the case; the hook
+    below lowers it directly with the same C API calls wasmtime-py uses.
+    """
+
+    __slots__ = ("tag", "payload")
+
+    def __init__(self, tag: str, payload: Any = None):
+        assert tag in ("ok", "err")
+        self.tag = tag
+        self.payload = payload
+
+
+def _install_result_hook() -> None:
+    original = ResultType.convert_to_c
+    if getattr(original, "_session_switch", False):
+        return
+
+    def convert_to_c(self: ResultType, store: Any, val: Any, ptr: Any) -> None:
+        if not isinstance(val, HostResult):
+            return original(self, store, val, ptr)
+        ty = self.ok if val.tag == "ok" else self.err
+        raw = None
+        if ty is not None:
+            payload = ffi.wasmtime_component_val_t()
+            ty.convert_to_c(store, val.payload, ctypes.pointer(payload))
+            raw = ffi.wasmtime_component_val_new(ctypes.byref(payload))
+        ptr.contents.kind = ffi.WASMTIME_COMPONENT_RESULT
+        ptr.contents.of.result.is_ok = val.tag == "ok"
+        ptr.contents.of.result.val = raw
+
+    convert_to_c._session_switch = True  # type: ignore[attr-defined]
+    ResultType.convert_to_c = convert_to_c  # type: ignore[method-assign]
+
+
+_install_result_hook()
+
+
+def record(**fields: Any) -> Record:
+    """A WIT record from Python keywords (`ttl_seconds` → `ttl-seconds`)."""
+    r = Record()
+    for name, value in fields.items():
+        setattr(r, name.replace("_", "-"), value)
+    return r
+
+
+def field_of(r: Record, name: str) -> Any:
+    """Field `name` (kebab-case) of a WIT record."""
+    return getattr(r, name)
+
+
+def failure_record(error: SwitchError) -> Record:
+    """A `SwitchError` as the WIT `failure` record."""
+    return record(kind=error.kind, message=error.message)
+
+
+def failure_of(r: Record) -> SwitchError:
+    """A WIT `failure` record as a `SwitchError` (kind kept)."""
+    return SwitchError.of(field_of(r, "kind"), field_of(r, "message"))
+
+
+def settings_record(s: Settings) -> Record:
+    """The WIT `settings` record of `s`."""
+    return record(
+        room=s.room,
+        ttl_seconds=s.ttl_seconds,
+        future_skew_seconds=s.future_skew_seconds,
+        max_body_chars=s.max_body_chars,
+        legacy_agent=s.legacy_agent,
+        agents=[
+            record(name=a.name, jid=a.jid, nick=a.nick, sessions=list(a.sessions), aliases=list(a.aliases))
+            for a in s.agents
+        ],
+    )
+
+
+def make_engine() -> Engine:
+    """The engine every component runs on: fuel metering on, as the Rust
+    host's (a call's work is bounded; time spent in host imports is not
+    counted)."""
+    config = EngineConfig()
+    config.consume_fuel = True
+    return Engine(config)
+
+
+@dataclass
+class LoadInfo:
+    """What was loaded, and how."""
+
+    #: Where the bytes came from (a path, for messages).
+    source: str
+    #: Hex SHA-256 of the component's bytes.
+    sha256: str
+    size: int
+    #: What the component's `version` export answered.
+    version: str = "unchecked component"
+    imports: List[str] = field(default_factory=list)
+    exports: List[str] = field(default_factory=list)
+    #: Time to compile, and to check (interfaces, instantiate, version,
+    #: self-check, configure), in seconds.
+    compile_seconds: float = 0.0
+    check_seconds: float = 0.0
+
+
+@dataclass
+class Loaded:
+    """A compiled component whose interfaces were checked."""
+
+    component: Component
+    info: LoadInfo
+
+
+def compile_component(engine: Engine, data: bytes, source: str) -> Loaded:
+    """Compile `data` and check its interfaces: it may import only
+    `HOST_INTERFACE` and `TYPES_INTERFACE` (no WASI, nothing else) and must
+    export `POLICY_INTERFACE`. Raises `PolicyError` naming `source` and the
+    reason (the Rust host's checks and words)."""
+    info = LoadInfo(source=source, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    started = time.perf_counter()
+    try:
+        component = Component(engine, data)
+    except (WasmtimeError, ValueError, TypeError) as e:
+        raise PolicyError(
+            f"refusing {source}: it is not a valid WebAssembly component ({_one_line(str(e))}); {REBUILD}"
+        ) from None
+    info.compile_seconds = time.perf_counter() - started
+    ty = component.type
+    info.imports = list(ty.imports(engine))
+    info.exports = list(ty.exports(engine))
+    foreign = [name for name in info.imports if name not in (HOST_INTERFACE, TYPES_INTERFACE)]
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise PolicyError(
+            f"refusing {source}: it imports `{foreign[0]}`{more}, but a policy may import only "
+            f"`{HOST_INTERFACE}` and `{TYPES_INTERFACE}` (no WASI, no files, no network); {REBUILD}"
+        )
+    if POLICY_INTERFACE not in info.exports:
+        found = ", ".join(f"`{n}`" for n in info.exports) or "nothing"
+        raise PolicyError(
+            f"refusing {source}: it does not export `{POLICY_INTERFACE}` (it exports {found}); "
+            f"it is not a session-switch policy of this version; {REBUILD}"
+        )
+    return Loaded(component=component, info=info)
+
+
+class Imports:
+    """What a linker forwards the policy's imports to; `SessionSwitch`'s
+    per-call host state implements it. Each method returns the import's
+    value or raises `SwitchError` (passed to the policy as a WIT `failure`);
+    none may raise anything else."""
+
+    def meta_get(self, key: str) -> Optional[str]: ...
+    def meta_delete(self, key: str) -> bool: ...
+    def session_exists(self, session_id: str) -> bool: ...
+    def history(self, session_id: str, agent: str, limit: Optional[int], prefix_chars: int) -> List[Record]: ...
+    def now(self) -> float: ...
+    def send(self, plan: Record) -> Record: ...
+    def log(self, level: str, message: str) -> None: ...
+
+
+def make_linker(engine: Engine, host: Imports) -> Linker:
+    """A linker with our `host` interface only (no WASI), bound to `host`.
+
+    A Python exception escaping a host function would become a trap in the
+    guest (and be kept in wasmtime-py's process-wide last-exception slot),
+    so every import turns whatever it raises into a WIT `failure`."""
+
+    def fallible(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(_store: Any, *args: Any) -> HostResult:
+            try:
+                return HostResult("ok", method(*args))
+            except SwitchError as e:
+                return HostResult("err", failure_record(e))
+            except Exception as e:  # a bug of the host: still a clear failure
+                name = method.__name__.replace("_", "-")
+                return HostResult(
+                    "err",
+                    record(kind="store", message=f"host import {name} failed: {type(e).__name__}: {e}"),
+                )
+
+        return call
+
+    def now(_store: Any) -> float:
+        try:
+            return float(host.now())
+        except Exception:
+            return float("nan")  # the policy refuses a clock that is not finite
+
+    def log(_store: Any, level: str, message: str) -> None:
+        try:
+            host.log(level, message)
+        except Exception:
+            pass
+
+    linker = Linker(engine)
+    with linker.root() as root:
+        with root.add_instance(HOST_INTERFACE) as h:
+            h.add_func("meta-get", fallible(host.meta_get))
+            h.add_func("meta-delete", fallible(host.meta_delete))
+            h.add_func("session-exists", fallible(host.session_exists))
+            h.add_func("history", fallible(host.history))
+            h.add_func("now", now)
+            h.add_func("send", fallible(host.send))
+            h.add_func("log", log)
+    return linker
+
+
+class Instance:
+    """One instance of a component in its own `wasmtime.Store`, with fuel
+    and memory budgets. A store is never used again after a trap."""
+
+    def __init__(self, engine: Engine, linker: Linker, loaded: Loaded, fuel: int, memory_bytes: int):
+        self.store = wasmtime.Store(engine)
+        self.store.set_limits(memory_size=memory_bytes)
+        self.fuel = fuel
+        self.store.set_fuel(fuel)
+        self.instance = linker.instantiate(self.store, loaded.component)
+        iface = self.instance.get_export_index(self.store, POLICY_INTERFACE)
+        if iface is None:
+            raise PolicyError(f"{loaded.info.source} has no instance export `{POLICY_INTERFACE}`")
+        self.funcs: Dict[str, Any] = {}
+        for name in EXPORTS:
+            index = self.instance.get_export_index(self.store, name, iface)
+            func = self.instance.get_func(self.store, index) if index is not None else None
+            if func is None:
+                raise PolicyError(
+                    f"refusing {loaded.info.source}: `{POLICY_INTERFACE}` has no function `{name}`; {REBUILD}"
+                )
+            self.funcs[name] = func
+
+    def call(self, name: str, *args: Any) -> Any:
+        """Call export `name` with a full fuel budget. Raises
+        `WasmtimeError` on a trap."""
+        self.store.set_fuel(self.fuel)
+        return self.funcs[name](self.store, *args)
+
+    def fuel_used(self) -> int:
+        return self.fuel - self.store.get_fuel()
+
+
+def trap_line(error: BaseException) -> str:
+    """The cause of a trap on one line: wasmtime's `wasm trap: …` line (the
+    backtrace above it names only `<unknown>` functions of a stripped
+    component), else the whole message on one line."""
+    text = str(error)
+    causes = [line.strip() for line in text.splitlines() if line.strip().startswith("wasm trap:")]
+    return causes[-1] if causes else _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
