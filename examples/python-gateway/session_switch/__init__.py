@@ -17,6 +17,8 @@ See `SessionSwitch` for the rest (`resolve`, `send`, `active`, `clear`,
 `is_own_message`, `reload`) and DESIGN §3 and §8 for the rules.
 """
 
+import logging as _logging
+
 from .component import HOST_INTERFACE, POLICY_INTERFACE, TYPES_INTERFACE, LoadInfo
 from .config import Agent, Config, Settings
 from .config import load as load_config
@@ -37,6 +39,9 @@ from .switch import (
     check_decision,
     fallback_decision,
 )
+
+# A library logs; the application decides where (no "last resort" stderr).
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 __all__ = [
     "Agent",

@@ -29,7 +29,7 @@ from .component import (
     compile_component,
     failure_of,
     field_of,
-    make_engine,
+    engine,
     make_linker,
     settings_record,
     trap_line,
@@ -248,7 +248,7 @@ class SessionSwitch:
         self.fuel_per_call = fuel_per_call
         self.memory_bytes = memory_bytes
         self._lock = threading.RLock()
-        self._engine = make_engine()
+        self._engine = engine()
         api = self.config.http_api
         http_api = HttpApi(api.api_url, api.credentials, api.timeout_seconds) if api else None
         self._store = HermesStore(Path(db).expanduser(), busy_timeout)
@@ -646,10 +646,12 @@ class SessionSwitch:
         line = trap_line(e)
         if "all fuel consumed" in line:
             what = f"it ran out of fuel ({self.fuel_per_call} units per call): it loops or works far too long"
-        elif "unreachable" in line:
+        elif "unreachable" in line and not self._host.said:
+            # A panic logs its message first (the guest's panic hook); an
+            # allocation the memory cap refused aborts without a word.
             what = (
-                f"{line} (a panic, or an allocation refused at the memory cap of "
-                f"{self.memory_bytes >> 20} MiB)"
+                f"{line} with no panic message: most likely it went past its memory cap of "
+                f"{self.memory_bytes >> 20} MiB"
             )
         else:
             what = line
