@@ -24,7 +24,7 @@ from typing import Callable, List, Optional
 from wasmtime.component import Record
 
 from . import edits
-from .component import field_of, record
+from .component import RowSummaries, field_of, record
 from .failure import PolicyError, SwitchError, bad_input, transport
 from .http_api import HttpApi
 from .store import LEGACY_KEY, OUR_KEY_PREFIX, HermesStore, HistoryRow, SendWrite
@@ -123,7 +123,7 @@ class HostState:
     def session_exists(self, session_id: str) -> bool:
         return self._backend("session-exists").session_exists(session_id)
 
-    def history(self, session_id: str, agent: str, limit: Optional[int], prefix_chars: int) -> List[Record]:
+    def history(self, session_id: str, agent: str, limit: Optional[int], prefix_chars: int) -> RowSummaries:
         if self.call != "context":
             raise self._refuse(f"called host.history during {self.call}; only policy.context reads history")
         rows = self._backend("history").history(session_id, agent, limit)
@@ -188,10 +188,9 @@ class HostState:
         return None
 
 
-def summaries(rows: List[HistoryRow], prefix_chars: int) -> List[Record]:
+def summaries(rows: List[HistoryRow], prefix_chars: int) -> RowSummaries:
     """What the policy sees of `rows` (WIT `row-summary`): id, role, a prefix
     of at most `prefix_chars` characters, and the provenance flag."""
-    return [
-        record(id=r.id, role=edits.role_of(r.role), prefix=edits.prefix(r.content, prefix_chars), bridge_wrote=r.bridge_wrote)
-        for r in rows
-    ]
+    return RowSummaries(
+        (r.id, edits.role_of(r.role), edits.prefix(r.content, prefix_chars), r.bridge_wrote) for r in rows
+    )

@@ -192,6 +192,7 @@ class HermesStore:
         except sqlite3.Error as e:
             raise self._fail("open the database", e) from None
         self._cjk_loaded = False
+        self._seen_tables: set = set()
         try:
             self.conn.execute("PRAGMA foreign_keys = ON")
             found = self.conn.execute(
@@ -223,8 +224,14 @@ class HermesStore:
     # -- reads -------------------------------------------------------------
 
     def _table_exists(self, name: str) -> bool:
+        """Whether table `name` exists. A table once seen is remembered:
+        neither Hermes nor we ever drop `state_meta` or `session_switch_sent`,
+        while a missing one may be created at any time (by a send, or by
+        Hermes's migration), so absence is asked every time."""
+        if name in self._seen_tables:
+            return True
         try:
-            return bool(
+            found = bool(
                 self.conn.execute(
                     "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
                     (name,),
@@ -232,6 +239,9 @@ class HermesStore:
             )
         except sqlite3.Error as e:
             raise self._fail("read the schema", e) from None
+        if found:
+            self._seen_tables.add(name)
+        return found
 
     def meta_get(self, key: str) -> Optional[str]:
         """The value of `state_meta` key `key`; `None` when the key, the whole
