@@ -296,6 +296,15 @@ class HermesStore:
         except sqlite3.Error as e:
             raise self._fail(doing, e) from None
         rows.reverse()
+        for r in rows:
+            # rusqlite refuses a non-text value where the Rust store reads a
+            # string; so does this store (Hermes writes only text there).
+            for column, value in zip(("role", "content", "tool_calls", "tool_call_id", "tool_name"), r[1:6]):
+                if value is not None and not isinstance(value, str):
+                    raise store_failure(
+                        f"could not {doing} in {self.path}: messages.{column} of row {r[0]} holds "
+                        f"{type(value).__name__} ({value!r:.40}), not text"
+                    )
         return [
             HistoryRow(
                 id=r[0],

@@ -619,8 +619,16 @@ class SessionSwitch:
         except WasmtimeError as e:
             self._last_fuel = instance.fuel_used()
             raise self._policy_failure(call, self._describe_trap(e)) from None
+        except Exception as e:
+            # A Python error raised inside the call (our glue or wasmtime-py
+            # converting a value): the call failed like a trap, and the
+            # gateway gets the same clear error and the same fallback.
+            self._last_fuel = instance.fuel_used()
+            raise self._policy_failure(
+                call, f"the host failed while running it ({type(e).__name__}: {e})"
+            ) from e
         except BaseException:
-            self._live = None  # a bug here or in wasmtime-py: never reuse the store
+            self._live = None  # e.g. KeyboardInterrupt: never reuse the store
             raise
         self._last_fuel = instance.fuel_used()
         if host.violation is not None:

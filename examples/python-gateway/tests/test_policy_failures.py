@@ -103,6 +103,44 @@ class Failures(unittest.TestCase):
             blocker.close()
         self.assertEqual(s.resolve("mohe", "xmpp-mohe-v2", fallback=False).reason, "expired")
 
+    def test_a_python_error_inside_a_call_is_a_policy_failure_with_a_fallback(self):
+        from unittest import mock
+
+        from session_switch import component, imports
+
+        s = self.switch(support.component())
+        # A bug in the host's glue (here: a summary whose prefix is not a
+        # string, which cannot be lowered) must not escape as a bare
+        # Python error: it is a failed call, with the usual fallback.
+        broken = component.RowSummaries([(1, "user", 42, False)])
+        with mock.patch.object(imports, "summaries", return_value=broken):
+            with self.assertRaises(PolicyError) as caught:
+                s.context("zhiwei", "xmpp-zhiwei", fallback=False)
+            self.assertIn(
+                "failed in `context`: the host failed while running it (AttributeError: ", str(caught.exception)
+            )
+            c = s.context("zhiwei", "xmpp-zhiwei")
+        self.assertEqual(c.decision.reason, "policy-error")
+        # The fallback's rows are as stored: no tag.
+        self.assertEqual(c.messages[0]["content"], "zhiwei: Can you remind me about the 3pm meeting?")
+        again = s.context("zhiwei", "xmpp-zhiwei", fallback=False)
+        self.assertEqual(again.decision.reason, "no-record")
+        self.assertEqual(again.messages[0]["content"], "[YOU] zhiwei: Can you remind me about the 3pm meeting?")
+
+    def test_content_that_is_not_text_is_a_store_failure(self):
+        # rusqlite refuses it in the Rust store; Hermes never writes one.
+        s = self.switch(support.component())
+        support.execute(
+            self.db,
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('xmpp-zhiwei', 'user', X'00ff', 1)",
+        )
+        for fallback in (False, True):
+            with self.assertRaises(SwitchError) as caught:
+                s.context("zhiwei", "xmpp-zhiwei", fallback=fallback)
+            self.assertEqual(caught.exception.kind, "store")
+            self.assertIn("messages.content of row", str(caught.exception))
+            self.assertIn("holds bytes (b'\\x00\\xff'), not text", str(caught.exception))
+
     def test_failures_the_policy_returns_keep_their_kind(self):
         s = self.switch(support.component())
         with self.assertRaises(SwitchError) as caught:
