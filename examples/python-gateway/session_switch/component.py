@@ -25,7 +25,16 @@ import wasmtime
 from wasmtime import Config as EngineConfig
 from wasmtime import Engine, WasmtimeError
 from wasmtime import _ffi as ffi
-from wasmtime.component import Component, FuncType, Linker, ListType, OptionType, Record, RecordType, ResultType
+from wasmtime.component import (
+    Component,
+    FuncType,
+    Linker,
+    ListType,
+    OptionType,
+    Record,
+    RecordType,
+    ResultType,
+)
 from wasmtime.component._enter import catch_exceptions, enter_wasm
 
 from .config import Settings
@@ -369,7 +378,9 @@ class Imports:
     def meta_get(self, key: str) -> Optional[str]: ...
     def meta_delete(self, key: str) -> bool: ...
     def session_exists(self, session_id: str) -> bool: ...
-    def history(self, session_id: str, agent: str, limit: Optional[int], prefix_chars: int) -> List[Record]: ...
+    def history(
+        self, session_id: str, agent: str, limit: Optional[int], prefix_chars: int
+    ) -> List[Record]: ...
     def now(self) -> float: ...
     def send(self, plan: Record) -> Record: ...
     def log(self, level: str, message: str) -> None: ...
@@ -505,7 +516,7 @@ class Instance:
         raw = (ffi.wasmtime_component_val_t * len(args))()
         n = 0
         try:
-            for ty, value in zip(params, args):
+            for ty, value in zip(params, args, strict=True):
                 ty.convert_to_c(store, value, ctypes.pointer(raw[n]))
                 n += 1
             result = ffi.wasmtime_component_val_t() if result_ty is not None else None

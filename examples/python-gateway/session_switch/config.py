@@ -174,8 +174,7 @@ def parse(data: Dict[str, Any], origin: str, path: Optional[Path] = None) -> Con
         password = os.environ.get(password_env)
         if password is None:
             raise bad_input(
-                f"api_password_env names {password_env}, which is not set: export it with "
-                "the API password"
+                f"api_password_env names {password_env}, which is not set: export it with the API password"
             )
         credentials = (user, password)
     timeout = get(xmpp, "[xmpp] ", "timeout_seconds", int, DEFAULT_HTTP_TIMEOUT_SECONDS)

@@ -127,7 +127,9 @@ class HttpApi:
             except socket.gaierror:
                 raise _NotSent(f"cannot resolve the host of {url}") from None
             except socket.timeout:
-                raise _NotSent(f"cannot reach POST {url} within {self.timeout} s (connecting timed out)") from None
+                raise _NotSent(
+                    f"cannot reach POST {url} within {self.timeout} s (connecting timed out)"
+                ) from None
             except OSError as e:
                 raise _NotSent(f"cannot connect to {url}: {e}") from None
             try:

@@ -163,11 +163,15 @@ class HostState:
             timestamp=field_of(plan, "timestamp"),
         )
         written, _ = store.send_write(write, lambda: api.post(sender, self.room, body))
-        self.sent = record(message_id=written.message_id, room=self.room, record_replaced=written.record_replaced)
+        self.sent = record(
+            message_id=written.message_id, room=self.room, record_replaced=written.record_replaced
+        )
         return self.sent
 
     def log(self, level: str, message: str) -> None:
-        log.log(_LEVELS.get(level, logging.INFO), "%s", message, extra={"policy": self.policy, "call": self.call})
+        log.log(
+            _LEVELS.get(level, logging.INFO), "%s", message, extra={"policy": self.policy, "call": self.call}
+        )
         if level in ("warn", "error") and len(self.said) < KEPT_LINES:
             # One line for the failure message: a panic spans two lines.
             self.said.append(" ".join(message.split())[:KEPT_LINE_CHARS])

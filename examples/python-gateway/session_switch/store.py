@@ -68,6 +68,10 @@ _UPSERT_RECORD = """
           ELSE 1 END"""
 
 
+#: The text columns of a history row, in the order `history` selects them.
+_TEXT_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "tool_name")
+
+
 @dataclass
 class HistoryRow:
     """One history row as Hermes's loader returns it for the model
@@ -196,8 +200,7 @@ class HermesStore:
         try:
             self.conn.execute("PRAGMA foreign_keys = ON")
             found = self.conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                "AND name IN ('sessions', 'messages')"
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'messages')"
             ).fetchone()[0]
             if found != 2:
                 raise store_failure(
@@ -276,10 +279,7 @@ class HermesStore:
         session reads as empty. One autocommit read."""
         doing = f"read the history of session {session_id!r}"
         if self._table_exists("session_switch_sent"):
-            bridge = (
-                "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id "
-                "AND s.agent = ?3)"
-            )
+            bridge = "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id AND s.agent = ?3)"
         else:
             bridge = "0"
         active = " AND m.active = 1" if self.has_active else ""
@@ -299,7 +299,7 @@ class HermesStore:
         for r in rows:
             # rusqlite refuses a non-text value where the Rust store reads a
             # string; so does this store (Hermes writes only text there).
-            for column, value in zip(("role", "content", "tool_calls", "tool_call_id", "tool_name"), r[1:6]):
+            for column, value in zip(_TEXT_COLUMNS, r[1:6], strict=True):
                 if value is not None and not isinstance(value, str):
                     raise store_failure(
                         f"could not {doing} in {self.path}: messages.{column} of row {r[0]} holds "
@@ -533,7 +533,9 @@ def sqlite_failure(path: Path, busy_timeout: float, doing: str, e: sqlite3.Error
             "that owns Hermes's database, and make the file and its folder writable"
         )
     if name == "SQLITE_NOTADB":
-        return store_failure(f"could not {doing}: {path} is not a SQLite database ({e}); point at Hermes's state.db")
+        return store_failure(
+            f"could not {doing}: {path} is not a SQLite database ({e}); point at Hermes's state.db"
+        )
     if name.startswith("SQLITE_CANTOPEN") or name.startswith("SQLITE_PERM"):
         return store_failure(
             f"could not {doing}: cannot open {path} ({e}); check that this user may read and "
@@ -593,9 +595,7 @@ def _validate(w: SendWrite) -> None:
         )
     check_our_key(w.record_key, legacy_ok=False)
     if not (math.isfinite(w.timestamp) and w.timestamp > 0):
-        raise bad_input(
-            f"refusing to write a send with timestamp {w.timestamp}: it must be Unix seconds > 0"
-        )
+        raise bad_input(f"refusing to write a send with timestamp {w.timestamp}: it must be Unix seconds > 0")
     try:
         record = json.loads(w.record_value)
     except ValueError:
@@ -604,5 +604,5 @@ def _validate(w: SendWrite) -> None:
     if not isinstance(ts, (int, float)) or isinstance(ts, bool):
         raise bad_input(
             f"refusing to write record {w.record_key!r}: its value is not a JSON object with a "
-            f"numeric \"timestamp\" (DESIGN §8): {w.record_value}"
+            f'numeric "timestamp" (DESIGN §8): {w.record_value}'
         )

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -75,7 +74,12 @@ class Decision:
 
     def to_json(self) -> dict:
         """The CLI's `resolve --json` shape (DESIGN §8)."""
-        return {"session_id": self.session_id, "redirected": self.redirected, "reason": self.reason, "detail": self.detail}
+        return {
+            "session_id": self.session_id,
+            "redirected": self.redirected,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,9 @@ def check_decision(d: Decision, asked: str) -> Optional[str]:
 def fallback_decision(asked: str, error: SwitchError) -> Decision:
     """The safe default: load the session asked about (reason
     `policy-error`, the failure in `detail`)."""
-    return Decision(session_id=asked, redirected=False, reason="policy-error", detail=f"no redirect: {error.message}")
+    return Decision(
+        session_id=asked, redirected=False, reason="policy-error", detail=f"no redirect: {error.message}"
+    )
 
 
 def _decision(r: Record) -> Decision:
@@ -386,7 +392,7 @@ class SessionSwitch:
                 if why is not None:
                     raise self._policy_failure("context", why)
                 messages = []
-                for row, content in zip(rows, contents):
+                for row, content in zip(rows, contents, strict=True):
                     row.content = content
                     messages.append(row.message())
                 return Context(decision, messages)
@@ -414,7 +420,7 @@ class SessionSwitch:
             why = edits.apply_edits(contents, pairs)
             if why is not None:
                 raise self._policy_failure("tag", why)
-            return [HistoryRow(**{**r.__dict__, "content": c}) for r, c in zip(rows, contents)]
+            return [HistoryRow(**{**r.__dict__, "content": c}) for r, c in zip(rows, contents, strict=True)]
 
     def send(self, agent: str, cli_session_id: str, text: str) -> Receipt:
         """Post `text` to the room as `agent` from CLI session
@@ -433,7 +439,9 @@ class SessionSwitch:
             sent = host.sent
             if sent is None:
                 raise self._policy_failure("send", "it reported a send that the host never performed")
-            if field_of(sent, "message-id") != field_of(receipt, "message-id") or field_of(sent, "room") != field_of(receipt, "room"):
+            if field_of(sent, "message-id") != field_of(receipt, "message-id") or field_of(
+                sent, "room"
+            ) != field_of(receipt, "room"):
                 raise self._policy_failure(
                     "send",
                     f"it reported message {field_of(receipt, 'message-id')} in room {field_of(receipt, 'room')} "
@@ -465,7 +473,9 @@ class SessionSwitch:
             keys = list(self._ok(answer))
             missing = [k for k in keys if k not in host.deleted]
             if missing:
-                raise self._policy_failure("clear", f"it reported key '{missing[0]}' as deleted, but did not delete it")
+                raise self._policy_failure(
+                    "clear", f"it reported key '{missing[0]}' as deleted, but did not delete it"
+                )
             return keys
 
     def is_own_message(self, agent: str, sender: str, *, fallback: bool = True) -> bool:
@@ -527,7 +537,10 @@ class SessionSwitch:
                 report = self.reload()
             except SwitchError as e:
                 log.warning(
-                    "policy file %s rejected, %s keeps serving: %s", self.component_path, self.version, e.message
+                    "policy file %s rejected, %s keeps serving: %s",
+                    self.component_path,
+                    self.version,
+                    e.message,
                 )
                 with self._lock:
                     self._stats.rejections += 1
@@ -542,7 +555,9 @@ class SessionSwitch:
         try:
             return self.component_path.read_bytes()
         except OSError as e:
-            raise bad_input(f"cannot read policy component {self.component_path}: {e}; check the path") from None
+            raise bad_input(
+                f"cannot read policy component {self.component_path}: {e}; check the path"
+            ) from None
 
     def _prepare(self, data: bytes, configure: bool) -> Loaded:
         """Compile and check `data`, then probe it in a store of its own with
@@ -554,7 +569,11 @@ class SessionSwitch:
         probe_host = HostState(None, None, self.settings.room)
         try:
             instance = Instance(
-                self._engine, make_linker(self._engine, probe_host), loaded, self.fuel_per_call, self.memory_bytes
+                self._engine,
+                make_linker(self._engine, probe_host),
+                loaded,
+                self.fuel_per_call,
+                self.memory_bytes,
             )
         except WasmtimeError as e:
             raise PolicyError(
@@ -568,13 +587,17 @@ class SessionSwitch:
                 return instance.call(call, *args)
             except WasmtimeError as e:
                 said = f"; it said: {' | '.join(probe_host.said)}" if probe_host.said else ""
-                raise PolicyError(f"refusing {source}: it trapped in `{call}` ({trap_line(e)}){said}") from None
+                raise PolicyError(
+                    f"refusing {source}: it trapped in `{call}` ({trap_line(e)}){said}"
+                ) from None
 
         version = probe("version")
         probe_host.policy = version
         check = probe("self-check")
         if isinstance(check, Variant) and check.tag == "err":
-            raise PolicyError(f"refusing {source}: policy `{version}` failed in `self-check`: self-check failed: {check.payload}")
+            raise PolicyError(
+                f"refusing {source}: policy `{version}` failed in `self-check`: self-check failed: {check.payload}"
+            )
         if configure:
             refused = probe("configure", self._settings_record)
             if refused is not None:
@@ -594,7 +617,9 @@ class SessionSwitch:
         host = self._host
         host.begin("configure")
         try:
-            instance = Instance(self._engine, self._linker, self._loaded, self.fuel_per_call, self.memory_bytes)
+            instance = Instance(
+                self._engine, self._linker, self._loaded, self.fuel_per_call, self.memory_bytes
+            )
         except WasmtimeError as e:
             raise self._policy_failure("configure", f"cannot instantiate it: {trap_line(e)}") from None
         try:

@@ -131,7 +131,7 @@ legacy_agent = "mohe"
 
 [[agents]]
 name = "mohe"
-jid = "{mohe_jid or f'mohe@{domain}'}"
+jid = "{mohe_jid or f"mohe@{domain}"}"
 nick = "mohe"
 sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
 
@@ -161,8 +161,17 @@ class Cli:
     def run(self, db: Path, *args: str, stdin: Optional[str] = None) -> Tuple[int, object, str]:
         """`(exit status, parsed stdout or None, stderr)`."""
         argv = [
-            str(cli()), "--config", str(self.config), "--db", str(db), "--cache-dir", str(self.cache),
-            "--policy", str(self.policy), "--json", *args,
+            str(cli()),
+            "--config",
+            str(self.config),
+            "--db",
+            str(db),
+            "--cache-dir",
+            str(self.cache),
+            "--policy",
+            str(self.policy),
+            "--json",
+            *args,
         ]
         done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120)
         out = json.loads(done.stdout) if done.stdout.strip() else None
@@ -233,12 +242,29 @@ class RoomListener:
     def __init__(self, ej: Ejabberd, body: str, nick: str):
         self.proc = subprocess.Popen(
             [
-                sys.executable, str(ROOT / "tests/ejabberd/muc_probe.py"), "listen",
-                "--jid", ej.jid("admin"), "--password", ej.password("admin"), "--room", ej.room,
-                "--nick", nick, "--host", ej.c2s_host, "--port", str(ej.c2s_port),
-                "--until-body", body, "--timeout", "30",
+                sys.executable,
+                str(ROOT / "tests/ejabberd/muc_probe.py"),
+                "listen",
+                "--jid",
+                ej.jid("admin"),
+                "--password",
+                ej.password("admin"),
+                "--room",
+                ej.room,
+                "--nick",
+                nick,
+                "--host",
+                ej.c2s_host,
+                "--port",
+                str(ej.c2s_port),
+                "--until-body",
+                body,
+                "--timeout",
+                "30",
             ],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         line = self.proc.stdout.readline()
         if '"READY"' not in line:
@@ -248,7 +274,7 @@ class RoomListener:
     def wait(self) -> List[dict]:
         """The live messages seen until the body came (or the time-out)."""
         out, err = self.proc.communicate(timeout=60)
-        events = [json.loads(l) for l in out.splitlines() if l.strip()]
+        events = [json.loads(line) for line in out.splitlines() if line.strip()]
         return [e for e in events if e.get("event") == "message" and not e.get("history")]
 
 

@@ -45,7 +45,7 @@ class Conversions(unittest.TestCase):
         ]
         fast = self.roundtrip(c.RowSummaries(rows))
         generic = self.roundtrip([c.record(id=i, role=r, prefix=p, bridge_wrote=b) for i, r, p, b in rows])
-        as_tuples = [(getattr(x, "id"), getattr(x, "role"), getattr(x, "prefix"), getattr(x, "bridge-wrote")) for x in fast]
+        as_tuples = [(x.id, x.role, x.prefix, getattr(x, "bridge-wrote")) for x in fast]
         self.assertEqual(as_tuples, rows)
         self.assertEqual(fast, generic)
         self.assertEqual(self.roundtrip(c.RowSummaries([])), [])
@@ -63,7 +63,10 @@ class Conversions(unittest.TestCase):
         self.assertIsNone(inst.call("configure", c.settings_record(settings)))
         for answer, expected in [
             (None, ("ok", "no-record")),
-            ('{"session_id": "s1", "timestamp": 100.0, "source": "cli", "agent": "mohe"}', ("ok", "redirected")),
+            (
+                '{"session_id": "s1", "timestamp": 100.0, "source": "cli", "agent": "mohe"}',
+                ("ok", "redirected"),
+            ),
             (SwitchError("busy", "locked"), ("err", "busy")),
         ]:
             host.meta = answer

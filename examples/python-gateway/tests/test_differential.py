@@ -6,7 +6,6 @@ listings and identical clears; and the Python side's reads leave the file
 byte-for-byte untouched."""
 
 import hashlib
-import json
 import re
 import shutil
 import time
@@ -53,7 +52,10 @@ def normalised(value):
     """`value` with the seconds in `detail` sentences masked: the two hosts
     read the clock a few milliseconds apart."""
     if isinstance(value, dict):
-        return {k: normalised(v) if k != "detail" else re.sub(r"-?\d+(\.\d+)? s\b", "N s", v) for k, v in value.items()}
+        return {
+            k: normalised(v) if k != "detail" else re.sub(r"-?\d+(\.\d+)? s\b", "N s", v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [normalised(v) for v in value]
     return value
@@ -97,11 +99,17 @@ class Differential(unittest.TestCase):
 
         def malformed(db):
             support.put_record(db, per_agent + "mohe", "not json {")
-            support.put_record(db, per_agent + "zhiwei", support.record_json("xmpp-mohe-v2", now - 10, "zhiwei"))
-            support.put_record(db, per_agent + "xiaoguo", support.record_json("20991231_000000_000000", now - 10, "xiaoguo"))
+            support.put_record(
+                db, per_agent + "zhiwei", support.record_json("xmpp-mohe-v2", now - 10, "zhiwei")
+            )
+            support.put_record(
+                db, per_agent + "xiaoguo", support.record_json("20991231_000000_000000", now - 10, "xiaoguo")
+            )
 
         def legacy(db):
-            support.put_record(db, "active_xmpp_sender_session", support.record_json(CLI_SESSION, now - 5, None))
+            support.put_record(
+                db, "active_xmpp_sender_session", support.record_json(CLI_SESSION, now - 5, None)
+            )
 
         def rows(db):
             legacy(db)
@@ -155,18 +163,20 @@ class Differential(unittest.TestCase):
         self.assertEqual(sha256(db), digest, "the Python host's reads changed the file")
         self.assertEqual(support.table_snapshot(db), before)
 
-        for (agent, sid, limit), mine in zip(QUERIES, py_contexts):
+        for (agent, sid, limit), mine in zip(QUERIES, py_contexts, strict=True):
             args = ["context", sid, "--agent", agent] + (["--limit", str(limit)] if limit is not None else [])
             self.assertEqual(normalised(mine), normalised(self.cli.json(db, *args)), f"context {args}")
             self.compared += 1
         if name != "rows":
-            for (agent, sid, _), mine in zip(QUERIES, py_resolves):
-                self.assertEqual(normalised(mine), normalised(self.cli.json(db, "resolve", sid, "--agent", agent)))
+            for (agent, sid, _), mine in zip(QUERIES, py_resolves, strict=True):
+                self.assertEqual(
+                    normalised(mine), normalised(self.cli.json(db, "resolve", sid, "--agent", agent))
+                )
                 self.compared += 1
         # Ages come from each host's clock: compare them roughly.
         rust_active = self.cli.json(db, "active")
         self.assertEqual(len(mine_active := py_active), len(rust_active))
-        for p, r in zip(mine_active, rust_active):
+        for p, r in zip(mine_active, rust_active, strict=True):
             for key in ("age_seconds", "remaining_seconds"):
                 if r[key] is None:
                     self.assertIsNone(p[key])
@@ -176,7 +186,10 @@ class Differential(unittest.TestCase):
             self.assertEqual(normalised(p), normalised(r))
         self.compared += 1
         status, _, err = self.cli.run(db, "context", "xmpp-mohe-v2", "--agent", "nobody")
-        self.assertEqual((unknown.exception.exit_status, f"xmpp-session-bridge: {unknown.exception.message}\n"), (status, err))
+        self.assertEqual(
+            (unknown.exception.exit_status, f"xmpp-session-bridge: {unknown.exception.message}\n"),
+            (status, err),
+        )
 
         # Clear: each host on its own copy of the same state; the same keys
         # go, and the two files end up with the same rows.
@@ -214,7 +227,7 @@ class Differential(unittest.TestCase):
         dict(self.states("hermes-latest.db"))["rows"](db)
         with SessionSwitch(support.component(), db, self.config, watch_interval=None) as s:
             messages = s.context("mohe", "xmpp-mohe-v2", fallback=False).messages
-        tail = [m["content"] for m in messages[-len(ROWS):]]
+        tail = [m["content"] for m in messages[-len(ROWS) :]]
         self.assertEqual(
             tail,
             [

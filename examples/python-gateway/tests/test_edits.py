@@ -92,7 +92,12 @@ class Decisions(unittest.TestCase):
 
     def test_the_fallback_loads_the_session_asked_about(self):
         d = fallback_decision("xmpp-mohe-v2", PolicyError("policy `x` failed in `resolve`: boom"))
-        self.assertEqual(d, Decision("xmpp-mohe-v2", False, "policy-error", "no redirect: policy `x` failed in `resolve`: boom"))
+        self.assertEqual(
+            d,
+            Decision(
+                "xmpp-mohe-v2", False, "policy-error", "no redirect: policy `x` failed in `resolve`: boom"
+            ),
+        )
 
 
 if __name__ == "__main__":

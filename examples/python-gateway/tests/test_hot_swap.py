@@ -61,7 +61,9 @@ class HotSwap(unittest.TestCase):
                     self.assertFalse(strict_ok and version != BASE, d.detail)
                     self.assertIn("panicked on purpose", d.detail)
                 else:
-                    self.assertEqual((d.session_id, d.redirected, d.reason), ("xmpp-zhiwei", False, "no-record"))
+                    self.assertEqual(
+                        (d.session_id, d.redirected, d.reason), ("xmpp-zhiwei", False, "no-record")
+                    )
                 # context never traps in the panic variant: always tagged.
                 self.assertEqual(c.decision.reason, "expired")
                 self.assertEqual(c.messages[0]["content"], "[YOU] mohe: 大家好，今天的会议改到下午三点。")
@@ -111,7 +113,9 @@ class HotSwap(unittest.TestCase):
         # Settings the policy refuses (a TTL of 0) can only reach it through a
         # swap's configure check: loading does not configure.
         bad = load_config(support.write_config(self.dir, None))
-        bad = type(bad)(bad.path, type(bad.settings)(**{**bad.settings.__dict__, "ttl_seconds": 0}), bad.http_api)
+        bad = type(bad)(
+            bad.path, type(bad.settings)(**{**bad.settings.__dict__, "ttl_seconds": 0}), bad.http_api
+        )
         s = SessionSwitch(self.live, self.db, bad, watch_interval=None)
         self.addCleanup(s.close)
         with self.assertRaises(SwitchError) as caught:

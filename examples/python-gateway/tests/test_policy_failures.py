@@ -30,7 +30,10 @@ class Failures(unittest.TestCase):
             s.resolve("mohe", "xmpp-mohe-v2", fallback=False)
         message = str(caught.exception)
         self.assertEqual(caught.exception.kind, "policy")
-        self.assertTrue(message.startswith(f"policy `{s.version}` failed in `resolve`: wasm trap: wasm `unreachable`"), message)
+        self.assertTrue(
+            message.startswith(f"policy `{s.version}` failed in `resolve`: wasm trap: wasm `unreachable`"),
+            message,
+        )
         self.assertNotIn("memory cap", message)
         self.assertIn("variant-panic: resolve panicked on purpose", message)
         self.assertTrue(message.endswith("Fix or replace the policy component"), message)
@@ -75,10 +78,16 @@ class Failures(unittest.TestCase):
         s = self.switch(support.variant("bad-edits"))
         with self.assertRaises(PolicyError) as caught:
             s.context("mohe", "xmpp-mohe-v2", fallback=False)
-        self.assertIn("failed in `context`: edit index 4294967295 is out of range: the history has 8 rows", str(caught.exception))
+        self.assertIn(
+            "failed in `context`: edit index 4294967295 is out of range: the history has 8 rows",
+            str(caught.exception),
+        )
         c = s.context("mohe", "xmpp-mohe-v2")
         self.assertEqual(c.decision.reason, "policy-error")
-        stored = support.query(self.db, "SELECT role, content FROM messages WHERE session_id = 'xmpp-mohe-v2' AND active = 1 ORDER BY id")
+        stored = support.query(
+            self.db,
+            "SELECT role, content FROM messages WHERE session_id = 'xmpp-mohe-v2' AND active = 1 ORDER BY id",
+        )
         self.assertEqual([(m["role"], m["content"]) for m in c.messages], stored)
         self.assertEqual(c.messages[0]["content"], "mohe: 大家好，今天的会议改到下午三点。")
 
@@ -117,7 +126,8 @@ class Failures(unittest.TestCase):
             with self.assertRaises(PolicyError) as caught:
                 s.context("zhiwei", "xmpp-zhiwei", fallback=False)
             self.assertIn(
-                "failed in `context`: the host failed while running it (AttributeError: ", str(caught.exception)
+                "failed in `context`: the host failed while running it (AttributeError: ",
+                str(caught.exception),
             )
             c = s.context("zhiwei", "xmpp-zhiwei")
         self.assertEqual(c.decision.reason, "policy-error")
@@ -125,7 +135,9 @@ class Failures(unittest.TestCase):
         self.assertEqual(c.messages[0]["content"], "zhiwei: Can you remind me about the 3pm meeting?")
         again = s.context("zhiwei", "xmpp-zhiwei", fallback=False)
         self.assertEqual(again.decision.reason, "no-record")
-        self.assertEqual(again.messages[0]["content"], "[YOU] zhiwei: Can you remind me about the 3pm meeting?")
+        self.assertEqual(
+            again.messages[0]["content"], "[YOU] zhiwei: Can you remind me about the 3pm meeting?"
+        )
 
     def test_content_that_is_not_text_is_a_store_failure(self):
         # rusqlite refuses it in the Rust store; Hermes never writes one.
@@ -156,7 +168,10 @@ class Failures(unittest.TestCase):
         garbage.write_bytes(b"\0asm not really")
         cases = [
             (support.variant("wasi"), "it imports `wasi:"),
-            (support.variant("other-interface"), "does not export `agentsmeeting:session-switch/policy@0.1.0`"),
+            (
+                support.variant("other-interface"),
+                "does not export `agentsmeeting:session-switch/policy@0.1.0`",
+            ),
             (support.variant("bad-self-check"), "self-check failed: variant-bad-self-check"),
             (garbage, "it is not a valid WebAssembly component"),
         ]
@@ -173,7 +188,9 @@ class Failures(unittest.TestCase):
 
     def test_a_missing_or_foreign_database_is_a_clear_error(self):
         with self.assertRaises(SwitchError) as caught:
-            SessionSwitch(support.component(), self.dir / "nope" / "state.db", self.config, watch_interval=None)
+            SessionSwitch(
+                support.component(), self.dir / "nope" / "state.db", self.config, watch_interval=None
+            )
         self.assertEqual(caught.exception.kind, "store")
         self.assertIn("no Hermes database at", str(caught.exception))
         self.assertIn("does not exist", str(caught.exception))

@@ -7,7 +7,6 @@ identical afterwards. Every refusal writes nothing."""
 
 import json
 import os
-import shutil
 import time
 import unittest
 
@@ -71,17 +70,28 @@ class Send(unittest.TestCase):
         self.assertTrue(receipt.record_replaced)
 
         listener = support.RoomListener(self.ej, body, f"pygw-{os.getpid()}-{fixture}-cli")
-        status, rust_receipt, err = self.cli.run(rust_db, "send", "-", CLI_SESSION, "--agent", "mohe", stdin=text)
+        status, rust_receipt, err = self.cli.run(
+            rust_db, "send", "-", CLI_SESSION, "--agent", "mohe", stdin=text
+        )
         self.assertEqual(status, 0, err)
-        self.assertEqual([(m["nick"], m["body"]) for m in listener.wait() if m["body"] == body], [("mohe", body)])
+        self.assertEqual(
+            [(m["nick"], m["body"]) for m in listener.wait() if m["body"] == body], [("mohe", body)]
+        )
         self.assertEqual(receipt.to_json(), rust_receipt)
 
         # The same rows written (the record names the CLI session).
         self.assertEqual(written_rows(py_db), written_rows(rust_db))
         rows, records, _ = written_rows(py_db)
         self.assertEqual(rows[-1][1:], ("xmpp-mohe-v2", "user", "[YOU] " + body, "mohe", CLI_SESSION))
-        self.assertEqual(records, {"session_switch:active:mohe": {"session_id": CLI_SESSION, "source": "cli", "agent": "mohe"}})
-        py_ts = json.loads(support.query(py_db, "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'")[0][0])["timestamp"]
+        self.assertEqual(
+            records,
+            {"session_switch:active:mohe": {"session_id": CLI_SESSION, "source": "cli", "agent": "mohe"}},
+        )
+        py_ts = json.loads(
+            support.query(py_db, "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'")[0][
+                0
+            ]
+        )["timestamp"]
         self.assertLess(abs(py_ts - time.time()), 60)
 
         # Identical tagged histories through both hosts, on both files:
@@ -97,7 +107,9 @@ class Send(unittest.TestCase):
                     answers.append(normalised(self.cli.json(db, "context", sid, "--agent", agent)))
                 self.assertTrue(all(a == answers[0] for a in answers), f"{phase} {agent} {sid}: {answers}")
                 if (phase, agent, sid) == ("after send", "mohe", "xmpp-mohe-v2"):
-                    self.assertEqual((answers[0]["reason"], answers[0]["session_id"]), ("redirected", CLI_SESSION))
+                    self.assertEqual(
+                        (answers[0]["reason"], answers[0]["session_id"]), ("redirected", CLI_SESSION)
+                    )
                 if (phase, agent, sid) == ("after clear", "mohe", "xmpp-mohe-v2"):
                     self.assertEqual(answers[0]["messages"][-1], {"role": "user", "content": "[YOU] " + body})
             if phase == "after send":
@@ -121,8 +133,13 @@ class Send(unittest.TestCase):
                     with self.assertRaises(SwitchError) as caught:
                         s.send(agent, cli_session, text)
                     self.assertEqual(caught.exception.kind, kind, caught.exception.message)
-                    status, out, err = self.cli.run(rust_db, "send", "-", cli_session, "--agent", agent, stdin=text)
-                    self.assertEqual((status, err), (caught.exception.exit_status, f"xmpp-session-bridge: {caught.exception.message}\n"))
+                    status, out, err = self.cli.run(
+                        rust_db, "send", "-", cli_session, "--agent", agent, stdin=text
+                    )
+                    self.assertEqual(
+                        (status, err),
+                        (caught.exception.exit_status, f"xmpp-session-bridge: {caught.exception.message}\n"),
+                    )
         self.assertEqual(support.table_snapshot(py_db), before)
 
     def test_an_agent_the_room_would_drop_is_refused_before_anything_is_written(self):
@@ -176,14 +193,21 @@ class Send(unittest.TestCase):
                 s.send("mohe", CLI_SESSION, mark)
         e = caught.exception
         self.assertEqual(e.kind, "store")
-        self.assertIn(f"has Hermes's CJK search triggers (messages_fts_cjk*), whose tokenizer cjk_unicode61 lives in the extension {missing}", e.message)
+        self.assertIn(
+            f"has Hermes's CJK search triggers (messages_fts_cjk*), whose tokenizer cjk_unicode61 lives in the extension {missing}",
+            e.message,
+        )
         self.assertIn("nothing was written", e.message)
         self.assertEqual(support.table_snapshot(py_db), before)
         status, _, err = self.cli.run(rust_db, "send", "-", CLI_SESSION, "--agent", "mohe", stdin=mark)
-        self.assertEqual((status, err), (1, f"xmpp-session-bridge: {e.message.replace(str(py_db), str(rust_db))}\n"))
+        self.assertEqual(
+            (status, err), (1, f"xmpp-session-bridge: {e.message.replace(str(py_db), str(rust_db))}\n")
+        )
         # Neither host posted: a later body shows the room is live.
         s_ok = support.unique("after cjk")
-        with SessionSwitch(support.component(), self.copies("hermes-latest.db", "live")[0], self.config, watch_interval=None) as s:
+        with SessionSwitch(
+            support.component(), self.copies("hermes-latest.db", "live")[0], self.config, watch_interval=None
+        ) as s:
             s.send("zhiwei", CLI_SESSION, s_ok)
         listener.proc.terminate()
         seen = [m["body"] for m in listener.wait()]
