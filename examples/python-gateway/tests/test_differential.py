@@ -45,7 +45,12 @@ ROWS = [
     ("user", "\u2028mohe: line separator first"),
     ("tool", "[YOU] tool output"),
     ("user", "[YOU] written by the bridge"),
+    # The bridge's rows are tagged whatever they say, so here the host's
+    # whitespace rule decides the text the model sees.
+    ("user", "\x1c[YOU] bridge row behind a separator"),
 ]
+#: How many of the last ROWS are listed in `session_switch_sent` for mohe.
+BRIDGE_ROWS = 2
 
 
 def normalised(value):
@@ -127,8 +132,9 @@ class Differential(unittest.TestCase):
             )
             support.execute(
                 db,
-                "INSERT INTO session_switch_sent SELECT max(id), 'mohe', ?, ? FROM messages",
-                (CLI_SESSION, now),
+                "INSERT INTO session_switch_sent SELECT id, 'mohe', ?, ? FROM messages "
+                "ORDER BY id DESC LIMIT ?",
+                (CLI_SESSION, now, BRIDGE_ROWS),
             )
 
         return [
@@ -243,6 +249,9 @@ class Differential(unittest.TestCase):
                 "[YOU] mohe: line separator first",
                 "[YOU] tool output",
                 "[YOU] written by the bridge",
+                # Rust's trim_start keeps U+001C (not White_Space), so the
+                # tag goes before it; a bare str.lstrip() would drop it.
+                "[YOU] \x1c[YOU] bridge row behind a separator",
             ],
         )
 
