@@ -187,7 +187,10 @@ class Send(unittest.TestCase):
         os.environ["HERMES_FTS5_CJK_SO"] = str(missing)
         self.addCleanup(os.environ.pop, "HERMES_FTS5_CJK_SO", None)
         mark = support.unique("cjk refused")
-        listener = support.RoomListener(self.ej, mark, f"pygw-{os.getpid()}-cjk")
+        # The occupant waits for a body sent after both attempts: the room
+        # broadcasts in order, so a post of `mark` would show before it.
+        after = support.unique("after cjk")
+        listener = support.RoomListener(self.ej, after, f"pygw-{os.getpid()}-cjk")
         with SessionSwitch(support.component(), py_db, self.config, watch_interval=None) as s:
             with self.assertRaises(SwitchError) as caught:
                 s.send("mohe", CLI_SESSION, mark)
@@ -204,14 +207,12 @@ class Send(unittest.TestCase):
             (status, err), (1, f"xmpp-session-bridge: {e.message.replace(str(py_db), str(rust_db))}\n")
         )
         # Neither host posted: a later body shows the room is live.
-        s_ok = support.unique("after cjk")
         with SessionSwitch(
             support.component(), self.copies("hermes-latest.db", "live")[0], self.config, watch_interval=None
         ) as s:
-            s.send("zhiwei", CLI_SESSION, s_ok)
-        listener.proc.terminate()
+            s.send("zhiwei", CLI_SESSION, after)
         seen = [m["body"] for m in listener.wait()]
-        self.assertIn(s_ok, seen)
+        self.assertIn(after, seen)
         self.assertNotIn(mark, seen)
 
 
