@@ -8,6 +8,7 @@ when the policy fails, and swaps in a new component when the file changes
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -505,8 +506,6 @@ class SessionSwitch:
         component keeps serving."""
         started = time.perf_counter()
         data = self._read_component()
-        import hashlib
-
         if hashlib.sha256(data).hexdigest() == self._loaded.info.sha256:
             return None
         loaded = self._prepare(data, configure=True)
