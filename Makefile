@@ -50,12 +50,15 @@ variants: toolchain ## build the policy's test variants: target/policy/variants/
 build: component ## build the CLI (embeds the component)
 	$(CARGO) build -p session-switch --bins
 
-venv: $(VENV)/.requirements ## Python venv for the XMPP observer of the tests (slixmpp)
+venv: $(VENV)/.requirements ## Python venv: the tests' XMPP observer (slixmpp), the Python gateway (wasmtime)
 
-# Re-installed only when tests/requirements.txt changes.
-$(VENV)/.requirements: tests/requirements.txt
+# Re-installed only when a requirements file changes. `python -m pip`, not
+# `bin/pip`: a venv copied from another checkout keeps that checkout's path
+# in its scripts' #! line, and its pip would install there.
+PY_GATEWAY_REQUIREMENTS := examples/python-gateway/requirements.txt
+$(VENV)/.requirements: tests/requirements.txt $(PY_GATEWAY_REQUIREMENTS)
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_GATEWAY_REQUIREMENTS)
 	@touch $@
 
 # One isolated ejabberd for the whole run, on free loopback ports, stopped and
