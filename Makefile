@@ -48,7 +48,7 @@ variants: toolchain ## build the policy's test variants: target/policy/variants/
 	mv $(VARIANTS_DIR)/wasi.wasm.tmp $(VARIANTS_DIR)/wasi.wasm
 
 build: component ## build the CLI (embeds the component)
-	$(CARGO) build -p session-switch --bins
+	$(CARGO) build --workspace --bins
 
 venv: $(VENV)/.requirements ## Python venv: the tests' XMPP observer (slixmpp), the Python gateway (wasmtime)
 
@@ -65,7 +65,10 @@ $(VENV)/.requirements: tests/requirements.txt $(PY_GATEWAY_REQUIREMENTS)
 # removed on exit, also on failure or Ctrl-C (tests/ejabberd/with-ejabberd.sh;
 # it installs the Debian package when missing). With the variable set, a test
 # that finds no ejabberd fails instead of skipping.
-test: build venv variants ## run every test (starts and stops an isolated ejabberd)
+# One build of every target first: `cargo test` then reuses it (building the
+# CLI alone resolves other features and compiles wasmtime a second time).
+test: component variants venv ## run every test (starts and stops an isolated ejabberd)
+	$(CARGO) build --workspace --all-targets
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
 
 demo: build venv ## the whole flow against a real ejabberd it starts and stops

@@ -8,6 +8,7 @@ use session_switch::cli::{self, args::Cli};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -57,4 +58,16 @@ fn init_logging(verbose: u8) {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
+}
+
+/// Rust ignores SIGPIPE, so `println!` panics when stdout is a closed pipe
+/// (`xmpp-session-bridge --json active | head -1`). Restore the default,
+/// as other Unix tools behave: the process ends quietly.
+fn restore_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: at the start of main, before any thread exists; SIG_DFL
+    // installs no handler code.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
 }
