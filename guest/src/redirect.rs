@@ -20,7 +20,19 @@ pub const KEY_PREFIX: &str = "session_switch:";
 
 /// The `state_meta` key of `agent`'s record: `session_switch:active:<agent>`.
 pub fn record_key(agent: &str) -> String {
-    format!("{KEY_PREFIX}active:{agent}")
+    concat(&[KEY_PREFIX, "active:", agent])
+}
+
+/// `parts` joined, in one allocation. The sentences of `resolve`'s common
+/// paths are built with this instead of `format!`: in the component,
+/// `core::fmt` was the largest single cost of a `resolve` (`make bench`,
+/// README "Performance"), and these run on every room message.
+pub(crate) fn concat(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        out.push_str(part);
+    }
+    out
 }
 
 /// The keys `agent`'s records may live under: its own, then the seed's key
@@ -62,14 +74,28 @@ pub struct Assessment {
 pub fn seconds(s: f64) -> String {
     // `as` saturates: absurd ages still print, just clamped.
     let ms = (s * 1000.0).round() as i64;
-    let sign = if ms < 0 { "-" } else { "" };
     let (whole, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
-    if frac == 0 {
-        format!("{sign}{whole}")
-    } else {
-        let frac = format!("{frac:03}");
-        format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
+    // Digits by hand rather than `format!`: this runs twice per `resolve`.
+    let mut out = String::with_capacity(24);
+    if ms < 0 {
+        out.push('-');
     }
+    out.push_str(&whole.to_string());
+    if frac != 0 {
+        out.push('.');
+        let digits = [frac / 100, frac / 10 % 10, frac % 10];
+        let keep = if digits[2] != 0 {
+            3
+        } else if digits[1] != 0 {
+            2
+        } else {
+            1
+        };
+        for d in &digits[..keep] {
+            out.push(char::from(b'0' + *d as u8));
+        }
+    }
+    out
 }
 
 /// The shape rules of a record value (WIT `reason.malformed-record`):
@@ -180,11 +206,7 @@ pub fn assess(
         );
     } else if age >= ttl {
         out.reason = Reason::Expired;
-        out.detail = format!(
-            "record {key} is {} s old (TTL {} s)",
-            seconds(age),
-            seconds(ttl)
-        );
+        out.detail = age_sentence(key, age, ttl);
     } else if let Some(owner) = settings.session_owner(&target) {
         out.reason = Reason::MalformedRecord;
         out.detail = format!(
@@ -198,13 +220,15 @@ pub fn assess(
             seconds(skew)
         );
     } else {
-        out.detail = format!(
-            "record {key} is {} s old (TTL {} s)",
-            seconds(age),
-            seconds(ttl)
-        );
+        out.detail = age_sentence(key, age, ttl);
     }
     out
+}
+
+/// `record <key> is <age> s old (TTL <ttl> s)`.
+fn age_sentence(key: &str, age: f64, ttl: f64) -> String {
+    let (age, ttl) = (seconds(age), seconds(ttl));
+    concat(&["record ", key, " is ", &age, " s old (TTL ", &ttl, " s)"])
 }
 
 /// The host's clock, refused when it is not a finite number (every age
@@ -291,12 +315,10 @@ pub fn resolve<H: Host>(
     }
     let records = read_records(settings, host, entry)?;
     if records.is_empty() {
+        let keys = record_keys(settings, agent).join(", ");
         return Ok(stay(
             Reason::NoRecord,
-            format!(
-                "{agent} has no record ({}): loading {session_id}",
-                record_keys(settings, agent).join(", ")
-            ),
+            concat(&[agent, " has no record (", &keys, "): loading ", session_id]),
         ));
     }
     let now = clock(host)?;
@@ -319,16 +341,19 @@ pub fn resolve<H: Host>(
         let first = &assessed[0];
         return Ok(stay(
             first.reason,
-            format!("{}: loading {session_id}", first.detail),
+            concat(&[&first.detail, ": loading ", session_id]),
         ));
     };
     let target = winner.readable.session_id.clone().unwrap_or_default();
     if host.session_exists(&target)? {
         Ok(Decision {
-            detail: format!(
-                "{}: loading CLI session {target} instead of {session_id}",
-                winner.detail
-            ),
+            detail: concat(&[
+                &winner.detail,
+                ": loading CLI session ",
+                &target,
+                " instead of ",
+                session_id,
+            ]),
             session_id: target,
             redirected: true,
             reason: Reason::Redirected,

@@ -586,6 +586,43 @@ fn seconds_for_people() {
     }
 }
 
+/// `seconds` builds its digits by hand (no `core::fmt` on the hot path):
+/// it must print exactly what the `format!` version printed.
+#[test]
+fn seconds_matches_the_format_version() {
+    fn by_format(s: f64) -> String {
+        let ms = (s * 1000.0).round() as i64;
+        let sign = if ms < 0 { "-" } else { "" };
+        let (whole, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
+        if frac == 0 {
+            format!("{sign}{whole}")
+        } else {
+            let frac = format!("{frac:03}");
+            format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
+        }
+    }
+    let mut x: f64 = -5000.0;
+    while x < 5000.0 {
+        assert_eq!(seconds(x), by_format(x), "{x}");
+        x += 0.0137;
+    }
+    for x in [
+        0.001,
+        0.01,
+        0.1,
+        0.011,
+        0.101,
+        0.11,
+        -0.001,
+        1e15,
+        -1e15,
+        f64::MAX,
+        f64::MIN,
+    ] {
+        assert_eq!(seconds(x), by_format(x), "{x}");
+    }
+}
+
 #[test]
 fn active_shows_every_record_with_its_state() {
     let meta = [
