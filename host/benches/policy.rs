@@ -12,11 +12,13 @@
 //!
 //! Every variant is checked to give the same answer (a redirect, the same
 //! tagged rows) before it is timed. `bench/driver.py` reads the medians
-//! from `$CRITERION_HOME`. `SSW_BENCH_QUICK=1` shortens the runs.
+//! from `$CRITERION_HOME`. `SSW_BENCH_QUICK=1` shortens the runs;
+//! `SSW_BENCH_COMPONENT=PATH` times that component instead of the embedded
+//! one; `SSW_BENCH_LOOP=ID:N` runs one variant N times for a profiler.
 
 mod common;
 
-use common::{Run, native_context, native_policy, run};
+use common::{Run, native_context, native_policy, native_resolve, run};
 use criterion::{Criterion, criterion_group, criterion_main};
 use session_switch::bridge::{self, HermesBackend};
 use session_switch::runtime::{CacheMode, Policy, PolicyOptions, Session};
@@ -40,9 +42,25 @@ fn session(run: &Run, policy: &Policy, db: &common::Db) -> Session {
 
 fn benches(c: &mut Criterion) {
     let run = run();
-    let reused = Policy::embedded(options(&run, true)).expect("embedded policy");
-    let fresh = Policy::embedded(options(&run, false)).expect("embedded policy");
+    // `SSW_BENCH_COMPONENT`: time another build (e.g. one with symbols,
+    // for a profile) instead of the embedded component.
+    let load = |reuse| match std::env::var_os("SSW_BENCH_COMPONENT") {
+        Some(path) => Policy::load(path, options(&run, reuse)),
+        None => Policy::embedded(options(&run, reuse)),
+    };
+    let reused = load(true).unwrap_or_else(|f| panic!("{}", f.message));
+    let fresh = load(false).unwrap_or_else(|f| panic!("{}", f.message));
     let (agent, asked) = (run.agent.as_str(), run.session.as_str());
+    // `SSW_BENCH_LOOP=ID:N` (e.g. `resolve-v22-1000/component:20000`): run
+    // that variant N times and nothing else, for an instruction count under
+    // `valgrind --tool=callgrind` (subtract a run with N = 0).
+    let looped = std::env::var("SSW_BENCH_LOOP").ok().map(|v| {
+        let (id, n) = v.rsplit_once(':').expect("SSW_BENCH_LOOP=ID:N");
+        (
+            id.to_owned(),
+            n.parse::<u32>().expect("SSW_BENCH_LOOP count"),
+        )
+    });
 
     for db in &run.dbs {
         let mut component = session(&run, &reused, db);
@@ -53,7 +71,7 @@ fn benches(c: &mut Criterion) {
         let d = component.resolve(agent, asked).expect("component resolve");
         assert!(d.redirected, "{}: {}", db.name, d.detail);
         assert_eq!(d.session_id, run.cli_session);
-        let n = native.resolve(agent, asked).expect("native resolve");
+        let n = native_resolve(&mut native, agent, asked);
         assert_eq!(
             (n.session_id.as_str(), n.redirected),
             (d.session_id.as_str(), true)
@@ -73,6 +91,28 @@ fn benches(c: &mut Criterion) {
             db.name
         );
 
+        if let Some((only, n)) = &looped {
+            // Profiling mode: a known number of calls, no criterion.
+            let r = format!("resolve-{}", db.name);
+            let x = format!("context-{}", db.name);
+            for _ in 0..*n {
+                match only.as_str() {
+                    o if o == format!("{r}/component") => drop(component.resolve(agent, asked)),
+                    o if o == format!("{r}/native") => {
+                        drop(native_resolve(&mut native, agent, asked))
+                    }
+                    o if o == format!("{x}/component") => {
+                        drop(component.context(agent, asked, None))
+                    }
+                    o if o == format!("{x}/native") => {
+                        drop(native_context(&mut native, agent, asked))
+                    }
+                    _ => break,
+                }
+            }
+            continue;
+        }
+
         let mut g = c.benchmark_group(format!("resolve-{}", db.name));
         g.bench_function("component", |b| {
             b.iter(|| black_box(component.resolve(agent, black_box(asked)).unwrap()))
@@ -81,7 +121,7 @@ fn benches(c: &mut Criterion) {
             b.iter(|| black_box(fresh_store.resolve(agent, black_box(asked)).unwrap()))
         });
         g.bench_function("native", |b| {
-            b.iter(|| black_box(native.resolve(agent, black_box(asked)).unwrap()))
+            b.iter(|| black_box(native_resolve(&mut native, agent, black_box(asked))))
         });
         g.finish();
 

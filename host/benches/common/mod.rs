@@ -227,15 +227,38 @@ pub fn native_policy(run: &Run, path: &Path) -> native::Policy<NativeHost> {
     policy
 }
 
-/// `context` natively: the rules' decision and edits, applied by the host
-/// to the rows it kept, exactly as `Session::context` does for the component.
+/// Run `f` inside one read snapshot of the store, as the runtime does
+/// around a read-only policy call (`HermesStore::begin_read`).
+fn snapshot<T>(
+    policy: &mut native::Policy<NativeHost>,
+    f: impl FnOnce(&mut native::Policy<NativeHost>) -> T,
+) -> T {
+    let opened = policy.host().store.begin_read().expect("begin a read");
+    let out = f(policy);
+    if opened {
+        policy.host().store.end_read().expect("end a read");
+    }
+    out
+}
+
+/// `resolve` natively, in one read snapshot like the component's call.
+pub fn native_resolve(
+    policy: &mut native::Policy<NativeHost>,
+    agent: &str,
+    session: &str,
+) -> native::Decision {
+    snapshot(policy, |p| p.resolve(agent, session)).unwrap_or_else(|f| panic!("{}", f.message))
+}
+
+/// `context` natively: the rules' decision and edits (in one read
+/// snapshot), applied by the host to the rows it kept, exactly as
+/// `Session::context` does for the component.
 pub fn native_context(
     policy: &mut native::Policy<NativeHost>,
     agent: &str,
     session: &str,
 ) -> (native::Decision, Vec<HistoryRow>) {
-    let answer = policy
-        .context(agent, session, None)
+    let answer = snapshot(policy, |p| p.context(agent, session, None))
         .unwrap_or_else(|f| panic!("{}", f.message));
     let mut rows = std::mem::take(&mut policy.host_mut().rows);
     for edit in &answer.edits {
