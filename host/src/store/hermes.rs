@@ -233,10 +233,11 @@ impl HermesStore {
     /// `session_switch_sent` for `agent` (false when that table is
     /// missing). An unknown session reads as empty.
     ///
-    /// SQL (one autocommit read): `SELECT id, role, content, tool_calls,
-    /// tool_call_id, tool_name, EXISTS(… session_switch_sent …) FROM
-    /// messages WHERE session_id = ?1 [AND active = 1] ORDER BY id DESC
-    /// LIMIT ?`, reversed. `SQLITE_BUSY`: kind `busy`.
+    /// SQL (one autocommit read, or inside a snapshot): `SELECT id, role,
+    /// content, tool_calls, tool_call_id, tool_name, EXISTS(…
+    /// session_switch_sent …) FROM messages WHERE session_id = ?1 [AND
+    /// active = 1] ORDER BY id`; with a limit `ORDER BY id DESC LIMIT ?2`,
+    /// reversed. `SQLITE_BUSY`: kind `busy`.
     pub fn history(
         &self,
         session_id: &str,
@@ -245,22 +246,34 @@ impl HermesStore {
     ) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
         let sent = self.table_exists("session_switch_sent")?;
+        // The agent is the last parameter: ?3 after the limit, else ?2.
+        let agent_param = if limit.is_some() { "?3" } else { "?2" };
         let bridge = if sent {
-            "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id AND s.agent = ?3)"
+            format!(
+                "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id \
+                 AND s.agent = {agent_param})"
+            )
         } else {
-            "0"
+            "0".to_owned()
         };
         let active = if self.has_active {
             " AND m.active = 1"
         } else {
             ""
         };
+        // The whole history in id order: a plain sort. Only a limit needs
+        // `DESC LIMIT` (then reversed): SQLite sorts with a LIMIT through a
+        // bounded b-tree, which for a whole 10,000-row history took ~1.6x
+        // the time of the plain sort (`make bench`).
+        let order = if limit.is_some() {
+            "ORDER BY m.id DESC LIMIT ?2"
+        } else {
+            "ORDER BY m.id"
+        };
         let sql = format!(
             "SELECT m.id, m.role, m.content, m.tool_calls, m.tool_call_id, m.tool_name, {bridge} \
-             FROM messages m WHERE m.session_id = ?1{active} ORDER BY m.id DESC LIMIT ?2"
+             FROM messages m WHERE m.session_id = ?1{active} {order}"
         );
-        // SQLite reads a negative LIMIT as "no limit".
-        let limit = limit.map_or(-1, i64::from);
         let mut stmt = self
             .conn
             .prepare_cached(&sql)
@@ -276,15 +289,18 @@ impl HermesStore {
                 bridge_wrote: row.get(6)?,
             })
         };
-        let rows = if sent {
-            stmt.query_map(rusqlite::params![session_id, limit, agent], map)
-        } else {
-            stmt.query_map(rusqlite::params![session_id, limit], map)
+        let rows = match (limit, sent) {
+            (Some(n), true) => stmt.query_map(rusqlite::params![session_id, n, agent], map),
+            (Some(n), false) => stmt.query_map(rusqlite::params![session_id, n], map),
+            (None, true) => stmt.query_map(rusqlite::params![session_id, agent], map),
+            (None, false) => stmt.query_map(rusqlite::params![session_id], map),
         };
         let mut rows = rows
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.fail(&doing, e))?;
-        rows.reverse();
+        if limit.is_some() {
+            rows.reverse();
+        }
         Ok(rows)
     }
 
