@@ -5,12 +5,11 @@
 //! seed's fixed key `active_xmpp_sender_session` is read (and cleared) only
 //! for the `legacy-agent`, so one agent's send never moves another's bot.
 
-use serde_json::Value;
-
 use crate::failure::policy;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings, check_session_id};
 use crate::{Decision, Failure, Reason, RecordStatus};
+use record::{Field, Top};
 
 /// The seed's fixed `state_meta` key (one record for all agents).
 pub const LEGACY_KEY: &str = "active_xmpp_sender_session";
@@ -105,61 +104,50 @@ pub fn seconds(s: f64) -> String {
 /// fields are ignored (the seed writes `source`). `Err` says what is wrong,
 /// e.g. `timestamp is a string`; the readable fields come back either way.
 pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
-    let json: Value = match serde_json::from_str(value) {
-        Ok(v) => v,
+    let fields = match record::parse(value) {
         Err(_) => return (Readable::default(), Err("not JSON".into())),
-    };
-    let Some(object) = json.as_object() else {
-        return (
-            Readable::default(),
-            Err(format!("not a JSON object but {}", kind_of(&json))),
-        );
+        Ok(Top::Not(kind)) => {
+            return (
+                Readable::default(),
+                Err(format!("not a JSON object but {kind}")),
+            );
+        }
+        Ok(Top::Object(fields)) => fields,
     };
     let readable = Readable {
-        session_id: object
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        timestamp: object
-            .get("timestamp")
-            .and_then(Value::as_f64)
-            .filter(|t| t.is_finite()),
-    };
-    let session_id = match object.get("session_id") {
-        None => Err("session_id is missing".to_string()),
-        Some(Value::String(s)) => check_session_id(s)
-            .map(|()| s.clone())
-            .map_err(|e| e.replacen("session id", "session_id", 1)),
-        Some(other) => Err(format!("session_id is {}", kind_of(other))),
-    };
-    let timestamp = match object.get("timestamp") {
-        None => Err("timestamp is missing".to_string()),
-        Some(v @ Value::Number(_)) => match readable.timestamp {
-            Some(t) => Ok(t),
-            None => Err(format!("timestamp {v} is not a finite number")),
+        session_id: match &fields.session_id {
+            Some(Field::Str(s)) => Some(s.clone()),
+            _ => None,
         },
-        Some(other) => Err(format!("timestamp is {}", kind_of(other))),
+        timestamp: match &fields.timestamp {
+            Some(Field::Num(n)) => n.as_f64().filter(|t| t.is_finite()),
+            _ => None,
+        },
     };
-    let owner = match (agent, object.get("agent")) {
-        (Some(want), Some(Value::String(got))) if got != want => {
+    let session_id = match fields.session_id {
+        None => Err("session_id is missing".to_string()),
+        Some(Field::Str(s)) => check_session_id(&s)
+            .map(|()| s)
+            .map_err(|e| e.replacen("session id", "session_id", 1)),
+        Some(other) => Err(format!("session_id is {}", other.kind())),
+    };
+    let timestamp = match &fields.timestamp {
+        None => Err("timestamp is missing".to_string()),
+        Some(Field::Num(n)) => match readable.timestamp {
+            Some(t) => Ok(t),
+            None => Err(format!("timestamp {n} is not a finite number")),
+        },
+        Some(other) => Err(format!("timestamp is {}", other.kind())),
+    };
+    let owner = match (agent, &fields.agent) {
+        (Some(want), Some(Field::Str(got))) if got != want => {
             Err(format!("agent is '{got}', not '{want}'"))
         }
-        (None, _) | (_, None) | (_, Some(Value::String(_))) => Ok(()),
-        (Some(_), Some(other)) => Err(format!("agent is {}", kind_of(other))),
+        (None, _) | (_, None) | (_, Some(Field::Str(_))) => Ok(()),
+        (Some(_), Some(other)) => Err(format!("agent is {}", other.kind())),
     };
     let result = session_id.and_then(|s| timestamp.and_then(|t| owner.map(|()| (s, t))));
     (readable, result)
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Check the record `value` stored under `key` for `agent` at time `now`
@@ -442,5 +430,6 @@ pub fn clear<H: Host>(
     Ok(deleted)
 }
 
+mod record;
 #[cfg(test)]
 mod tests;
