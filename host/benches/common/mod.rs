@@ -160,11 +160,42 @@ fn role_of(role: &str) -> native::Role {
     }
 }
 
+/// The runtime's `apply::prefix` (private there): the first `chars`
+/// characters, found by counting character starts in the bytes.
 fn prefix(content: &str, chars: u32) -> &str {
-    match content.char_indices().nth(chars as usize) {
-        Some((end, _)) => &content[..end],
-        None => content,
+    let chars = chars as usize;
+    if content.len() <= chars {
+        return content;
     }
+    let bytes = content.as_bytes();
+    let (mut seen, mut at) = (0, 0);
+    // Whole 16-byte chunks that cannot hold the cut are counted with a loop
+    // the compiler vectorises; the rest byte by byte.
+    while at + 16 <= bytes.len() {
+        let starts = bytes[at..at + 16]
+            .iter()
+            .filter(|&&b| is_char_start(b))
+            .count();
+        if seen + starts > chars {
+            break;
+        }
+        seen += starts;
+        at += 16;
+    }
+    for (i, &byte) in bytes.iter().enumerate().skip(at) {
+        if is_char_start(byte) {
+            if seen == chars {
+                return &content[..i];
+            }
+            seen += 1;
+        }
+    }
+    content
+}
+
+/// Not a UTF-8 continuation byte (`0b10xxxxxx`): a character starts here.
+fn is_char_start(byte: u8) -> bool {
+    (byte as i8) >= -0x40
 }
 
 impl native::Host for NativeHost {
