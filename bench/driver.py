@@ -29,6 +29,7 @@ BENCH = os.path.join(ROOT, "bench")
 BIN = os.path.join(ROOT, "target/release/xmpp-session-bridge")
 COMPONENT = os.path.join(ROOT, "target/policy/session_switch.wasm")
 EMBEDDING = os.path.join(BENCH, "py_embedding_bench.py")
+OUT = os.path.join(ROOT, "target/bench")  # --out
 
 # Targets of issue 7 (this machine kind, 2 cores).
 CLI_WARM_MS = 10.0
@@ -124,7 +125,7 @@ def hot_swap(run_dir, quick):
 
 def hyperfine(cmds, runs, warmup, prepare=None, names=None):
     """Median, min, max wall time in ms of each command (hyperfine, no shell)."""
-    path = os.path.join(ROOT, "target/bench/hyperfine.json")
+    path = os.path.join(OUT, "hyperfine.json")
     args = ["hyperfine", "-N", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup),
             "--export-json", path]
     if prepare:
@@ -395,7 +396,9 @@ def main():
     for tool in ("hyperfine", "/usr/bin/time"):
         if not shutil.which(tool):
             sys.exit(f"[bench] {tool} is missing: apt-get install -y hyperfine time")
-    os.makedirs(args.out, exist_ok=True)
+    global OUT
+    OUT = os.path.abspath(args.out)
+    os.makedirs(OUT, exist_ok=True)
     run_dir = os.path.join(args.out, "run")
     shutil.rmtree(run_dir, ignore_errors=True)
     res = {"started": time.strftime("%Y-%m-%d %H:%M %Z"), "cpu": cpu_name(),
