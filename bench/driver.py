@@ -237,7 +237,7 @@ sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
         return [BIN, "--config", configs[transport], "--db", db, "--cache-dir", cache,
                 "send", text, cli, "--agent", "mohe", "--json"]
 
-    seed = [sys.executable, os.path.join(BENCH, "seed_baseline.py"), "send", "bench seed ctl", cli,
+    seed = [sys.executable, os.path.join(BENCH, "seed_baseline.py"), "send", "bench-seed-ctl", cli,
             "--agent", "mohe", "--db", db, "--room", room, "--from-jid", f"mohe@{domain}",
             "--ctl", ej["EJ_CTL"]]
     for cmd in (send_cmd("http", "bench check"), ):
