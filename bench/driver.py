@@ -349,7 +349,7 @@ def report(res):
     hs = res["hot_swap"]
     lines.append("")
     lines.append(f"**Hot swap** (`Policy::reload` {hs['compile']['swaps']}× per mode between two "
-                 f"builds while {hs['compile']['callers']} threads resolve in a loop; µs unless said)")
+                 f"builds while {hs['compile']['callers']} thread(s) resolve in a loop; µs unless said)")
     lines.append("")
     lines.append("| mode | compile-and-check, median (max) | lock held, max | every call p50 / p99 / max "
                  "| first call on the new component p50 / p99 / max | failed calls |")

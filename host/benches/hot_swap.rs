@@ -1,8 +1,13 @@
-//! Hot swap under load: two caller threads resolve on the redirect path
-//! (each its own `Session` over `HermesBackend` on the v31 1,000-row
+//! Hot swap under load: caller threads resolve on the redirect path in a
+//! loop (each its own `Session` over `HermesBackend` on the v31 1,000-row
 //! database) while the main thread swaps the policy file between the `v2`
 //! and `v3` test builds (`make variants`) with `Policy::reload`, first
 //! compiling every time (cache off), then from the precompiled cache.
+//!
+//! One caller by default (`SSW_SWAP_CALLERS=N` for more): on this 2-core
+//! machine kind, a spinning caller per core leaves the compile no core of
+//! its own, and the slowest calls then measure the scheduler (a caller
+//! waiting out another thread's time slice), not the swap.
 //!
 //! Prints one JSON line: per mode, the compile-and-check time of each swap
 //! (`prepare_ms`: read + compile or cache load + type-check + instantiate +
@@ -24,7 +29,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const CALLERS: usize = 2;
+/// Caller threads (`SSW_SWAP_CALLERS`, default 1).
+fn caller_count() -> usize {
+    std::env::var("SSW_SWAP_CALLERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
 
 fn variant(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -90,7 +101,7 @@ fn one_mode(run: &common::Run, db: &Path, cache: CacheMode, swaps: usize) -> ser
     let policy = Policy::load(&live, options).unwrap_or_else(|f| panic!("{}", f.message));
     let settings = bridge::settings(&run.config);
     let stop = Arc::new(AtomicBool::new(false));
-    let callers: Vec<_> = (0..CALLERS)
+    let callers: Vec<_> = (0..caller_count())
         .map(|_| {
             let policy = policy.clone();
             let stop = stop.clone();
@@ -157,7 +168,7 @@ fn one_mode(run: &common::Run, db: &Path, cache: CacheMode, swaps: usize) -> ser
     }
     serde_json::json!({
         "swaps": swaps,
-        "callers": CALLERS,
+        "callers": caller_count(),
         "prepare_ms": summary(prepare_ms),
         "lock_us": summary(lock_us),
         "calls": summary(calls),
@@ -180,7 +191,7 @@ fn main() {
     let swaps = if std::env::var_os("SSW_BENCH_QUICK").is_some() {
         6
     } else {
-        20
+        40
     };
     let compiled = one_mode(&run, &db, CacheMode::Off, swaps);
     let cached = one_mode(&run, &db, CacheMode::Dir(run.dir.join("swap-cache")), swaps);
