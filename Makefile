@@ -9,7 +9,7 @@ COMPONENT := target/policy/session_switch.wasm
 VARIANTS_DIR := target/policy/variants
 VENV := target/venv
 
-.PHONY: help toolchain component variants build test demo lint venv clean
+.PHONY: help toolchain component variants build test demo lint venv clean bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -73,6 +73,16 @@ test: component variants venv ## run every test (starts and stops an isolated ej
 
 demo: build venv ## the whole flow against a real ejabberd it starts and stops
 	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh
+
+# Not part of `make test`: slow, and it needs a quiet machine (load < 1.5).
+# Installs hyperfine and GNU time from Debian when missing; sends run against
+# one isolated ejabberd (with-ejabberd.sh). Writes target/bench/report.md
+# (the README's Performance table) and target/bench/results.json.
+bench: component variants ## benchmarks: policy per call, CLI, sends, hot swap, memory
+	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
+	@test -x /usr/bin/time || apt-get install -y -qq time
+	$(CARGO) build --release -p session-switch --bins --benches
+	bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

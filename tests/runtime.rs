@@ -609,3 +609,55 @@ fn measure_costs() {
         );
     }
 }
+
+/// A read-only call runs in one read snapshot of the real store
+/// (`Backend::begin_read`), which is closed also when the policy traps: a
+/// later call that writes (`clear`, `BEGIN IMMEDIATE`) still works.
+#[test]
+fn the_read_snapshot_is_closed_after_a_trap() {
+    use session_switch::bridge::HermesBackend;
+    use session_switch::store::HermesStore;
+    let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+        return;
+    };
+    let key = "session_switch:active:mohe";
+    let record = format!(
+        r#"{{"session_id": "{CLI}", "timestamp": {}, "source": "cli", "agent": "mohe"}}"#,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    );
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "INSERT INTO state_meta (key, value) VALUES (?1, ?2)",
+            [key, record.as_str()],
+        )
+        .unwrap();
+    let backend = |db: &std::path::Path| {
+        HermesBackend::new(
+            HermesStore::open(db).unwrap(),
+            None,
+            "coregroup@conference.example.org",
+        )
+    };
+
+    let good = Policy::load(component_path(), options()).unwrap();
+    let mut session = good.session(backend(&db), room_settings());
+    let d = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
+    assert!(d.redirected, "{}", d.detail);
+    assert_eq!(d.session_id, CLI);
+    let ctx = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
+    assert_eq!(ctx.messages.len(), 4);
+
+    let panics = Policy::load(variant_path("panic"), options()).unwrap();
+    let mut session = panics.session(backend(&db), room_settings());
+    let failure = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Policy);
+    // mohe is the legacy agent of `room_settings`: the seed's key goes too.
+    assert_eq!(
+        session.clear(Some("mohe")).unwrap(),
+        [key, "active_xmpp_sender_session"]
+    );
+}

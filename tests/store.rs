@@ -1328,3 +1328,71 @@ fn init_where_no_folder_can_be_made_fails_and_changes_nothing() {
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// `begin_read` … `end_read`: every read in between sees one state of the
+/// file, even while another connection commits (WAL: the writer goes on);
+/// after `end_read` the new state shows, and the connection is back in
+/// autocommit (a write transaction can start).
+#[test]
+fn a_read_snapshot_sees_one_state_and_ends_cleanly() {
+    let Some((_dir, db)) = fixture_copy("hermes-0.19.0.db") else {
+        return;
+    };
+    assert_eq!(journal_mode(&db), "wal");
+    let key = "session_switch:active:mohe";
+    let store = HermesStore::open(&db).unwrap();
+    let other = Connection::open(&db).unwrap();
+    other
+        .execute(
+            "INSERT INTO state_meta (key, value) VALUES (?1, 'before')",
+            [key],
+        )
+        .unwrap();
+
+    assert!(store.begin_read().unwrap(), "a snapshot opens");
+    assert!(!store.begin_read().unwrap(), "none inside another");
+    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("before"));
+    other
+        .execute(
+            "UPDATE state_meta SET value = 'after' WHERE key = ?1",
+            [key],
+        )
+        .unwrap();
+    other
+        .execute("DELETE FROM sessions WHERE id = 'xmpp-zhiwei' AND 0", [])
+        .unwrap();
+    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("before"));
+    store.end_read().unwrap();
+    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("after"));
+    store.end_read().unwrap(); // outside a transaction: nothing to do
+    assert!(
+        store.meta_delete(key).unwrap(),
+        "a write transaction starts"
+    );
+    assert_eq!(store.meta_get(key).unwrap(), None);
+}
+
+/// `state_meta` missing is asked again on every read (another connection
+/// may create it); once seen it is taken as present.
+#[test]
+fn a_state_meta_created_later_is_seen() {
+    let Some((_dir, db)) = fixture_copy("hermes-early.db") else {
+        return;
+    };
+    let key = "session_switch:active:mohe";
+    let store = HermesStore::open(&db).unwrap();
+    assert_eq!(store.meta_get(key).unwrap(), None);
+    assert_eq!(store.meta_list_ours().unwrap(), vec![]);
+    let other = Connection::open(&db).unwrap();
+    other
+        .execute_batch(
+            "CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT);
+             INSERT INTO state_meta VALUES ('session_switch:active:mohe', 'v1');",
+        )
+        .unwrap();
+    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("v1"));
+    other
+        .execute("UPDATE state_meta SET value = 'v2' WHERE key = ?1", [key])
+        .unwrap();
+    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("v2"));
+}

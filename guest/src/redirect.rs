@@ -5,12 +5,11 @@
 //! seed's fixed key `active_xmpp_sender_session` is read (and cleared) only
 //! for the `legacy-agent`, so one agent's send never moves another's bot.
 
-use serde_json::Value;
-
 use crate::failure::policy;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings, check_session_id};
 use crate::{Decision, Failure, Reason, RecordStatus};
+use record::{Field, Top};
 
 /// The seed's fixed `state_meta` key (one record for all agents).
 pub const LEGACY_KEY: &str = "active_xmpp_sender_session";
@@ -20,7 +19,19 @@ pub const KEY_PREFIX: &str = "session_switch:";
 
 /// The `state_meta` key of `agent`'s record: `session_switch:active:<agent>`.
 pub fn record_key(agent: &str) -> String {
-    format!("{KEY_PREFIX}active:{agent}")
+    concat(&[KEY_PREFIX, "active:", agent])
+}
+
+/// `parts` joined, in one allocation. The sentences of `resolve`'s common
+/// paths are built with this instead of `format!`: in the component,
+/// `core::fmt` was the largest single cost of a `resolve` (`make bench`,
+/// README "Performance"), and these run on every room message.
+pub(crate) fn concat(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        out.push_str(part);
+    }
+    out
 }
 
 /// The keys `agent`'s records may live under: its own, then the seed's key
@@ -62,14 +73,28 @@ pub struct Assessment {
 pub fn seconds(s: f64) -> String {
     // `as` saturates: absurd ages still print, just clamped.
     let ms = (s * 1000.0).round() as i64;
-    let sign = if ms < 0 { "-" } else { "" };
     let (whole, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
-    if frac == 0 {
-        format!("{sign}{whole}")
-    } else {
-        let frac = format!("{frac:03}");
-        format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
+    // Digits by hand rather than `format!`: this runs twice per `resolve`.
+    let mut out = String::with_capacity(24);
+    if ms < 0 {
+        out.push('-');
     }
+    out.push_str(&whole.to_string());
+    if frac != 0 {
+        out.push('.');
+        let digits = [frac / 100, frac / 10 % 10, frac % 10];
+        let keep = if digits[2] != 0 {
+            3
+        } else if digits[1] != 0 {
+            2
+        } else {
+            1
+        };
+        for d in &digits[..keep] {
+            out.push(char::from(b'0' + *d as u8));
+        }
+    }
+    out
 }
 
 /// The shape rules of a record value (WIT `reason.malformed-record`):
@@ -79,61 +104,50 @@ pub fn seconds(s: f64) -> String {
 /// fields are ignored (the seed writes `source`). `Err` says what is wrong,
 /// e.g. `timestamp is a string`; the readable fields come back either way.
 pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
-    let json: Value = match serde_json::from_str(value) {
-        Ok(v) => v,
+    let fields = match record::parse(value) {
         Err(_) => return (Readable::default(), Err("not JSON".into())),
-    };
-    let Some(object) = json.as_object() else {
-        return (
-            Readable::default(),
-            Err(format!("not a JSON object but {}", kind_of(&json))),
-        );
+        Ok(Top::Not(kind)) => {
+            return (
+                Readable::default(),
+                Err(format!("not a JSON object but {kind}")),
+            );
+        }
+        Ok(Top::Object(fields)) => fields,
     };
     let readable = Readable {
-        session_id: object
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        timestamp: object
-            .get("timestamp")
-            .and_then(Value::as_f64)
-            .filter(|t| t.is_finite()),
-    };
-    let session_id = match object.get("session_id") {
-        None => Err("session_id is missing".to_string()),
-        Some(Value::String(s)) => check_session_id(s)
-            .map(|()| s.clone())
-            .map_err(|e| e.replacen("session id", "session_id", 1)),
-        Some(other) => Err(format!("session_id is {}", kind_of(other))),
-    };
-    let timestamp = match object.get("timestamp") {
-        None => Err("timestamp is missing".to_string()),
-        Some(v @ Value::Number(_)) => match readable.timestamp {
-            Some(t) => Ok(t),
-            None => Err(format!("timestamp {v} is not a finite number")),
+        session_id: match &fields.session_id {
+            Some(Field::Str(s)) => Some(s.clone()),
+            _ => None,
         },
-        Some(other) => Err(format!("timestamp is {}", kind_of(other))),
+        timestamp: match &fields.timestamp {
+            Some(Field::Num(n)) => n.as_f64().filter(|t| t.is_finite()),
+            _ => None,
+        },
     };
-    let owner = match (agent, object.get("agent")) {
-        (Some(want), Some(Value::String(got))) if got != want => {
+    let session_id = match fields.session_id {
+        None => Err("session_id is missing".to_string()),
+        Some(Field::Str(s)) => check_session_id(&s)
+            .map(|()| s)
+            .map_err(|e| e.replacen("session id", "session_id", 1)),
+        Some(other) => Err(format!("session_id is {}", other.kind())),
+    };
+    let timestamp = match &fields.timestamp {
+        None => Err("timestamp is missing".to_string()),
+        Some(Field::Num(n)) => match readable.timestamp {
+            Some(t) => Ok(t),
+            None => Err(format!("timestamp {n} is not a finite number")),
+        },
+        Some(other) => Err(format!("timestamp is {}", other.kind())),
+    };
+    let owner = match (agent, &fields.agent) {
+        (Some(want), Some(Field::Str(got))) if got != want => {
             Err(format!("agent is '{got}', not '{want}'"))
         }
-        (None, _) | (_, None) | (_, Some(Value::String(_))) => Ok(()),
-        (Some(_), Some(other)) => Err(format!("agent is {}", kind_of(other))),
+        (None, _) | (_, None) | (_, Some(Field::Str(_))) => Ok(()),
+        (Some(_), Some(other)) => Err(format!("agent is {}", other.kind())),
     };
     let result = session_id.and_then(|s| timestamp.and_then(|t| owner.map(|()| (s, t))));
     (readable, result)
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Check the record `value` stored under `key` for `agent` at time `now`
@@ -180,11 +194,7 @@ pub fn assess(
         );
     } else if age >= ttl {
         out.reason = Reason::Expired;
-        out.detail = format!(
-            "record {key} is {} s old (TTL {} s)",
-            seconds(age),
-            seconds(ttl)
-        );
+        out.detail = age_sentence(key, age, ttl);
     } else if let Some(owner) = settings.session_owner(&target) {
         out.reason = Reason::MalformedRecord;
         out.detail = format!(
@@ -198,13 +208,15 @@ pub fn assess(
             seconds(skew)
         );
     } else {
-        out.detail = format!(
-            "record {key} is {} s old (TTL {} s)",
-            seconds(age),
-            seconds(ttl)
-        );
+        out.detail = age_sentence(key, age, ttl);
     }
     out
+}
+
+/// `record <key> is <age> s old (TTL <ttl> s)`.
+fn age_sentence(key: &str, age: f64, ttl: f64) -> String {
+    let (age, ttl) = (seconds(age), seconds(ttl));
+    concat(&["record ", key, " is ", &age, " s old (TTL ", &ttl, " s)"])
 }
 
 /// The host's clock, refused when it is not a finite number (every age
@@ -291,12 +303,10 @@ pub fn resolve<H: Host>(
     }
     let records = read_records(settings, host, entry)?;
     if records.is_empty() {
+        let keys = record_keys(settings, agent).join(", ");
         return Ok(stay(
             Reason::NoRecord,
-            format!(
-                "{agent} has no record ({}): loading {session_id}",
-                record_keys(settings, agent).join(", ")
-            ),
+            concat(&[agent, " has no record (", &keys, "): loading ", session_id]),
         ));
     }
     let now = clock(host)?;
@@ -319,16 +329,19 @@ pub fn resolve<H: Host>(
         let first = &assessed[0];
         return Ok(stay(
             first.reason,
-            format!("{}: loading {session_id}", first.detail),
+            concat(&[&first.detail, ": loading ", session_id]),
         ));
     };
     let target = winner.readable.session_id.clone().unwrap_or_default();
     if host.session_exists(&target)? {
         Ok(Decision {
-            detail: format!(
-                "{}: loading CLI session {target} instead of {session_id}",
-                winner.detail
-            ),
+            detail: concat(&[
+                &winner.detail,
+                ": loading CLI session ",
+                &target,
+                " instead of ",
+                session_id,
+            ]),
             session_id: target,
             redirected: true,
             reason: Reason::Redirected,
@@ -417,5 +430,6 @@ pub fn clear<H: Host>(
     Ok(deleted)
 }
 
+mod record;
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,8 @@ pub struct HermesBackend {
     transport: Option<Box<dyn Transport>>,
     /// Bare JID of the room sends go to.
     room: String,
+    /// A read snapshot of ours is open ([`Backend::begin_read`]).
+    reading: bool,
 }
 
 impl HermesBackend {
@@ -31,6 +33,7 @@ impl HermesBackend {
             store,
             transport,
             room: room.into(),
+            reading: false,
         }
     }
 
@@ -59,6 +62,28 @@ impl Backend for HermesBackend {
         limit: Option<u32>,
     ) -> Result<Vec<HistoryRow>, Failure> {
         self.store.history(session_id, agent, limit)
+    }
+
+    /// One `BEGIN` … `COMMIT` read transaction around the call
+    /// ([`HermesStore::begin_read`]); if it cannot be opened, each read runs
+    /// on its own (logged), as without a snapshot.
+    fn begin_read(&mut self) {
+        match self.store.begin_read() {
+            Ok(opened) => self.reading = opened,
+            Err(failure) => tracing::warn!(
+                target: "session_switch::bridge",
+                "reading without a snapshot: {}",
+                failure.message
+            ),
+        }
+    }
+
+    fn end_read(&mut self) {
+        if std::mem::take(&mut self.reading)
+            && let Err(failure) = self.store.end_read()
+        {
+            tracing::warn!(target: "session_switch::bridge", "{}", failure.message);
+        }
     }
 
     fn now(&mut self) -> f64 {

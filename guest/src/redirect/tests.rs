@@ -586,6 +586,43 @@ fn seconds_for_people() {
     }
 }
 
+/// `seconds` builds its digits by hand (no `core::fmt` on the hot path):
+/// it must print exactly what the `format!` version printed.
+#[test]
+fn seconds_matches_the_format_version() {
+    fn by_format(s: f64) -> String {
+        let ms = (s * 1000.0).round() as i64;
+        let sign = if ms < 0 { "-" } else { "" };
+        let (whole, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
+        if frac == 0 {
+            format!("{sign}{whole}")
+        } else {
+            let frac = format!("{frac:03}");
+            format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
+        }
+    }
+    let mut x: f64 = -5000.0;
+    while x < 5000.0 {
+        assert_eq!(seconds(x), by_format(x), "{x}");
+        x += 0.0137;
+    }
+    for x in [
+        0.001,
+        0.01,
+        0.1,
+        0.011,
+        0.101,
+        0.11,
+        -0.001,
+        1e15,
+        -1e15,
+        f64::MAX,
+        f64::MIN,
+    ] {
+        assert_eq!(seconds(x), by_format(x), "{x}");
+    }
+}
+
 #[test]
 fn active_shows_every_record_with_its_state() {
     let meta = [
@@ -752,4 +789,113 @@ fn record_key_shape() {
         vec![MOHE.to_string(), LEGACY_KEY.to_string()]
     );
     assert_eq!(record_keys(&settings(), "zhiwei"), vec![ZHIWEI.to_string()]);
+}
+
+/// `parse_record` reads the JSON text without a `serde_json::Value` tree:
+/// it must answer exactly what the `Value` version answered.
+#[test]
+fn parse_record_matches_the_value_version() {
+    use serde_json::Value;
+    fn kind_of(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+    fn by_value(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
+        let json: Value = match serde_json::from_str(value) {
+            Ok(v) => v,
+            Err(_) => return (Readable::default(), Err("not JSON".into())),
+        };
+        let Some(object) = json.as_object() else {
+            return (
+                Readable::default(),
+                Err(format!("not a JSON object but {}", kind_of(&json))),
+            );
+        };
+        let readable = Readable {
+            session_id: object
+                .get("session_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            timestamp: object
+                .get("timestamp")
+                .and_then(Value::as_f64)
+                .filter(|t| t.is_finite()),
+        };
+        let session_id = match object.get("session_id") {
+            None => Err("session_id is missing".to_string()),
+            Some(Value::String(s)) => crate::settings::check_session_id(s)
+                .map(|()| s.clone())
+                .map_err(|e| e.replacen("session id", "session_id", 1)),
+            Some(other) => Err(format!("session_id is {}", kind_of(other))),
+        };
+        let timestamp = match object.get("timestamp") {
+            None => Err("timestamp is missing".to_string()),
+            Some(v @ Value::Number(_)) => match readable.timestamp {
+                Some(t) => Ok(t),
+                None => Err(format!("timestamp {v} is not a finite number")),
+            },
+            Some(other) => Err(format!("timestamp is {}", kind_of(other))),
+        };
+        let owner = match (agent, object.get("agent")) {
+            (Some(want), Some(Value::String(got))) if got != want => {
+                Err(format!("agent is '{got}', not '{want}'"))
+            }
+            (None, _) | (_, None) | (_, Some(Value::String(_))) => Ok(()),
+            (Some(_), Some(other)) => Err(format!("agent is {}", kind_of(other))),
+        };
+        let result = session_id.and_then(|s| timestamp.and_then(|t| owner.map(|()| (s, t))));
+        (readable, result)
+    }
+    let values = [
+        "",
+        " ",
+        "{",
+        "}",
+        "[]",
+        "null",
+        "true",
+        "1",
+        "-1",
+        "1.5",
+        "\"x\"",
+        "{}",
+        "[1,{}]",
+        r#"{"session_id": "20260619_190821_7c0afe", "timestamp": 1781867301, "source": "cli"}"#,
+        r#"{"session_id": "s", "timestamp": 1781867301.25, "agent": "mohe"}"#,
+        r#"{"session_id": "s", "timestamp": 1781867301.25, "agent": "zhiwei"}"#,
+        r#"{"session_id": "s", "timestamp": -5, "agent": null}"#,
+        r#"{"session_id": "s", "timestamp": 18446744073709551615, "agent": 3}"#,
+        r#"{"session_id": "s", "timestamp": 1e400}"#,
+        r#"{"session_id": "s", "timestamp": 1e308, "agent": ["mohe"]}"#,
+        r#"{"session_id": "", "timestamp": 1}"#,
+        r#"{"session_id": " s", "timestamp": 1}"#,
+        r#"{"session_id": "a\u0000b", "timestamp": 1}"#,
+        r#"{"session\u005fid": "esc", "timestamp": 1}"#,
+        r#"{"session_id": "first", "session_id": "second", "timestamp": 1}"#,
+        r#"{"session_id": "s", "timestamp": "1781867301"}"#,
+        r#"{"session_id": 7, "timestamp": true}"#,
+        r#"{"session_id": {"a": [1, 2, {"b": null}]}, "timestamp": [1]}"#,
+        r#"{"session_id": "s", "timestamp": 1, "extra": {"deep": [[[]]]}} "#,
+        r#"{"session_id": "s", "timestamp": 1} trailing"#,
+        r#"{"session_id": "s", "timestamp": 1, "bad": tru}"#,
+        r#"{"session_id": "s", "timestamp": 1,}"#,
+        r#"{"timestamp": 1}"#,
+        r#"{"session_id": "s"}"#,
+        r#"{"session_id": "大家好", "timestamp": 0.0001, "agent": "mohe", "agent": 1}"#,
+    ];
+    for value in values {
+        for agent in [None, Some("mohe")] {
+            assert_eq!(
+                parse_record(value, agent),
+                by_value(value, agent),
+                "{value} / {agent:?}"
+            );
+        }
+    }
 }

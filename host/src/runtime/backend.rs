@@ -45,6 +45,17 @@ pub trait Backend: Send + 'static {
     /// provenance and the record are committed only if the room accepted
     /// `plan.room_body`; on any failure nothing is written.
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure>;
+
+    /// A policy call that only reads (`resolve`, `context`, `active`) is
+    /// about to run: the backend may serve all its imports from one read
+    /// snapshot (one lock instead of one per read, and one consistent
+    /// state). A backend that cannot simply serves each read on its own.
+    /// Default: nothing.
+    fn begin_read(&mut self) {}
+
+    /// The call [`Backend::begin_read`] announced has ended, also when the
+    /// policy trapped: close the snapshot. Default: nothing.
+    fn end_read(&mut self) {}
 }
 
 /// A backend with nothing behind it: every fallible import fails with kind

@@ -330,10 +330,18 @@ impl Session {
         live.store
             .set_fuel(fuel)
             .expect("fuel is enabled on the engine");
+        // One read snapshot for the whole call: the calls that read only.
+        let snapshot = matches!(call, Call::Resolve | Call::Context | Call::Active);
+        if snapshot {
+            live.store.data_mut().backend.begin_read();
+        }
         let result = f(
             live.policy.agentsmeeting_session_switch_policy(),
             &mut live.store,
         );
+        if snapshot {
+            live.store.data_mut().backend.end_read();
+        }
         self.last_fuel = fuel - live.store.get_fuel().unwrap_or(0);
         let state = live.store.data_mut();
         let outcome = Outcome {

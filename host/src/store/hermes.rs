@@ -4,7 +4,9 @@
 //! Hermes (or its gateway) holds the same file while we use it, so every
 //! function here takes the locks SQLite's journal mode asks for and nothing
 //! more: reads run in autocommit mode (one implicit read transaction per
-//! statement) and never write; writes run inside `BEGIN IMMEDIATE`.
+//! statement), or inside one read snapshot a caller opens around several
+//! ([`HermesStore::begin_read`]), and never write; writes run inside
+//! `BEGIN IMMEDIATE`.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,11 @@ pub struct HermesStore {
     /// Hermes's CJK tokenizer extension is loaded into this connection
     /// (set inside a write transaction, which only has `&self`).
     pub(super) cjk_loaded: Cell<bool>,
+    /// `state_meta` was seen to exist on this connection (see
+    /// [`HermesStore::table_exists`]).
+    seen_state_meta: Cell<bool>,
+    /// As `seen_state_meta`, for `session_switch_sent`.
+    seen_sent: Cell<bool>,
 }
 
 impl HermesStore {
@@ -94,6 +101,8 @@ impl HermesStore {
             busy_timeout: BUSY_TIMEOUT,
             has_active: false,
             cjk_loaded: Cell::new(false),
+            seen_state_meta: Cell::new(false),
+            seen_sent: Cell::new(false),
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
         // Bundled SQLite defaults to ON; say it anyway so a build against a
@@ -141,11 +150,8 @@ impl HermesStore {
             return Ok(None);
         }
         self.conn
-            .query_row(
-                "SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1",
-                [key],
-                |row| row.get::<_, Option<String>>(0),
-            )
+            .prepare_cached("SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1")
+            .and_then(|mut stmt| stmt.query_row([key], |row| row.get::<_, Option<String>>(0)))
             .optional()
             .map(Option::flatten)
             .map_err(|e| self.fail(&format!("read state_meta key {key:?}"), e))
@@ -209,11 +215,8 @@ impl HermesStore {
     /// WHERE id = ?1)`. `SQLITE_BUSY`: kind `busy`.
     pub fn session_exists(&self, id: &str) -> Result<bool, Failure> {
         self.conn
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM sessions WHERE id = ?1)",
-                [id],
-                |row| row.get(0),
-            )
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM sessions WHERE id = ?1)")
+            .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
             .map_err(|e| self.fail(&format!("look up session {id:?}"), e))
     }
 
@@ -230,10 +233,11 @@ impl HermesStore {
     /// `session_switch_sent` for `agent` (false when that table is
     /// missing). An unknown session reads as empty.
     ///
-    /// SQL (one autocommit read): `SELECT id, role, content, tool_calls,
-    /// tool_call_id, tool_name, EXISTS(… session_switch_sent …) FROM
-    /// messages WHERE session_id = ?1 [AND active = 1] ORDER BY id DESC
-    /// LIMIT ?`, reversed. `SQLITE_BUSY`: kind `busy`.
+    /// SQL (one autocommit read, or inside a snapshot): `SELECT id, role,
+    /// content, tool_calls, tool_call_id, tool_name, EXISTS(…
+    /// session_switch_sent …) FROM messages WHERE session_id = ?1 [AND
+    /// active = 1] ORDER BY id`; with a limit `ORDER BY id DESC LIMIT ?2`,
+    /// reversed. `SQLITE_BUSY`: kind `busy`.
     pub fn history(
         &self,
         session_id: &str,
@@ -242,23 +246,38 @@ impl HermesStore {
     ) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
         let sent = self.table_exists("session_switch_sent")?;
+        // The agent is the last parameter: ?3 after the limit, else ?2.
+        let agent_param = if limit.is_some() { "?3" } else { "?2" };
         let bridge = if sent {
-            "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id AND s.agent = ?3)"
+            format!(
+                "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id \
+                 AND s.agent = {agent_param})"
+            )
         } else {
-            "0"
+            "0".to_owned()
         };
         let active = if self.has_active {
             " AND m.active = 1"
         } else {
             ""
         };
+        // The whole history in id order: a plain sort. Only a limit needs
+        // `DESC LIMIT` (then reversed): SQLite sorts with a LIMIT through a
+        // bounded b-tree, which for a whole 10,000-row history took ~1.6x
+        // the time of the plain sort (`make bench`).
+        let order = if limit.is_some() {
+            "ORDER BY m.id DESC LIMIT ?2"
+        } else {
+            "ORDER BY m.id"
+        };
         let sql = format!(
             "SELECT m.id, m.role, m.content, m.tool_calls, m.tool_call_id, m.tool_name, {bridge} \
-             FROM messages m WHERE m.session_id = ?1{active} ORDER BY m.id DESC LIMIT ?2"
+             FROM messages m WHERE m.session_id = ?1{active} {order}"
         );
-        // SQLite reads a negative LIMIT as "no limit".
-        let limit = limit.map_or(-1, i64::from);
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.fail(&doing, e))?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|e| self.fail(&doing, e))?;
         let map = |row: &rusqlite::Row<'_>| {
             Ok(HistoryRow {
                 id: row.get(0)?,
@@ -270,16 +289,66 @@ impl HermesStore {
                 bridge_wrote: row.get(6)?,
             })
         };
-        let rows = if sent {
-            stmt.query_map(rusqlite::params![session_id, limit, agent], map)
-        } else {
-            stmt.query_map(rusqlite::params![session_id, limit], map)
+        let rows = match (limit, sent) {
+            (Some(n), true) => stmt.query_map(rusqlite::params![session_id, n, agent], map),
+            (Some(n), false) => stmt.query_map(rusqlite::params![session_id, n], map),
+            (None, true) => stmt.query_map(rusqlite::params![session_id, agent], map),
+            (None, false) => stmt.query_map(rusqlite::params![session_id], map),
         };
         let mut rows = rows
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.fail(&doing, e))?;
-        rows.reverse();
+        if limit.is_some() {
+            rows.reverse();
+        }
         Ok(rows)
+    }
+
+    /// Start a read snapshot: the reads that follow, until
+    /// [`HermesStore::end_read`], see one consistent state of the file and
+    /// take SQLite's lock once instead of once per statement. A lock cycle
+    /// is several system calls (in DELETE mode a shared `fcntl` lock, a
+    /// look for a hot journal, a read of the change counter, the unlock):
+    /// measured on this machine kind it is most of a short read's cost
+    /// (`make bench`, README "Performance"). The runtime opens one around
+    /// each read-only policy call, so the record, the target's existence and
+    /// the history a decision rests on come from the same snapshot.
+    ///
+    /// SQL: `BEGIN` (deferred: no lock until the first read). Returns
+    /// `false` and does nothing when a transaction is already open. While
+    /// the snapshot holds its shared lock a DELETE-mode writer waits (up to
+    /// its busy timeout); in WAL mode writers go on. Keep it to one call.
+    pub fn begin_read(&self) -> Result<bool, Failure> {
+        if !self.conn.is_autocommit() {
+            return Ok(false);
+        }
+        self.conn
+            .prepare_cached("BEGIN")
+            .and_then(|mut stmt| stmt.execute([]))
+            .map(|_| true)
+            .map_err(|e| self.fail("begin a read transaction", e))
+    }
+
+    /// End the snapshot [`HermesStore::begin_read`] opened: `COMMIT` (the
+    /// transaction wrote nothing; this releases the shared lock), or
+    /// `ROLLBACK` when that fails, so the connection is never left inside a
+    /// transaction. Does nothing when no transaction is open.
+    pub fn end_read(&self) -> Result<(), Failure> {
+        if self.conn.is_autocommit() {
+            return Ok(());
+        }
+        let commit = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut stmt| stmt.execute([]));
+        match commit {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let failure = self.fail("end a read transaction", e);
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(failure)
+            }
+        }
     }
 
     /// Start a `BEGIN IMMEDIATE` transaction: the busy timeout applies to
@@ -329,13 +398,36 @@ impl HermesStore {
     }
 
     /// Whether table `name` exists (`sqlite_master`, a read).
+    ///
+    /// `sqlite_master` has no index: the query scans the whole schema (a v31
+    /// database has over a hundred entries), which measured as the largest
+    /// part of a `resolve` (`make bench`). So once `state_meta` or
+    /// `session_switch_sent` has been seen on this connection it is taken as
+    /// present from then on: Hermes creates `state_meta` and never drops
+    /// it, and `session_switch_sent` is ours and never dropped. Absence is
+    /// never cached (another connection may create the table at any time).
     pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
+        let seen = match name {
+            "state_meta" => Some(&self.seen_state_meta),
+            "session_switch_sent" => Some(&self.seen_sent),
+            _ => None,
+        };
+        if seen.is_some_and(Cell::get) {
+            return Ok(true);
+        }
+        let exists = self.query_table_exists(name)?;
+        if let Some(seen) = seen {
+            seen.set(exists);
+        }
+        Ok(exists)
+    }
+
+    fn query_table_exists(&self, name: &str) -> Result<bool, Failure> {
         self.conn
-            .query_row(
+            .prepare_cached(
                 "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-                [name],
-                |row| row.get(0),
             )
+            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)))
             .map_err(|e| self.fail("read the schema", e))
     }
 
