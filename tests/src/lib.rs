@@ -8,6 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod hostile;
 pub mod memory_backend;
 pub mod xmpp;
 
