@@ -9,7 +9,7 @@ COMPONENT := target/policy/session_switch.wasm
 VARIANTS_DIR := target/policy/variants
 VENV := target/venv
 
-.PHONY: help toolchain component variants build test lint venv clean
+.PHONY: help toolchain component variants build test lint venv clean fuzz soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -64,6 +64,33 @@ $(VENV)/.requirements: tests/requirements.txt
 # that finds no ejabberd fails instead of skipping.
 test: build venv variants ## run every test (starts and stops an isolated ejabberd)
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
+
+# cargo-fuzz targets (fuzz/, its own workspace, nightly toolchain): each runs
+# for FUZZ_SECONDS on its corpus (fuzz/corpus/T, kept between runs) seeded
+# from fuzz/seeds/T, with a dictionary where one helps. A crash stops make
+# and leaves its input in fuzz/artifacts/T/; every crash becomes a test.
+FUZZ_TARGETS := state_meta config body tagging history_rows
+FUZZ_SECONDS ?= 60
+FUZZ_CARGO ?= cargo +nightly
+
+fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
+	@$(FUZZ_CARGO) fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	cd fuzz && $(FUZZ_CARGO) fuzz build
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  case $$t in state_meta|config) dict=dicts/$$t.dict;; *) dict=dicts/text.dict;; esac; \
+	  mkdir -p corpus/$$t seeds/$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s (dictionary $$dict)"; \
+	  $(FUZZ_CARGO) fuzz run $$t corpus/$$t seeds/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -dict=$$dict -print_final_stats=1; \
+	done
+
+# The long soak (tests/soak.rs): SOAK_SECONDS of load and faults with an
+# ejabberd of its own that it stops and restarts; prints the figures and
+# writes them to target/soak-report.json (the README's Reliability section).
+SOAK_SECONDS ?= 240
+
+soak: build venv variants ## the long soak (SOAK_SECONDS, default 240) with real ejabberd restarts
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OWN_EJABBERD=1 $(CARGO) test -p session-switch-tests --test soak -- --nocapture
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check
