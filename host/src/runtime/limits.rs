@@ -34,15 +34,16 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 2,000,000,000 fuel per call and a 64 MiB memory.
+    /// 2,000,000,000 fuel per call, a 64 MiB memory and 2 s of guest time.
     ///
     /// Chosen from measurements of the real policy (release host, 2-core
     /// VM, `measure_costs` in `tests/runtime.rs`): `context` over 10,000
     /// rows burns about 9.8 M fuel and grows the guest's memory to about
     /// 4.3 MiB; `resolve` burns about 5,000. The budgets leave 200× (fuel)
     /// and 15× (memory) headroom over a 10k-row history, while the `loop`
-    /// variant exhausts the fuel in about 0.1 s (0.6 s for a loop with a
-    /// heavier body), and a runaway allocation stops at 64 MiB per store.
+    /// variant exhausts the fuel in 0.17–0.27 s (0.08 s before the epoch
+    /// checks of the guest time limit were compiled in), and a runaway
+    /// allocation stops at 64 MiB per store.
     ///
     /// Fuel is charged per WebAssembly instruction (and, in wasmtime 48,
     /// per byte of `memory.copy`/`memory.fill`), whatever the instruction
@@ -64,8 +65,14 @@ impl Default for Limits {
 
 /// How often the engine's epoch advances, i.e. how often a running call's
 /// guest time is looked at (wasmtime's epoch interruption: the compiled
-/// policy checks the epoch at function entries and loop heads, which costs
-/// a load and a compare, and calls back only when the deadline passed).
+/// policy checks the epoch at function entries and loop heads, and calls
+/// back only when the deadline passed).
+///
+/// What the checks and the timing of imports cost, measured on the real
+/// policy (release host, 2-core VM, `measure_costs`, A/B builds):
+/// `resolve` with a redirect 7.3 → 8.1 µs, a pass-through `resolve`
+/// 1.35 → 1.42 µs, `context` over 10,000 rows 3.6 → 4.1 ms; a pure
+/// arithmetic loop runs about half as fast per fuel unit.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Advance `engine`'s epoch every [`EPOCH_TICK`] on a thread of its own,
