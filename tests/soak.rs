@@ -45,8 +45,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -535,6 +535,8 @@ fn chaos(
             // request is caught half-way).
             proxy.set_refusing(true);
             let started = Instant::now();
+            // Requests the proxy took just before finish first.
+            thread::sleep(Duration::from_millis(500));
             let mut own = own.lock().unwrap();
             own.stop();
             nap(Duration::from_secs(2), stop);
@@ -697,9 +699,11 @@ fn account(
                     Some(Fate::AnswerSwallowed(200)) if in_room == [a.agent.clone()] => {
                         report.explain("3: answer lost after ejabberd took it (room has it)")
                     }
-                    Some(Fate::RequestSwallowed | Fate::UpstreamDown) if in_room.is_empty() => {
+                    Some(Fate::RequestSwallowed) if in_room.is_empty() => {
                         report.explain("3: request lost before ejabberd (room does not)")
                     }
+                    Some(Fate::UpstreamDown) if in_room.len() <= 1 => report
+                        .explain("3: connection broke as ejabberd went down (room may have it)"),
                     other => report.problem(format!(
                         "{what}: exit 3, proxy {other:?}, room {in_room:?}: {}",
                         a.stderr
@@ -712,6 +716,11 @@ fn account(
                 }
                 if a.stderr.contains("cannot connect") && fate.is_none() && in_room.is_empty() {
                     report.explain("1: ejabberd unreachable (connection refused)");
+                } else if a.stderr.contains("broke before an answer")
+                    && fate.is_none()
+                    && in_room.is_empty()
+                {
+                    report.explain("1: connection broke during the sender check");
                 } else if matches!(fate, Some(Fate::Answered(s)) if *s != 200) && in_room.is_empty()
                 {
                     report.explain("1: ejabberd answered an error");
