@@ -109,8 +109,6 @@ struct Counters {
     outages: AtomicU64,
     outage_ms: AtomicU64,
     restarts: AtomicU64,
-    answers_swallowed: AtomicU64,
-    requests_swallowed: AtomicU64,
 }
 
 /// One `send` the CLI was asked to do.
@@ -520,16 +518,16 @@ fn chaos(
     let mut round = 0u32;
     while !stop.load(Ordering::SeqCst) {
         round += 1;
-        nap(Duration::from_secs(1), stop);
-        lock_db(db, Duration::from_millis(2500), counters);
-        nap(Duration::from_secs(1), stop);
-        outage(proxy, Duration::from_secs(2), counters);
+        // Lost answers first: the short soak must see them even on a
+        // loaded machine, where each CLI send takes longer.
         nap(Duration::from_millis(500), stop);
         proxy.swallow_answers(1);
         proxy.swallow_requests(1);
-        counters.answers_swallowed.fetch_add(1, Ordering::Relaxed);
-        counters.requests_swallowed.fetch_add(1, Ordering::Relaxed);
         nap(Duration::from_secs(3), stop);
+        lock_db(db, Duration::from_millis(2500), counters);
+        nap(Duration::from_secs(1), stop);
+        outage(proxy, Duration::from_secs(2), counters);
+        nap(Duration::from_secs(1), stop);
         if let Some(own) = own
             && round % 2 == 1
             && !stop.load(Ordering::SeqCst)

@@ -33,7 +33,7 @@ pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.1.0";
 /// How a [`Policy`] loads and runs its component.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicyOptions {
-    /// Fuel and memory budgets of every call.
+    /// Fuel, memory and guest-time budgets of every call.
     pub limits: Limits,
     /// Where precompiled components are cached.
     pub cache: CacheMode,
