@@ -9,7 +9,7 @@ COMPONENT := target/policy/session_switch.wasm
 VARIANTS_DIR := target/policy/variants
 VENV := target/venv
 
-.PHONY: help toolchain component variants build test demo lint venv clean bench
+.PHONY: help toolchain component variants build test demo lint venv clean bench fuzz soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -27,7 +27,7 @@ component: toolchain ## build the policy component: target/policy/session_switch
 # holds the lock of target/, so a nested cargo there would wait for it.
 VARIANTS_TARGET := target/variants
 VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_policy.wasm
-VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface
+VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface memcopy chase reach spy
 POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
 GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)
 COMPONENTIZE_V := $(CARGO) run -q -p xtask -- componentize $(VARIANT_CORE)
@@ -83,6 +83,33 @@ bench: component variants ## benchmarks: policy per call, CLI, sends, hot swap, 
 	@test -x /usr/bin/time || apt-get install -y -qq time
 	$(CARGO) build --release -p session-switch --bins --benches
 	bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
+
+# cargo-fuzz targets (fuzz/, its own workspace, nightly toolchain): each runs
+# for FUZZ_SECONDS on its corpus (fuzz/corpus/T, kept between runs) seeded
+# from fuzz/seeds/T, with a dictionary where one helps. A crash stops make
+# and leaves its input in fuzz/artifacts/T/; every crash becomes a test.
+FUZZ_TARGETS := state_meta config body tagging history_rows
+FUZZ_SECONDS ?= 60
+FUZZ_CARGO ?= cargo +nightly
+
+fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
+	@$(FUZZ_CARGO) fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	cd fuzz && $(FUZZ_CARGO) fuzz build
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  case $$t in state_meta|config) dict=dicts/$$t.dict;; *) dict=dicts/text.dict;; esac; \
+	  mkdir -p corpus/$$t seeds/$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s (dictionary $$dict)"; \
+	  $(FUZZ_CARGO) fuzz run $$t corpus/$$t seeds/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -dict=$$dict -print_final_stats=1; \
+	done
+
+# The long soak (tests/soak.rs): SOAK_SECONDS of load and faults with an
+# ejabberd of its own that it stops and restarts; prints the figures and
+# writes them to target/soak-report.json (the README's Reliability section).
+SOAK_SECONDS ?= 240
+
+soak: build venv variants ## the long soak (SOAK_SECONDS, default 240) with real ejabberd restarts
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OWN_EJABBERD=1 $(CARGO) test -p session-switch-tests --test soak -- --nocapture
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

@@ -35,7 +35,11 @@ pub mod tagging;
     feature = "variant-alloc",
     feature = "variant-bad-self-check",
     feature = "variant-bad-edits",
-    feature = "variant-other-interface"
+    feature = "variant-other-interface",
+    feature = "variant-memcopy",
+    feature = "variant-chase",
+    feature = "variant-reach",
+    feature = "variant-spy"
 ))]
 mod variants;
 
@@ -104,9 +108,15 @@ mod component {
             #[cfg(any(
                 feature = "variant-panic",
                 feature = "variant-loop",
-                feature = "variant-alloc"
+                feature = "variant-alloc",
+                feature = "variant-memcopy",
+                feature = "variant-chase",
+                feature = "variant-spy"
             ))]
             with(|_| crate::variants::in_resolve());
+            #[cfg(feature = "variant-reach")]
+            return Ok(crate::variants::reach(&agent, &session_id));
+            #[cfg(not(feature = "variant-reach"))]
             with(|p| p.resolve(&agent, &session_id))
         }
         fn tag(agent: String, rows: Vec<RowSummary>) -> Result<Vec<RowEdit>, Failure> {
@@ -138,6 +148,8 @@ mod component {
             with(|p| p.clear(agent.as_deref()))
         }
         fn is_own_message(agent: String, sender: String) -> Result<bool, Failure> {
+            #[cfg(feature = "variant-reach")]
+            with(|_| crate::variants::read_clock());
             with(|p| p.is_own_message(&agent, &sender))
         }
     }

@@ -8,6 +8,10 @@ use rusqlite::{Connection, OpenFlags};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod archive;
+pub mod fault_proxy;
+pub mod hostile;
+pub mod instance;
 pub mod memory_backend;
 pub mod twin;
 pub mod wit_convert;

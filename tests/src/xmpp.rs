@@ -76,7 +76,7 @@ impl Ejabberd {
         let vars: HashMap<String, String> = std::env::vars()
             .filter(|(k, _)| k.starts_with("EJ_"))
             .collect();
-        let Some(home) = vars.get("EJ_HOME") else {
+        if !vars.contains_key("EJ_HOME") {
             if std::env::var(REQUIRE_ENV).as_deref() == Ok("1") {
                 panic!(
                     "{REQUIRE_ENV}=1 but no ejabberd is exported (EJ_HOME unset): run through \
@@ -85,6 +85,18 @@ impl Ejabberd {
             }
             eprintln!("SKIPPED: no ejabberd (run through make test)");
             return None;
+        }
+        Some(Self::from_vars(&vars))
+    }
+
+    /// The instance described by the `EJ_*` variables in `vars` (as
+    /// start.sh prints them), e.g. an instance a test started for itself.
+    ///
+    /// # Panics
+    /// When a variable is missing or malformed.
+    pub fn from_vars(vars: &HashMap<String, String>) -> Ejabberd {
+        let Some(home) = vars.get("EJ_HOME") else {
+            panic!("EJ_HOME is not among the variables: re-run start.sh");
         };
         let get = |name: &str| -> String {
             vars.get(name)
@@ -99,7 +111,7 @@ impl Ejabberd {
         let words = |name: &str| -> Vec<String> {
             get(name).split_whitespace().map(str::to_owned).collect()
         };
-        Some(Ejabberd {
+        Ejabberd {
             home: PathBuf::from(home),
             node: get("EJ_NODE"),
             domain: get("EJ_DOMAIN"),
@@ -116,7 +128,7 @@ impl Ejabberd {
             subscribers: words("EJ_SUBSCRIBERS"),
             outsiders: words("EJ_OUTSIDERS"),
             password_prefix: get("EJ_PASSWORD_PREFIX"),
-        })
+        }
     }
 
     /// `user@domain`.

@@ -6,14 +6,18 @@
 //! `meta-delete` only inside `policy.clear` and only on our keys, `history`
 //! only inside `policy.context`. A policy that steps outside gets a
 //! `policy` failure and its answer is refused.
+//!
+//! Every import is timed: its time is not the guest's, so a slow `state.db`
+//! or ejabberd never counts against the call's guest time limit.
 
 use super::apply;
 use super::backend::Backend;
 use super::bindings::agentsmeeting::session_switch::{host, types};
 use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
-use super::limits::Limiter;
+use super::limits::{GuestClock, Limiter, Limits};
 use crate::Failure;
 use crate::store::{HistoryRow, LEGACY_KEY, OUR_KEY_PREFIX};
+use std::time::Instant;
 
 /// Whether `key` is a `state_meta` key the policy may delete: ours
 /// (`session_switch:` …, DESIGN §8) or the seed's
@@ -81,6 +85,8 @@ const KEPT_LINE_CHARS: usize = 2000;
 pub(crate) struct HostState {
     pub(crate) backend: Box<dyn Backend>,
     pub(crate) limiter: Limiter,
+    /// The current call's guest time (imports not counted).
+    pub(crate) clock: GuestClock,
     /// Version string of the component, for log lines.
     pub(crate) policy: String,
     /// Per call, reset by [`HostState::begin`].
@@ -98,10 +104,13 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(backend: Box<dyn Backend>, limiter: Limiter, policy: String) -> Self {
+    /// The data of a new store: `backend` behind the imports, a memory
+    /// limiter and a guest clock for `limits`, `policy` naming the component.
+    pub(crate) fn new(backend: Box<dyn Backend>, limits: &Limits, policy: String) -> Self {
         Self {
             backend,
-            limiter,
+            limiter: Limiter::new(limits),
+            clock: GuestClock::new(limits),
             policy,
             call: Call::Configure,
             send_args: None,
@@ -125,6 +134,15 @@ impl HostState {
         self.violation = None;
         self.said.clear();
         self.limiter.hit = false;
+        self.clock.begin();
+    }
+
+    /// Run one import's work, its time counted as the host's, not the guest's.
+    fn timed<R>(&mut self, work: impl FnOnce(&mut Self) -> R) -> R {
+        let started = Instant::now();
+        let answer = work(self);
+        self.clock.add_import(started.elapsed());
+        answer
     }
 
     /// Note a step outside the call's rights and build the failure the
@@ -173,10 +191,43 @@ impl types::Host for HostState {}
 
 impl host::Host for HostState {
     fn meta_get(&mut self, key: String) -> Result<Option<String>, WitFailure> {
-        self.backend.meta_get(&key).map_err(Into::into)
+        self.timed(|s| s.backend.meta_get(&key).map_err(Into::into))
     }
 
     fn meta_delete(&mut self, key: String) -> Result<bool, WitFailure> {
+        self.timed(|s| s.meta_delete_untimed(key))
+    }
+
+    fn session_exists(&mut self, session_id: String) -> Result<bool, WitFailure> {
+        self.timed(|s| s.backend.session_exists(&session_id).map_err(Into::into))
+    }
+
+    fn history(
+        &mut self,
+        session_id: String,
+        agent: String,
+        limit: Option<u32>,
+        prefix_chars: u32,
+    ) -> Result<Vec<RowSummary>, WitFailure> {
+        self.timed(|s| s.history_untimed(session_id, agent, limit, prefix_chars))
+    }
+
+    fn now(&mut self) -> f64 {
+        self.timed(|s| s.backend.now())
+    }
+
+    fn send(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {
+        self.timed(|s| s.send_untimed(plan))
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.timed(|s| s.log_untimed(level, message))
+    }
+}
+
+/// The imports' work, timed by the `host::Host` methods above.
+impl HostState {
+    fn meta_delete_untimed(&mut self, key: String) -> Result<bool, WitFailure> {
         if self.call != Call::Clear {
             return Err(self.refuse(format!(
                 "called host.meta-delete during {}; only policy.clear may delete",
@@ -197,11 +248,7 @@ impl host::Host for HostState {
         Ok(deleted)
     }
 
-    fn session_exists(&mut self, session_id: String) -> Result<bool, WitFailure> {
-        self.backend.session_exists(&session_id).map_err(Into::into)
-    }
-
-    fn history(
+    fn history_untimed(
         &mut self,
         session_id: String,
         agent: String,
@@ -225,11 +272,7 @@ impl host::Host for HostState {
         Ok(summaries)
     }
 
-    fn now(&mut self) -> f64 {
-        self.backend.now()
-    }
-
-    fn send(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {
+    fn send_untimed(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {
         if self.call != Call::Send {
             return Err(self.refuse(format!(
                 "called host.send during {}; only policy.send may send",
@@ -247,7 +290,7 @@ impl host::Host for HostState {
         Ok(sent)
     }
 
-    fn log(&mut self, level: LogLevel, message: String) {
+    fn log_untimed(&mut self, level: LogLevel, message: String) {
         let call = self.call.name();
         let policy = &self.policy;
         match level {
@@ -284,7 +327,6 @@ mod tests {
     use super::*;
     use crate::runtime::Backend;
     use crate::runtime::bindings::agentsmeeting::session_switch::host::Host as _;
-    use crate::runtime::limits::Limits;
     use std::sync::{Arc, Mutex};
 
     /// Records what reached the backend (a fake: the logic under test is
@@ -342,7 +384,7 @@ mod tests {
     fn state() -> (HostState, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let backend = Box::new(Recording(seen.clone()));
-        let state = HostState::new(backend, Limiter::new(&Limits::default()), "test".into());
+        let state = HostState::new(backend, &Limits::default(), "test".into());
         (state, seen)
     }
 

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The component imports only our `host` interface (no WASI); every call
-//! runs under fuel and memory budgets ([`Limits`]); a trap or an invalid
+//! runs under fuel, memory and guest-time budgets ([`Limits`]); a trap or an invalid
 //! answer is a `policy` failure and the store is thrown away; hot swaps
 //! ([`Policy::watch`]) replace the component while callers keep running.
 

@@ -33,7 +33,7 @@ pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.1.0";
 /// How a [`Policy`] loads and runs its component.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicyOptions {
-    /// Fuel and memory budgets of every call.
+    /// Fuel, memory and guest-time budgets of every call.
     pub limits: Limits,
     /// Where precompiled components are cached.
     pub cache: CacheMode,
@@ -185,12 +185,17 @@ impl fmt::Debug for Policy {
     }
 }
 
-/// The engine every component of a [`Policy`] runs on: fuel metering on
-/// (it is also part of the precompiled cache's key).
+/// The engine every component of a [`Policy`] runs on: fuel metering and
+/// epoch interruption on (both are part of the precompiled cache's key),
+/// with a ticker thread advancing the epoch ([`super::limits::start_ticker`]).
 fn engine() -> Result<Engine, Failure> {
     let mut config = Config::new();
     config.consume_fuel(true);
-    Engine::new(&config).map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config)
+        .map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))?;
+    super::limits::start_ticker(&engine)?;
+    Ok(engine)
 }
 
 /// A linker with the host interface only: no WASI, nothing else.

@@ -9,11 +9,12 @@ use super::bindings::{
     Decision, Reason, Receipt, RecordStatus, SessionSwitch, Settings, WitFailure,
 };
 use super::imports::{Call, HistoryQuery, HostState, SendArgs};
-use super::limits::Limiter;
+use super::limits::{GuestClock, Limiter};
 use super::policy::{Current, LoadInfo, Loaded, Runtime, one_line};
 use crate::Failure;
 use crate::store::HistoryRow;
 use std::sync::Arc;
+use std::time::Duration;
 use wasmtime::{Store, Trap};
 
 /// What [`Session::context`] answers: the decision and the chosen
@@ -53,9 +54,9 @@ struct Outcome {
 /// `Sync`): its own `Store` and instance, its [`Backend`] behind the host
 /// imports, and the [`Settings`] given to the policy's `configure`.
 ///
-/// Every call runs under the fuel and memory budgets of
-/// [`Limits`](super::Limits). When the policy traps, runs out of fuel or
-/// memory, or answers something invalid, the call returns a failure of kind
+/// Every call runs under the fuel, memory and guest-time budgets of
+/// [`Limits`](super::Limits). When the policy traps, runs out of fuel,
+/// memory or time, or answers something invalid, the call returns a failure of kind
 /// `policy` whose message names the call and includes what the policy
 /// logged (its panic message), the reason is logged with `tracing`, and the
 /// store is thrown away: the next call gets a fresh one. Failures the
@@ -75,6 +76,8 @@ pub struct Session {
     slot: Slot,
     /// Fuel the last export call burned (for measuring budgets).
     last_fuel: u64,
+    /// Guest time of the last export call (for measuring budgets).
+    last_guest_time: Duration,
 }
 
 impl Session {
@@ -114,8 +117,11 @@ impl Session {
         backend: Box<dyn Backend>,
         settings: Option<Settings>,
     ) -> Self {
-        let limiter = Limiter::new(&runtime.options.limits);
-        let state = HostState::new(backend, limiter, loaded.info.version.clone());
+        let state = HostState::new(
+            backend,
+            &runtime.options.limits,
+            loaded.info.version.clone(),
+        );
         Self {
             runtime,
             follow,
@@ -124,6 +130,7 @@ impl Session {
             settings,
             slot: Slot::Parked(Box::new(state)),
             last_fuel: 0,
+            last_guest_time: Duration::ZERO,
         }
     }
 
@@ -184,6 +191,14 @@ impl Session {
         self.last_fuel
     }
 
+    /// The last call's own running time: wall-clock time from its start to
+    /// its end minus the time spent in host imports (what
+    /// [`Limits::guest_time_per_call`](super::Limits) bounds); for
+    /// measuring budgets.
+    pub fn last_call_guest_time(&self) -> Duration {
+        self.last_guest_time
+    }
+
     fn state_mut(&mut self) -> &mut HostState {
         match &mut self.slot {
             Slot::Live(live) => live.store.data_mut(),
@@ -201,6 +216,7 @@ impl Session {
             };
             let mut state = live.store.into_data();
             state.limiter = Limiter::new(&self.runtime.options.limits);
+            state.clock = GuestClock::new(&self.runtime.options.limits);
             self.slot = Slot::Parked(Box::new(state));
         }
     }
@@ -245,6 +261,12 @@ fn describe_trap(limits: &super::Limits, error: &wasmtime::Error, state: &HostSt
             "it went past its memory cap of {} MiB",
             state.limiter.cap() >> 20
         )
+    } else if state.clock.hit {
+        format!(
+            "it ran for more than {} ms of its own time in one call (time in host imports \
+             not counted): it loops or works far too long",
+            state.clock.limit().as_millis()
+        )
     } else {
         match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => format!(
@@ -281,10 +303,12 @@ impl Session {
         };
         let mut store = Store::new(&self.runtime.engine, *state);
         store.limiter(|state| &mut state.limiter);
+        store.epoch_deadline_callback(|mut ctx| Ok(ctx.data_mut().clock.on_deadline()));
         store.data_mut().begin(Call::Configure, None);
         store
             .set_fuel(self.runtime.options.limits.fuel_per_call)
             .expect("fuel is enabled on the engine");
+        store.set_epoch_deadline(1);
         let instance = match self.loaded.pre.instantiate(&mut store) {
             Ok(instance) => instance,
             Err(e) => {
@@ -330,6 +354,8 @@ impl Session {
         live.store
             .set_fuel(fuel)
             .expect("fuel is enabled on the engine");
+        // The guest clock is looked at every tick (GuestClock::on_deadline).
+        live.store.set_epoch_deadline(1);
         // One read snapshot for the whole call: the calls that read only.
         let snapshot = matches!(call, Call::Resolve | Call::Context | Call::Active);
         if snapshot {
@@ -343,6 +369,7 @@ impl Session {
             live.store.data_mut().backend.end_read();
         }
         self.last_fuel = fuel - live.store.get_fuel().unwrap_or(0);
+        self.last_guest_time = live.store.data().clock.guest_time();
         let state = live.store.data_mut();
         let outcome = Outcome {
             rows: std::mem::take(&mut state.rows),
