@@ -13,8 +13,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 use session_switch::store::{HermesStore, HistoryRow};
-use session_switch_policy::Role;
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
+use session_switch_policy::{Reason, Role};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::{
     RecordCase, RowCase, check_body, check_config, check_history_rows, check_record, check_tagging,
@@ -162,16 +162,13 @@ fn records_in_state_meta_redirect_only_by_the_rules_and_only_their_agent() {
         .unwrap();
 }
 
-/// Known bug B1, found by the `state_meta` fuzz target
-/// (`fuzz/artifacts/state_meta/crash-9411c119…`, minimised): mohe's own
-/// record is valid (a CLI session, 3372 s old), the seed's key is newer
-/// (2704 s old) but names a session that is not in `state.db`. `resolve`
-/// lets the newer record win and stays (`unknown-session`), yet `active`
-/// reports the older record as `valid` ("would redirect"), which the WIT
-/// `record-status.valid` defines as "the rules of resolve". Ignored until
-/// the policy decides which of the two to change.
+/// B1, found by the `state_meta` fuzz target (minimised; the input is kept
+/// in `fuzz/seeds/state_meta/b1-active-vs-resolve`): mohe's own record is
+/// valid (a CLI session, 3372 s old), the seed's key is newer (2704 s old)
+/// but names a session that is not in `state.db`. `resolve` lets the newer
+/// record win and stays (`unknown-session`); `active` once reported the
+/// older record as `valid`. Now it is `superseded`, naming the winner.
 #[test]
-#[ignore = "known bug B1: active says valid while resolve does not redirect"]
 fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
     let now = SAMPLE_NOW;
     let mohe = record_value(SAMPLE_CLI, &format!("{}", now - 3372.031), Some("mohe"));
@@ -187,8 +184,30 @@ fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
         .unwrap();
     let d = policy.resolve("mohe", "xmpp-mohe-v2").unwrap();
     let statuses = policy.active(Some("mohe")).unwrap();
-    let any_valid = statuses.iter().any(|s| s.valid);
-    assert_eq!(any_valid, d.redirected, "{d:?} / {statuses:?}");
+    assert_eq!(
+        (d.redirected, d.reason),
+        (false, Reason::UnknownSession),
+        "{d:?}"
+    );
+    let shown: Vec<_> = statuses
+        .iter()
+        .map(|s| (s.key.as_str(), s.valid, s.reason))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("session_switch:active:mohe", false, Reason::Superseded),
+            ("active_xmpp_sender_session", false, Reason::UnknownSession),
+        ],
+        "{statuses:?}"
+    );
+    assert!(
+        statuses[0]
+            .detail
+            .ends_with("but the newer record active_xmpp_sender_session is the one resolve uses"),
+        "{}",
+        statuses[0].detail
+    );
 }
 
 #[test]

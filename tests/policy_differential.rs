@@ -1335,6 +1335,7 @@ fn reason_name(reason: Reason) -> &'static str {
         Reason::MalformedRecord => "malformed-record",
         Reason::UnknownSession => "unknown-session",
         Reason::NotAgentSession => "not-agent-session",
+        Reason::Superseded => "superseded",
         Reason::PolicyError => "policy-error",
     }
 }

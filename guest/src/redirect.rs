@@ -260,6 +260,24 @@ fn read_records<H: Host>(
     Ok(found)
 }
 
+/// The index of the record `resolve` uses among `assessed` (in the order of
+/// [`read_records`]: the per-agent key first): of those valid by
+/// [`assess`], the newer timestamp, the per-agent key on a tie.
+fn winner(assessed: &[Assessment]) -> Option<usize> {
+    // `max_by` keeps the last maximum, so it must see the per-agent key last.
+    assessed
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, a)| a.reason == Reason::Redirected)
+        .max_by(|(_, a), (_, b)| {
+            let ta = a.readable.timestamp.unwrap_or(f64::MIN);
+            let tb = b.readable.timestamp.unwrap_or(f64::MIN);
+            ta.total_cmp(&tb)
+        })
+        .map(|(i, _)| i)
+}
+
 /// The session `agent`'s bot should load when about to load `session_id`
 /// (WIT `policy.resolve`):
 /// 1. unknown agent → `Err(unknown-agent)`;
@@ -314,18 +332,7 @@ pub fn resolve<H: Host>(
         .iter()
         .map(|(key, value)| assess(settings, entry, key, value, now))
         .collect();
-    // `records` keeps the per-agent key first, so on equal timestamps
-    // `max_by` (which keeps the last maximum) must see it last.
-    let winner = assessed
-        .iter()
-        .rev()
-        .filter(|a| a.reason == Reason::Redirected)
-        .max_by(|a, b| {
-            let ta = a.readable.timestamp.unwrap_or(f64::MIN);
-            let tb = b.readable.timestamp.unwrap_or(f64::MIN);
-            ta.total_cmp(&tb)
-        });
-    let Some(winner) = winner else {
+    let Some(winner) = winner(&assessed).map(|i| &assessed[i]) else {
         let first = &assessed[0];
         return Ok(stay(
             first.reason,
@@ -360,7 +367,10 @@ pub fn resolve<H: Host>(
 /// The records of every agent (or of `agent` only) that has one (WIT
 /// `policy.active`): one status per existing key (the legacy agent may have
 /// two), in configuration order. `valid` means the record would redirect
-/// now by the rules of [`resolve`], the target's existence included.
+/// now by the rules of [`resolve`], the target's existence included, so at
+/// most one record per agent is valid, exactly when `resolve` redirects.
+/// A record that is valid on its own but loses to a newer one is
+/// `superseded` (its detail names the winner).
 /// Errors: `unknown-agent`; host failures unchanged.
 pub fn active<H: Host>(
     settings: &ValidSettings,
@@ -370,8 +380,9 @@ pub fn active<H: Host>(
     let agents = settings.select(agent)?;
     let mut found = Vec::new();
     for entry in agents {
-        for (key, value) in read_records(settings, host, entry)? {
-            found.push((entry, key, value));
+        let records = read_records(settings, host, entry)?;
+        if !records.is_empty() {
+            found.push((entry, records));
         }
     }
     if found.is_empty() {
@@ -379,33 +390,50 @@ pub fn active<H: Host>(
     }
     let now = clock(host)?;
     let ttl = settings.ttl_seconds();
-    let mut out = Vec::with_capacity(found.len());
-    for (entry, key, value) in found {
-        let a = assess(settings, entry, &key, &value, now);
-        let (valid, reason, detail) = if a.reason == Reason::Redirected {
-            let target = a.readable.session_id.clone().unwrap_or_default();
-            if host.session_exists(&target)? {
-                let detail = format!("{}: would redirect to CLI session {target}", a.detail);
-                (true, Reason::Redirected, detail)
-            } else {
-                let detail =
-                    format!("record {key} names session {target}, which is not in state.db");
-                (false, Reason::UnknownSession, detail)
-            }
-        } else {
-            (false, a.reason, a.detail)
-        };
-        out.push(RecordStatus {
-            agent: entry.agent.name.clone(),
-            key,
-            session_id: a.readable.session_id,
-            timestamp: a.readable.timestamp,
-            age_seconds: a.age,
-            remaining_seconds: a.age.map(|age| ttl - age),
-            valid,
-            reason,
-            detail,
-        });
+    let mut out = Vec::new();
+    for (entry, records) in found {
+        let assessed: Vec<Assessment> = records
+            .iter()
+            .map(|(key, value)| assess(settings, entry, key, value, now))
+            .collect();
+        let won = winner(&assessed);
+        for (i, a) in assessed.iter().enumerate() {
+            let (valid, reason, detail) = match won {
+                Some(w) if w == i => {
+                    let target = a.readable.session_id.as_deref().unwrap_or_default();
+                    if host.session_exists(target)? {
+                        let detail =
+                            format!("{}: would redirect to CLI session {target}", a.detail);
+                        (true, Reason::Redirected, detail)
+                    } else {
+                        let detail = format!(
+                            "record {} names session {target}, which is not in state.db",
+                            a.key
+                        );
+                        (false, Reason::UnknownSession, detail)
+                    }
+                }
+                Some(w) if a.reason == Reason::Redirected => {
+                    let detail = format!(
+                        "{}, but the newer record {} is the one resolve uses",
+                        a.detail, assessed[w].key
+                    );
+                    (false, Reason::Superseded, detail)
+                }
+                _ => (false, a.reason, a.detail.clone()),
+            };
+            out.push(RecordStatus {
+                agent: entry.agent.name.clone(),
+                key: a.key.clone(),
+                session_id: a.readable.session_id.clone(),
+                timestamp: a.readable.timestamp,
+                age_seconds: a.age,
+                remaining_seconds: a.age.map(|age| ttl - age),
+                valid,
+                reason,
+                detail,
+            });
+        }
     }
     Ok(out)
 }

@@ -274,18 +274,27 @@ pub fn check_record(case: &RecordCase) {
         for s in &statuses {
             assert_eq!(s.valid, s.reason == Reason::Redirected, "{s:?}");
         }
-        let mohe_valid = statuses.iter().any(|s| s.agent == "mohe" && s.valid);
-        let d = policy.resolve("mohe", "xmpp-mohe-v2").expect("resolve");
-        // Known bug B1 (found by the `state_meta` fuzz target; regression
-        // test in tests/hostile_input.rs): when the newer of mohe's two
-        // records names a missing session, `resolve` stays (unknown-session)
-        // while `active` calls the older, valid one `valid`.
-        let b1 = mohe_valid && d.reason == Reason::UnknownSession;
-        if !b1 {
+        for (agent, asked) in [
+            ("mohe", "xmpp-mohe-v2"),
+            ("zhiwei", "xmpp-zhiwei"),
+            ("xiaoguo", "xmpp-xiaoguo"),
+        ] {
+            let valid: Vec<_> = statuses
+                .iter()
+                .filter(|s| s.agent == agent && s.valid)
+                .collect();
+            let d = policy.resolve(agent, asked).expect("resolve");
+            // Found by the `state_meta` fuzz target (B1): `active` once
+            // called mohe's older record valid while `resolve` stayed on
+            // the newer one's missing session.
             assert_eq!(
-                mohe_valid, d.redirected,
-                "active disagrees with resolve: {statuses:?}"
+                valid.len(),
+                usize::from(d.redirected),
+                "active disagrees with resolve for {agent} ({d:?}): {statuses:?}"
             );
+            if let Some(s) = valid.first() {
+                assert_eq!(s.session_id.as_deref(), Some(d.session_id.as_str()));
+            }
         }
     }
     assert_eq!(

@@ -84,6 +84,7 @@ pub fn reason_from_guest(reason: guest::Reason) -> host::Reason {
         guest::Reason::MalformedRecord => host::Reason::MalformedRecord,
         guest::Reason::UnknownSession => host::Reason::UnknownSession,
         guest::Reason::NotAgentSession => host::Reason::NotAgentSession,
+        guest::Reason::Superseded => host::Reason::Superseded,
         guest::Reason::PolicyError => host::Reason::PolicyError,
     }
 }

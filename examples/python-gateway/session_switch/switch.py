@@ -59,6 +59,7 @@ REASONS = (
     "malformed-record",
     "unknown-session",
     "not-agent-session",
+    "superseded",
     "policy-error",
 )
 
@@ -165,14 +166,17 @@ class WatchStats:
 def check_decision(d: Decision, asked: str) -> Optional[str]:
     """DESIGN §8's checks of a decision for session `asked`: `redirected`
     exactly when the reason is `redirected`; `policy-error` is the host's
-    alone; a redirect names a session; anything else names `asked`. `None`
-    when fine, else one sentence (the Rust host's)."""
+    alone and `superseded` `active`'s; a redirect names a session; anything
+    else names `asked`. `None` when fine, else one sentence (the Rust
+    host's)."""
     if d.reason not in REASONS:
         return f"it answered an unknown reason {d.reason!r}"
     if d.redirected != (d.reason == "redirected"):
         return f"it answered redirected = {str(d.redirected).lower()} with reason {d.reason}"
     if d.reason == "policy-error":
         return "it answered reason policy-error, which only the host gives"
+    if d.reason == "superseded":
+        return "it answered reason superseded, which only active gives"
     if d.redirected:
         if not d.session_id:
             return "it redirected to an empty session id"

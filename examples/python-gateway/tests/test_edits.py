@@ -86,6 +86,7 @@ class Decisions(unittest.TestCase):
             (self.d("", True, "redirected"), "empty session id"),
             (self.d(cli, False, "no-record"), "named session '20260619_190821_7c0afe'"),
             (self.d(asked, False, "policy-error"), "only the host gives"),
+            (self.d(asked, False, "superseded"), "only active gives"),
             (self.d(asked, False, "sideways"), "unknown reason"),
         ]:
             self.assertIn(why, check_decision(d, asked))

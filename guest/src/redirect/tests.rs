@@ -718,6 +718,51 @@ fn active_applies_every_rule_of_resolve() {
 }
 
 #[test]
+fn active_calls_only_the_record_resolve_uses_valid() {
+    // Both of mohe's records are valid alone; the newer one wins.
+    let meta = [
+        (MOHE, rec(NOW - 50.0)),
+        (LEGACY_KEY, legacy(CLI, NOW - 10.0)),
+    ];
+    let all = active(&settings(), &mut host(&meta), Some("mohe")).unwrap();
+    let shown: Vec<_> = all.iter().map(|s| (s.valid, s.reason)).collect();
+    assert_eq!(
+        shown,
+        [(false, Reason::Superseded), (true, Reason::Redirected)]
+    );
+    assert_eq!(
+        all[0].detail,
+        format!(
+            "record {MOHE} is 50 s old (TTL 3600 s), but the newer record {LEGACY_KEY} \
+             is the one resolve uses"
+        )
+    );
+    assert!(mohe(&meta).redirected);
+
+    // The newer one names a missing session: resolve stays, nothing valid
+    // (B1, found by the state_meta fuzz target).
+    let meta = [
+        (MOHE, rec(NOW - 50.0)),
+        (LEGACY_KEY, legacy("gone", NOW - 10.0)),
+    ];
+    let all = active(&settings(), &mut host(&meta), Some("mohe")).unwrap();
+    let shown: Vec<_> = all.iter().map(|s| (s.valid, s.reason)).collect();
+    assert_eq!(
+        shown,
+        [(false, Reason::Superseded), (false, Reason::UnknownSession)]
+    );
+    assert_eq!(mohe(&meta).reason, Reason::UnknownSession);
+
+    // An expired or malformed older record keeps its own reason.
+    let meta = [
+        (MOHE, rec(NOW - 4000.0)),
+        (LEGACY_KEY, legacy(CLI, NOW - 10.0)),
+    ];
+    let all = active(&settings(), &mut host(&meta), Some("mohe")).unwrap();
+    assert_eq!(all[0].reason, Reason::Expired);
+}
+
+#[test]
 fn active_passes_host_failures() {
     let busy = Failure {
         kind: FailureKind::Busy,

@@ -17,6 +17,7 @@ pub fn reason_str(reason: Reason) -> &'static str {
         Reason::MalformedRecord => "malformed-record",
         Reason::UnknownSession => "unknown-session",
         Reason::NotAgentSession => "not-agent-session",
+        Reason::Superseded => "superseded",
         Reason::PolicyError => "policy-error",
     }
 }

@@ -683,6 +683,9 @@ fn check_decision(decision: &Decision, asked: &str) -> Result<(), String> {
     if decision.reason == Reason::PolicyError {
         return Err("it answered reason policy-error, which only the host gives".into());
     }
+    if decision.reason == Reason::Superseded {
+        return Err("it answered reason superseded, which only active gives".into());
+    }
     if decision.redirected {
         if decision.session_id.is_empty() {
             return Err("it redirected to an empty session id".into());
@@ -755,6 +758,10 @@ mod tests {
             (
                 decision(asked, false, Reason::PolicyError),
                 "only the host gives",
+            ),
+            (
+                decision(asked, false, Reason::Superseded),
+                "only active gives",
             ),
         ];
         for (d, why) in bad {
