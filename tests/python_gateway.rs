@@ -5,7 +5,7 @@
 //! run's ejabberd (the `EJ_*` variables reach it through this process's
 //! environment), and tests traps, fallbacks and hot swaps.
 
-use session_switch_tests::{fixtures_dir, workspace_root};
+use session_switch_tests::{fixtures_dir, venv_python, workspace_root};
 use std::process::Command;
 
 /// Fewer tests than this means discovery lost a file: a failure, not a pass.
@@ -17,12 +17,7 @@ fn python_gateway_suite() {
         return;
     };
     let root = workspace_root();
-    let python = root.join("target/venv/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run `make venv`",
-        python.display()
-    );
+    let python = venv_python();
     let gateway = root.join("examples/python-gateway");
     let out = Command::new(&python)
         .args(["-m", "unittest", "discover", "-v", "-s"])

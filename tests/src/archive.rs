@@ -3,8 +3,8 @@
 //! across a restart of ejabberd (the archive lives in Mnesia on disk),
 //! where a live observer would have been disconnected.
 
-use crate::workspace_root;
 use crate::xmpp::{Ejabberd, RoomMessage};
+use crate::{venv_python, workspace_root};
 use std::process::Command;
 
 /// Every groupchat message of `ej`'s room archive, oldest first, read as
@@ -15,12 +15,7 @@ use std::process::Command;
 /// finish the archive (its output and stderr in the message).
 pub fn read_archive(ej: &Ejabberd) -> Vec<RoomMessage> {
     let root = workspace_root();
-    let python = root.join("target/venv/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run `make venv`",
-        python.display()
-    );
+    let python = venv_python();
     let out = Command::new(&python)
         .arg(root.join("tests/ejabberd/muc_probe.py"))
         .args([

@@ -25,6 +25,21 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The Python of the test venv (`target/venv`, made by `make venv` with
+/// slixmpp and wasmtime pinned in `tests/requirements.txt`).
+///
+/// # Panics
+/// When the venv is missing, with the command that makes it.
+pub fn venv_python() -> PathBuf {
+    let python = workspace_root().join("target/venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run `make venv`",
+        python.display()
+    );
+    python
+}
+
 /// The folder of Hermes's real databases: `$HERMES_FIXTURES`, else
 /// `../shared/fixtures/hermes` beside the workspace. `None` (and a note on
 /// stderr) when missing: the caller skips; `.ci/run` fails before that.

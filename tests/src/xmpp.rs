@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::workspace_root;
+use crate::{venv_python, workspace_root};
 
 /// Set to `1` by `make test`: a missing ejabberd is then a failure, not a skip.
 pub const REQUIRE_ENV: &str = "SESSION_SWITCH_REQUIRE_EJABBERD";
@@ -279,12 +279,7 @@ impl RoomObserver {
     /// As [`RoomObserver::join`].
     pub fn join_as(ej: &Ejabberd, user: &str, nick: &str) -> RoomObserver {
         let root = workspace_root();
-        let python = root.join("target/venv/bin/python");
-        assert!(
-            python.is_file(),
-            "{} is missing: run `make venv`",
-            python.display()
-        );
+        let python = venv_python();
         let mut child = Command::new(&python)
             .arg(root.join("tests/ejabberd/muc_probe.py"))
             .args([
