@@ -192,6 +192,18 @@ fn wrong_types_and_ranges_are_refused() {
         e.message,
         "config test.toml, line 11: ttl_seconds must be at least 1"
     );
+    // The policy gets the text to normalise in its 64 MiB memory: a
+    // million characters at most (host/src/runtime/limits.rs).
+    let e = err(&MINIMAL.replace("[xmpp]\n", "[xmpp]\nmax_body_chars = 1000001\n"));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 3: max_body_chars must be at most 1000000"
+    );
+    let ok = MINIMAL.replace("[xmpp]\n", "[xmpp]\nmax_body_chars = 1000000\n");
+    assert_eq!(
+        Config::parse(&ok, "test.toml").unwrap().xmpp.max_body_chars,
+        1_000_000
+    );
     let e = err(&with("\n[redirect]\nlegacy_agent = \"nobody\"\n"));
     assert_eq!(
         e.message,

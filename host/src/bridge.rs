@@ -94,7 +94,7 @@ impl Backend for HermesBackend {
 
     /// DESIGN §8 "Send": ask ejabberd whether the agent's JID may post
     /// (before the database is locked: that call can take ~0.5 s), then
-    /// write row + provenance + record inside `BEGIN IMMEDIATE`, post, and
+    /// write row + provenance + record inside `BEGIN EXCLUSIVE`, post, and
     /// commit only if the post succeeded.
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         let transport = self.transport.as_deref().ok_or_else(|| {

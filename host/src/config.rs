@@ -7,6 +7,7 @@
 //! file and the line.
 
 use crate::failure::Failure;
+use crate::runtime::MAX_BODY_CHARS_LIMIT;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -263,6 +264,12 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
     let max_body_chars = match x.max_body_chars {
         Some(m) if *m.get_ref() == 0 => {
             return Err(at(m.span(), "max_body_chars must be at least 1".into()));
+        }
+        Some(m) if *m.get_ref() > MAX_BODY_CHARS_LIMIT => {
+            return Err(at(
+                m.span(),
+                format!("max_body_chars must be at most {MAX_BODY_CHARS_LIMIT}"),
+            ));
         }
         Some(m) => m.into_inner(),
         None => DEFAULT_MAX_BODY_CHARS,

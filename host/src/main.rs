@@ -17,16 +17,32 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // clap's text is several lines (what is wrong, usage, a tip):
-            // keep what is wrong, on one line.
+            // clap's text is several lines (what is wrong, a tip, usage,
+            // "For more information"): keep what is wrong, on one line.
+            // Its tip about "--" is dropped: for `send` the "--" must come
+            // after the options, which `send --help` says.
             let text = e.to_string();
-            let what = text.split("\n\nUsage:").next().unwrap_or(&text);
+            let what = text
+                .split("\n\nUsage:")
+                .next()
+                .unwrap_or(&text)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.starts_with("tip:") && !l.starts_with("For more information"))
+                .collect::<Vec<_>>()
+                .join(" ");
             let what = what
                 .trim_start_matches("error: ")
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ");
-            eprintln!("xmpp-session-bridge: {what} (see --help)");
+            let hint = if e.kind() == clap::error::ErrorKind::UnknownArgument {
+                "a message starting with '-' goes after the options and '--': \
+                 send --agent NAME -- TEXT SESSION_ID; see --help"
+            } else {
+                "see --help"
+            };
+            eprintln!("xmpp-session-bridge: {what} ({hint})");
             return ExitCode::from(2);
         }
     };

@@ -44,35 +44,49 @@ pub enum Command {
     ///
     /// The text also goes into the agent's XMPP history as "[YOU] TEXT", and
     /// SESSION_ID is recorded so the agent's bot loads that session while the
-    /// record is valid. TEXT "-" reads stdin; a TEXT starting with "-" goes
-    /// after "--".
+    /// record is valid. TEXT "-" reads stdin (one trailing line break
+    /// dropped). A TEXT starting with "-" needs "--" after the options:
+    /// send --agent NAME -- "-text" SESSION_ID
+    // No `-h` here: a message like "-hmm" must be an error, not help
+    // printed with exit 0 and nothing sent. `--help` still works.
+    #[command(disable_help_flag = true)]
     Send {
         /// The message; "-" reads it from stdin
         text: String,
         /// The CLI session that sends (Hermes sets $HERMES_SESSION_ID)
         session_id: String,
+        /// The agent to send as (a name from the config)
         #[arg(long, value_name = "NAME")]
         agent: String,
+        /// Print help
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
     },
     /// Show each agent's record: session, age and time left
     Active {
+        /// Only this agent's record
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
     /// Remove the record of one agent or of all
     Clear {
+        /// Only this agent's record
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
     /// The session the agent's bot should load instead of SESSION_ID, and why
     Resolve {
+        /// The session the bot is about to load (one of the agent's XMPP sessions)
         session_id: String,
+        /// The agent whose bot asks
         #[arg(long, value_name = "NAME")]
         agent: String,
     },
     /// The tagged history the agent's model would see for SESSION_ID
     Context {
+        /// The session the bot is about to load (one of the agent's XMPP sessions)
         session_id: String,
+        /// The agent whose bot asks
         #[arg(long, value_name = "NAME")]
         agent: String,
         /// Only the last N rows
@@ -83,7 +97,9 @@ pub enum Command {
     ///
     /// FROM is the occupant JID room/nick, a full or bare JID, or a nick.
     IsOwn {
+        /// The room message's sender: occupant JID room/nick, a JID or a nick
         from: String,
+        /// The agent whose bot got the message
         #[arg(long, value_name = "NAME")]
         agent: String,
     },

@@ -7,7 +7,7 @@ mod output;
 use crate::Failure;
 use crate::bridge::{self, HermesBackend};
 use crate::config::Config;
-use crate::runtime::{CacheMode, Policy, PolicyOptions, Session};
+use crate::runtime::{CacheMode, Policy, PolicyOptions, Session, max_text_bytes};
 use crate::store::HermesStore;
 use args::{Cli, Command, Global};
 use std::io::Read;
@@ -33,9 +33,14 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             text,
             session_id,
             agent,
+            ..
         } => {
-            let text = if text == "-" { read_stdin()? } else { text };
             let config = load_config(g)?;
+            let text = if text == "-" {
+                read_stdin(max_text_bytes(config.xmpp.max_body_chars))?
+            } else {
+                text
+            };
             let transport = bridge::transport(&config)?;
             let mut session = open_session(g, &config, Some(transport))?;
             let receipt = session.send(&agent, &session_id, &text)?;
@@ -109,10 +114,28 @@ fn open_session(
     Ok(policy.session(backend, bridge::settings(config)))
 }
 
-fn read_stdin() -> Result<String, Failure> {
-    let mut text = String::new();
+/// The message from stdin, at most `max_bytes` (see [`max_text_bytes`]):
+/// more is refused before it is all read. One trailing line break is
+/// dropped, as a shell's `$(…)` does (`echo text | … send -` sends `text`).
+fn read_stdin(max_bytes: usize) -> Result<String, Failure> {
+    let mut bytes = Vec::new();
     std::io::stdin()
-        .read_to_string(&mut text)
+        .take(max_bytes as u64 + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| Failure::bad_input(format!("cannot read the message from stdin: {e}")))?;
+    if bytes.len() > max_bytes {
+        return Err(Failure::bad_input(format!(
+            "the message on stdin is longer than {max_bytes} bytes, far over the maximum \
+             length; nothing was sent"
+        )));
+    }
+    let mut text = String::from_utf8(bytes)
+        .map_err(|e| Failure::bad_input(format!("the message on stdin is not UTF-8: {e}")))?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
     Ok(text)
 }

@@ -6,6 +6,23 @@
 use std::time::{Duration, Instant};
 use wasmtime::{Engine, ResourceLimiter, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 
+/// The longest text, in bytes, the host hands to the policy's `send` when
+/// the settings allow `max_body_chars` characters: 4 bytes (UTF-8's
+/// longest character) per allowed character, plus 64 KiB for what
+/// normalisation removes (ANSI escapes, control characters). Anything
+/// longer cannot become a body the policy accepts, and crossing it into the
+/// guest would only spend its memory cap (64 MiB): the host refuses it
+/// first as `bad-input`. The config bounds `max_body_chars` to
+/// [`MAX_BODY_CHARS_LIMIT`], so this stays far below the cap.
+pub fn max_text_bytes(max_body_chars: u32) -> usize {
+    4 * max_body_chars as usize + (64 << 10)
+}
+
+/// The largest `max_body_chars` a config may set (1,000,000 characters):
+/// its [`max_text_bytes`] (about 4 MiB), copied in and normalised in the
+/// guest, stays well inside the policy's 64 MiB memory cap.
+pub const MAX_BODY_CHARS_LIMIT: u32 = 1_000_000;
+
 /// Per-call and per-store budgets of the policy.
 ///
 /// Fuel counts WebAssembly work only (roughly one unit per instruction),

@@ -32,7 +32,7 @@ pub use bindings::{
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use imports::is_our_meta_key;
-pub use limits::Limits;
+pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::{
     EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Policy, PolicyOptions, Source,
     TYPES_INTERFACE,

@@ -9,7 +9,7 @@ use super::bindings::{
     Decision, Reason, Receipt, RecordStatus, SessionSwitch, Settings, WitFailure,
 };
 use super::imports::{Call, HistoryQuery, HostState, SendArgs};
-use super::limits::{GuestClock, Limiter};
+use super::limits::{GuestClock, Limiter, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 use super::policy::{Current, LoadInfo, Loaded, Runtime, one_line};
 use crate::Failure;
 use crate::store::HistoryRow;
@@ -594,6 +594,8 @@ impl Session {
     /// send, the backend performs it atomically. The host allows one send
     /// per call, with a plan that names this agent, this CLI session, the
     /// agent's record key and a history row of `[YOU] ` + the room's body.
+    /// A `text` longer than [`max_text_bytes`] of the settings'
+    /// `max_body_chars` is refused (`bad-input`) before the policy sees it.
     ///
     /// Errors keep their kind (`bad-input`, `unknown-agent`, `not-accepted`,
     /// `busy`, `unknown-outcome`, `store`, `transport`; exit status per
@@ -606,6 +608,17 @@ impl Session {
         cli_session_id: &str,
         text: &str,
     ) -> Result<Receipt, Failure> {
+        let max_chars = self
+            .settings
+            .as_ref()
+            .map_or(MAX_BODY_CHARS_LIMIT, |s| s.max_body_chars);
+        if text.len() > max_text_bytes(max_chars) {
+            return Err(Failure::bad_input(format!(
+                "message is {} bytes long, far over the maximum of {max_chars} characters; \
+                 nothing was sent",
+                text.len()
+            )));
+        }
         let args = SendArgs {
             agent: agent.to_owned(),
             cli_session_id: cli_session_id.to_owned(),

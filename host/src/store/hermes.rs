@@ -6,7 +6,7 @@
 //! more: reads run in autocommit mode (one implicit read transaction per
 //! statement), or inside one read snapshot a caller opens around several
 //! ([`HermesStore::begin_read`]), and never write; writes run inside
-//! `BEGIN IMMEDIATE`.
+//! `BEGIN IMMEDIATE`, a send's inside `BEGIN EXCLUSIVE` (see `send_write`).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ use crate::{Failure, FailureKind};
 /// per attempt and retry for up to 20 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How often `BEGIN IMMEDIATE` (and `COMMIT`) is tried when SQLite still
+/// How often `BEGIN` (and `COMMIT`) is tried when SQLite still
 /// reports `SQLITE_BUSY` after the busy timeout; between attempts the store
 /// sleeps a random [`RETRY_JITTER_MS`]. Worst case before a `busy` failure:
 /// `WRITE_ATTEMPTS × (busy timeout + 150 ms)`.
@@ -176,7 +176,7 @@ impl HermesStore {
             return Ok(false);
         }
         let doing = format!("delete state_meta key {key:?}");
-        let tx = self.begin_immediate(&doing)?;
+        let tx = self.begin_write(&doing, TransactionBehavior::Immediate)?;
         let removed = tx
             .execute("DELETE FROM state_meta WHERE key = ?1", [key])
             .map_err(|e| sqlite_failure(&self.path, self.busy_timeout, &doing, e))?;
@@ -351,10 +351,19 @@ impl HermesStore {
         }
     }
 
-    /// Start a `BEGIN IMMEDIATE` transaction: the busy timeout applies to
-    /// it, and if SQLite still reports `SQLITE_BUSY` it is tried again after
-    /// a random pause, [`WRITE_ATTEMPTS`] times in all; then kind `busy`.
-    pub(super) fn begin_immediate(&self, doing: &str) -> Result<Transaction<'_>, Failure> {
+    /// Start a write transaction (`BEGIN IMMEDIATE` or `BEGIN EXCLUSIVE`):
+    /// the busy timeout applies to it, and if SQLite still reports
+    /// `SQLITE_BUSY` it is tried again after a random pause,
+    /// [`WRITE_ATTEMPTS`] times in all; then kind `busy`.
+    pub(super) fn begin_write(
+        &self,
+        doing: &str,
+        behavior: TransactionBehavior,
+    ) -> Result<Transaction<'_>, Failure> {
+        let begin = match behavior {
+            TransactionBehavior::Exclusive => "BEGIN EXCLUSIVE",
+            _ => "BEGIN IMMEDIATE",
+        };
         // SQLite falls back to read-only when the file is not writable; say
         // so now rather than with the first statement that writes.
         if self
@@ -374,7 +383,7 @@ impl HermesStore {
         loop {
             // `new_unchecked` takes `&Connection`, so the store's other
             // fields stay readable while the transaction is open.
-            match Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
+            match Transaction::new_unchecked(&self.conn, behavior) {
                 Ok(tx) => return Ok(tx),
                 Err(e) if is_busy(&e) && attempt < WRITE_ATTEMPTS => {
                     attempt += 1;
@@ -386,7 +395,7 @@ impl HermesStore {
                         format!(
                             "could not {doing}: {} stayed locked by another connection (e.g. a \
                              Hermes gateway) for {:.1} s ({WRITE_ATTEMPTS} attempts of \
-                             BEGIN IMMEDIATE); nothing was written, try again",
+                             {begin}); nothing was written, try again",
                             self.path.display(),
                             started.elapsed().as_secs_f64()
                         ),

@@ -1,9 +1,16 @@
 //! The store half of the atomic send (DESIGN §8 "Send is one host import,
-//! atomic in the host"): one `BEGIN IMMEDIATE` transaction holds the history
+//! atomic in the host"): one `BEGIN EXCLUSIVE` transaction holds the history
 //! row, its provenance and the agent's record while the caller posts to the
 //! room; the post's answer decides `COMMIT` or `ROLLBACK`.
+//!
+//! EXCLUSIVE, not IMMEDIATE: in a rollback-journal database (DELETE mode,
+//! as `init-db` makes) `COMMIT` needs every reader gone, so after an
+//! IMMEDIATE begin a gateway's long read could make the commit fail *after*
+//! the room took the message. EXCLUSIVE waits for the readers before
+//! anything is posted (or refuses as `busy`, nothing posted); in WAL mode
+//! SQLite treats it as IMMEDIATE and readers never block the commit.
 
-use rusqlite::params;
+use rusqlite::{TransactionBehavior, params};
 
 use super::hermes::{check_our_key, commit_with_retry};
 use super::sqlite_failure::sqlite_failure;
@@ -40,7 +47,7 @@ impl HermesStore {
     /// Write one send atomically around `post` (the room post).
     ///
     /// In one transaction, in this order:
-    /// 1. `BEGIN IMMEDIATE` — the busy timeout applies; if SQLite still
+    /// 1. `BEGIN EXCLUSIVE` — the busy timeout applies; if SQLite still
     ///    reports `SQLITE_BUSY`, it is retried after a random 20–150 ms
     ///    pause, [`super::WRITE_ATTEMPTS`] attempts in all, then kind
     ///    `busy` with nothing written and `post` not called;
@@ -82,7 +89,7 @@ impl HermesStore {
     ) -> Result<(Written, T), Failure> {
         validate(w)?;
         let doing = format!("record the send in session {:?}", w.history_session_id);
-        let tx = self.begin_immediate(&doing)?;
+        let tx = self.begin_write(&doing, TransactionBehavior::Exclusive)?;
         let fail = |step: &str, e| sqlite_failure(&self.path, self.busy_timeout, step, e);
         let written = (|| {
             // Inside the transaction: the schema read is the one we write to.
@@ -130,10 +137,12 @@ impl HermesStore {
         match outcome {
             Ok((written, value)) => {
                 commit_with_retry(tx, &self.path, self.busy_timeout, &doing).map_err(|e| {
+                    // `e` may end in "try again": not after the room took it.
+                    let cause = e.message.trim_end_matches(", try again");
                     Failure::store(format!(
                         "the message was posted to the room, but state.db could not record it \
-                         ({e}); the room has the message, the history row and the record were \
-                         not written"
+                         ({cause}); the room has the message, the history row and the record \
+                         were not written: do not send it again"
                     ))
                 })?;
                 Ok((written, value))
