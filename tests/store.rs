@@ -319,6 +319,79 @@ fn meta_get_reads_the_seed_record_of_the_fixtures() {
     }
 }
 
+/// Anyone can write bytes that are not UTF-8 into `state_meta`: they read
+/// as U+FFFD, so the policy calls the record malformed (and `active` shows
+/// it, `clear` removes it) instead of every call failing.
+#[test]
+fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
+    use session_switch::bridge::HermesBackend;
+    use session_switch::runtime::{CacheMode, Policy, PolicyOptions, Reason};
+    use session_switch_tests::memory_backend::room_settings;
+
+    let (_dir, db) = fixture!("hermes-latest.db");
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT OR REPLACE INTO state_meta VALUES ('session_switch:active:mohe', X'FFFE41');
+         INSERT OR REPLACE INTO state_meta VALUES ('session_switch:active:zhiwei', \
+             CAST(X'7B22ff7D' AS TEXT));",
+    )
+    .unwrap();
+    drop(conn);
+    let store = HermesStore::open(&db).unwrap();
+    assert_eq!(
+        store
+            .meta_get("session_switch:active:mohe")
+            .unwrap()
+            .as_deref(),
+        Some("\u{fffd}\u{fffd}A")
+    );
+    assert_eq!(
+        store.meta_list_ours().unwrap(),
+        [
+            (
+                "session_switch:active:mohe".to_string(),
+                "\u{fffd}\u{fffd}A".to_string()
+            ),
+            (
+                "session_switch:active:zhiwei".to_string(),
+                "{\"\u{fffd}}".to_string()
+            ),
+        ]
+    );
+
+    let options = PolicyOptions {
+        cache: CacheMode::Off,
+        ..PolicyOptions::default()
+    };
+    let policy = Policy::embedded(options).unwrap();
+    let backend = HermesBackend::new(store, None, "coregroup@conference.example.org");
+    let mut session = policy.session(backend, room_settings());
+    let d = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
+    assert_eq!(
+        (d.redirected, d.reason),
+        (false, Reason::MalformedRecord),
+        "{d:?}"
+    );
+    let statuses = session.active(None).unwrap();
+    let shown: Vec<_> = statuses
+        .iter()
+        .map(|s| (s.key.as_str(), s.valid, s.reason))
+        .collect();
+    assert!(
+        shown.contains(&("session_switch:active:mohe", false, Reason::MalformedRecord)),
+        "{shown:?}"
+    );
+    assert!(
+        session
+            .clear(Some("mohe"))
+            .unwrap()
+            .contains(&"session_switch:active:mohe".to_string())
+    );
+    drop(session);
+    let store = HermesStore::open(&db).unwrap();
+    assert_eq!(store.meta_get("session_switch:active:mohe").unwrap(), None);
+}
+
 // ------------------------------------------------------------- send_write
 
 /// A send on every fixture adds exactly one history row, one provenance row

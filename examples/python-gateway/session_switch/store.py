@@ -249,16 +249,20 @@ class HermesStore:
     def meta_get(self, key: str) -> Optional[str]:
         """The value of `state_meta` key `key`; `None` when the key, the whole
         table (early Hermes), or the value is absent. SQL (autocommit):
-        `SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1`."""
+        `SELECT CAST(CAST(value AS TEXT) AS BLOB) FROM state_meta WHERE key = ?1`,
+        decoded with bytes that are not UTF-8 replaced by U+FFFD (as the Rust
+        host does): a garbage record is a malformed one, not a read error."""
         if not self._table_exists("state_meta"):
             return None
         try:
             row = self.conn.execute(
-                "SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1", (key,)
+                "SELECT CAST(CAST(value AS TEXT) AS BLOB) FROM state_meta WHERE key = ?1", (key,)
             ).fetchone()
         except sqlite3.Error as e:
             raise self._fail(f"read state_meta key {key!r}", e) from None
-        return None if row is None else row[0]
+        if row is None or row[0] is None:
+            return None
+        return bytes(row[0]).decode("utf-8", "replace")
 
     def session_exists(self, session_id: str) -> bool:
         """Whether `sessions` has a row with this id."""

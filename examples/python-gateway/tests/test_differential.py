@@ -110,6 +110,10 @@ class Differential(unittest.TestCase):
             support.put_record(
                 db, per_agent + "xiaoguo", support.record_json("20991231_000000_000000", now - 10, "xiaoguo")
             )
+            # Bytes that are not UTF-8: both hosts read U+FFFD, a malformed record.
+            support.execute(
+                db, "INSERT OR REPLACE INTO state_meta VALUES ('active_xmpp_sender_session', X'FFFE41')"
+            )
 
         def legacy(db):
             support.put_record(

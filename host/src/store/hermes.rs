@@ -140,7 +140,9 @@ impl HermesStore {
     /// The value of `state_meta` key `key`; `None` when the key, or the
     /// whole `state_meta` table (early Hermes databases), is absent, or the
     /// stored value is NULL. Non-text values are returned as SQLite's text
-    /// form (`CAST(value AS TEXT)`).
+    /// form (`CAST(value AS TEXT)`); bytes that are not UTF-8 (anyone can
+    /// write a blob there) become U+FFFD, so the policy sees a malformed
+    /// record it can report and `clear` can remove, not a read error.
     ///
     /// SQL (autocommit, read only): `SELECT CAST(value AS TEXT) FROM
     /// state_meta WHERE key = ?1`. On `SQLITE_BUSY` past the busy timeout
@@ -151,7 +153,7 @@ impl HermesStore {
         }
         self.conn
             .prepare_cached("SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1")
-            .and_then(|mut stmt| stmt.query_row([key], |row| row.get::<_, Option<String>>(0)))
+            .and_then(|mut stmt| stmt.query_row([key], |row| lossy_text(row, 0)))
             .optional()
             .map(Option::flatten)
             .map_err(|e| self.fail(&format!("read state_meta key {key:?}"), e))
@@ -204,9 +206,11 @@ impl HermesStore {
                  WHERE key >= 'session_switch:' AND key < 'session_switch;' ORDER BY key",
             )
             .map_err(|e| self.fail(doing, e))?;
-        stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.fail(doing, e))
+        stmt.query_map([], |row| {
+            Ok((row.get(0)?, lossy_text(row, 1)?.unwrap_or_default()))
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| self.fail(doing, e))
     }
 
     /// Whether `sessions` has a row with id `id`.
@@ -477,6 +481,15 @@ impl HermesStore {
             )
             .map_err(|e| self.fail("read the columns of messages", e))
     }
+}
+
+/// Column `i` as text, bytes that are not UTF-8 replaced by U+FFFD; `None`
+/// for NULL.
+fn lossy_text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    Ok(row
+        .get_ref(i)?
+        .as_bytes_or_null()?
+        .map(|b| String::from_utf8_lossy(b).into_owned()))
 }
 
 /// Commit `tx`; a `SQLITE_BUSY` `COMMIT` (DELETE mode: readers still hold
