@@ -8,8 +8,12 @@ GUEST_WASM := target/wasm32-unknown-unknown/guest/session_switch_policy.wasm
 COMPONENT := target/policy/session_switch.wasm
 VARIANTS_DIR := target/policy/variants
 VENV := target/venv
+# Hermes's real databases (made by Hermes itself): `make test` refuses to run
+# without them rather than let the tests that need them skip.
+HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
+export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv clean bench fuzz soak
+.PHONY: help toolchain component variants build test demo lint venv clean bench fuzz soak fixtures
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -18,8 +22,10 @@ toolchain: ## install the wasm targets of rust-toolchain.toml (idempotent)
 	@rustup target add wasm32-unknown-unknown wasm32-wasip2 >/dev/null 2>&1 || \
 	  rustup target add wasm32-unknown-unknown wasm32-wasip2
 
+# `--target-dir target` even when CARGO_TARGET_DIR points elsewhere: the
+# host's build.rs embeds target/policy/session_switch.wasm of this checkout.
 component: toolchain ## build the policy component: target/policy/session_switch.wasm
-	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest
+	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest --target-dir target
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
 
 # Test variants of the policy (guest features `variant-*`, see
@@ -61,13 +67,18 @@ $(VENV)/.requirements: tests/requirements.txt $(PY_GATEWAY_REQUIREMENTS)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_GATEWAY_REQUIREMENTS)
 	@touch $@
 
+fixtures:
+	@test -f "$(HERMES_FIXTURES)/hermes-latest.db" || { \
+	  echo "make: the Hermes fixtures are missing at $(HERMES_FIXTURES) (set HERMES_FIXTURES)" >&2; exit 1; }
+	@echo "Hermes fixtures: $(HERMES_FIXTURES)"
+
 # One isolated ejabberd for the whole run, on free loopback ports, stopped and
 # removed on exit, also on failure or Ctrl-C (tests/ejabberd/with-ejabberd.sh;
 # it installs the Debian package when missing). With the variable set, a test
 # that finds no ejabberd fails instead of skipping.
 # One build of every target first: `cargo test` then reuses it (building the
 # CLI alone resolves other features and compiles wasmtime a second time).
-test: component variants venv ## run every test (starts and stops an isolated ejabberd)
+test: fixtures component variants venv ## run every test (starts and stops an isolated ejabberd)
 	$(CARGO) build --workspace --all-targets
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
 
