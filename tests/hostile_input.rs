@@ -57,6 +57,18 @@ fn hostile_piece() -> Vec<&'static str> {
         "\u{3000}",
         "\u{a0}",
         "\u{200b}",
+        "\u{feff}",
+        "\u{2060}",
+        "\u{ad}",
+        "\u{202e}",
+        "\u{e0020}",
+        "\u{3164}",
+        "［",
+        "］",
+        "ＹＯＵ",
+        "ｙｏｕ",
+        "［YOU］",
+        "[ＹOu］",
         "mohe",
         "MOHE",
         "mohe2",
@@ -234,6 +246,14 @@ fn row_case() -> impl Strategy<Value = RowCase> {
         8 => text_of(hostile_piece(), 16),
         1 => (0..70usize, text_of(hostile_piece(), 6))
             .prop_map(|(n, rest)| format!("{}{rest}", "[YOU] ".repeat(n / 6) + &" ".repeat(n % 6))),
+        // A tag behind about as many blanks as the prefix holds (G1).
+        1 => (
+            40..270usize,
+            prop::sample::select(vec![" ", "\u{3000}", "\u{200b}", "\t"]),
+            prop::sample::select(vec!["[YOU] ", "［YOU］", "[you]"]),
+            text_of(hostile_piece(), 6),
+        )
+            .prop_map(|(n, blank, tag, rest)| format!("{}{tag}{rest}", blank.repeat(n))),
     ];
     let bridge = prop::option::of(0..3usize);
     (role, content, bridge).prop_map(|(role, content, bridge_agent)| RowCase {
