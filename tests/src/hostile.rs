@@ -743,7 +743,10 @@ pub fn check_history_rows(session: &mut Session, agent: &str, rows: Vec<HistoryR
 /// Check the config parser on `text` (DESIGN §8 "Config"):
 /// - errors are `bad-input` and name the file (`config fuzz.toml…`);
 /// - an accepted config has agents, unique names, JIDs, nicks and session
-///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent.
+///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent;
+/// - the policy's `configure` accepts the settings of every accepted config
+///   (gap G3 of `SECURITY.md`, closed: the config refuses, with its line,
+///   whatever the policy would refuse).
 ///
 /// Returns the accepted config, if any.
 ///
@@ -795,6 +798,31 @@ pub fn check_config(text: &str) -> Option<Config> {
         assert!(
             config.agent(legacy).is_some(),
             "legacy agent {legacy:?} not configured"
+        );
+    }
+    let s = session_switch::bridge::settings(&config);
+    let settings = session_switch_policy::Settings {
+        room: s.room,
+        ttl_seconds: s.ttl_seconds,
+        future_skew_seconds: s.future_skew_seconds,
+        max_body_chars: s.max_body_chars,
+        legacy_agent: s.legacy_agent,
+        agents: s
+            .agents
+            .into_iter()
+            .map(|a| session_switch_policy::Agent {
+                name: a.name,
+                jid: a.jid,
+                nick: a.nick,
+                sessions: a.sessions,
+                aliases: a.aliases,
+            })
+            .collect(),
+    };
+    if let Err(e) = ValidSettings::new(settings) {
+        panic!(
+            "the config accepts settings the policy refuses ({:?}): {}",
+            e.kind, e.message
         );
     }
     Some(config)
