@@ -38,6 +38,7 @@ use session_switch::store::HermesStore;
 use session_switch_policy::body::clean;
 use session_switch_tests::archive::read_archive;
 use session_switch_tests::fault_proxy::{Fate, FaultProxy};
+use session_switch_tests::hostile::starts_with_tag;
 use session_switch_tests::instance::OwnEjabberd;
 use session_switch_tests::xmpp::Ejabberd;
 use session_switch_tests::{bin_path, component_path, fixture_copy, variant_path, workspace_root};
@@ -344,7 +345,7 @@ fn gateway(
         let mine = bodies.get(agent);
         for m in rows.iter().filter(|m| m.role == "user") {
             let base = untag(&m.content);
-            let tagged = base.len() != m.content.trim_start().len();
+            let tagged = starts_with_tag(&m.content);
             let signed = base.starts_with(&format!("{agent}:"))
                 || base.starts_with(&format!("{agent}："))
                 || base.starts_with(&format!("[{agent}]"));
