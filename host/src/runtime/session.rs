@@ -537,11 +537,11 @@ impl Session {
             Call::Resolve,
             None,
             |g, s| g.call_resolve(s, agent, session_id),
-            |d, backend| check_redirect(backend, agent, legacy, d),
+            |d, backend| {
+                check_decision(d, session_id)?;
+                check_redirect(backend, agent, legacy, d)
+            },
         )?;
-        if let Err(why) = check_decision(&decision, session_id) {
-            return Err(self.policy_failure(Call::Resolve, why));
-        }
         Ok(decision)
     }
 
@@ -573,9 +573,12 @@ impl Session {
             Call::Context,
             None,
             |g, s| g.call_context(s, agent, session_id, limit),
-            |c, backend| check_redirect(backend, agent, legacy, &c.decision),
+            |c, backend| {
+                check_decision(&c.decision, session_id)?;
+                check_redirect(backend, agent, legacy, &c.decision)
+            },
         )?;
-        let checked = check_decision(&result.decision, session_id).and_then(|()| {
+        let checked = {
             let asked = HistoryQuery {
                 session_id: result.decision.session_id.clone(),
                 agent: agent.to_owned(),
@@ -590,7 +593,7 @@ impl Session {
                 )),
                 Some(_) => Ok(()),
             }
-        });
+        };
         if let Err(why) = checked {
             return Err(self.policy_failure(Call::Context, why));
         }
