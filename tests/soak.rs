@@ -781,7 +781,13 @@ fn check_database(conn: &Connection, report: &mut Report) {
         match (newest, record) {
             (Some((ts, cli)), Some(record)) => {
                 let r: Value = serde_json::from_str(&record).unwrap();
-                if r["session_id"] != cli.as_str() || r["timestamp"].as_f64() != Some(ts) {
+                // serde_json (without `float_roundtrip`) may parse the
+                // record's shortest decimal one ULP off the stored REAL
+                // (1795993632.8909113 once did): equal within a microsecond.
+                let same_time = r["timestamp"]
+                    .as_f64()
+                    .is_some_and(|t| (t - ts).abs() < 1e-6);
+                if r["session_id"] != cli.as_str() || !same_time {
                     report.problem(format!(
                         "{agent}'s record {record} is not its newest send ({cli} at {ts})"
                     ));
