@@ -33,7 +33,7 @@ component: toolchain ## build the policy component: target/policy/session_switch
 # holds the lock of target/, so a nested cargo there would wait for it.
 VARIANTS_TARGET := target/variants
 VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_policy.wasm
-VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface memcopy chase reach spy
+VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface memcopy chase reach spy hijack
 POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
 GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)
 COMPONENTIZE_V := $(CARGO) run -q -p xtask -- componentize $(VARIANT_CORE)

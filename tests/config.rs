@@ -272,3 +272,203 @@ fn a_missing_file_says_where_and_what_to_do() {
     );
     assert!(e.message.contains("--config PATH"), "{e}");
 }
+
+/// `MINIMAL` plus zhiwei (`[[agents]]` at line 10, name at 11, JID at 12,
+/// sessions at 13), then `zhiwei_extra` from line 14 on.
+fn two_agents(zhiwei_extra: &str) -> String {
+    with(&format!(
+        "\n[[agents]]\nname = \"zhiwei\"\njid = \"zhiwei@example.org\"\nsessions = [\"xmpp-zhiwei\"]\n{zhiwei_extra}"
+    ))
+}
+
+/// The policy's `configure` rules, checked by the config with the line
+/// (gap G3 of SECURITY.md): before, these configs parsed and every call
+/// then failed with `invalid settings: …`, naming no line.
+#[test]
+fn names_a_signature_could_be_confused_by_are_refused_with_their_line() {
+    // An alias that is another agent's name, nick or JID local part.
+    let e = err(&two_agents("aliases = [\"mohe\"]\n"));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 14: alias 'mohe' of agent 'zhiwei' is already a name of \
+         agent 'mohe' (first at line 6): tagging could not tell their lines apart"
+    );
+    let e = err(&two_agents("aliases = [\"MOHE\"]\n"));
+    assert!(
+        e.message
+            .contains("line 14: alias 'MOHE' of agent 'zhiwei' is already a name of agent 'mohe'"),
+        "{e}"
+    );
+    let e = err(&two_agents("nick = \"lin\"\n")
+        .replace("jid = \"mohe@example.org\"", "jid = \"lin@example.org\""));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 14: nick 'lin' of agent 'zhiwei' is already a name of agent \
+         'mohe' (first at line 7): tagging could not tell their lines apart"
+    );
+    // An agent name equal to another's alias (the alias came first).
+    let text = MINIMAL.replace(
+        "sessions = [\"xmpp-mohe-v2\"]",
+        "sessions = [\"xmpp-mohe-v2\"]\naliases = [\"Zhiwei\"]",
+    ) + "\n[[agents]]\nname = \"zhiwei\"\njid = \"zw@example.org\"\nnick = \"zw\"\nsessions = [\"xmpp-zhiwei\"]\n";
+    let e = err(&text);
+    assert_eq!(
+        e.message,
+        "config test.toml, line 12: name 'zhiwei' of agent 'zhiwei' is already a name of agent \
+         'mohe' (first at line 9): tagging could not tell their lines apart"
+    );
+    // An agent name differing only in case from another's.
+    let e = err(&with(
+        "\n[[agents]]\nname = \"Mohe\"\njid = \"other@example.org\"\nnick = \"o\"\nsessions = [\"s2\"]\n",
+    ));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 11: duplicate agent name 'mohe' (first at line 6)"
+    );
+    // The tag itself, as alias, nick or JID local part, in any case.
+    let e = err(&two_agents("aliases = [\"You\"]\n"));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 14: alias 'You' of agent 'zhiwei' is the [YOU] tag itself; \
+         choose another (tagging would take any line for the agent's)"
+    );
+    let e = err(&MINIMAL.replace("[\"xmpp-mohe-v2\"]", "[\"xmpp-mohe-v2\"]\nnick = \"YOU\""));
+    assert!(
+        e.message
+            .contains("line 9: nick 'YOU' of agent 'mohe' is the [YOU] tag itself"),
+        "{e}"
+    );
+    let e = err(&MINIMAL.replace("mohe@example.org", "you@example.org"));
+    assert!(
+        e.message
+            .contains("line 7: JID local part 'you' of agent 'mohe' is the [YOU] tag itself"),
+        "{e}"
+    );
+    // The agent's own names may repeat each other: mohe's nick is its name.
+    let c = Config::parse(
+        &two_agents("nick = \"Zhiwei\"\naliases = [\"zhiwei\", \"知微\"]\n"),
+        "t",
+    )
+    .unwrap();
+    assert_eq!(c.agent("zhiwei").unwrap().aliases, ["zhiwei", "知微"]);
+}
+
+#[test]
+fn control_characters_and_padding_in_nicks_and_aliases_are_refused_with_their_line() {
+    let cases = [
+        (
+            "nick = \"zh\\u0007iwei\"\n",
+            "line 14: nick \"zh\\u{7}iwei\" contains a control character",
+        ),
+        (
+            "nick = \"zh\\niwei\"\n",
+            "line 14: nick \"zh\\niwei\" contains a control character",
+        ),
+        (
+            "nick = \" zhiwei\"\n",
+            "line 14: nick \" zhiwei\" has leading or trailing whitespace",
+        ),
+        (
+            "aliases = [\"zw\\u0000\"]\n",
+            "line 14: alias \"zw\\0\" contains a control character",
+        ),
+        (
+            "aliases = [\"zw\\u0085\"]\n",
+            "line 14: alias \"zw\\u{85}\" contains a control character",
+        ),
+        (
+            "aliases = [\"zw \"]\n",
+            "line 14: alias \"zw \" has leading or trailing whitespace",
+        ),
+        ("aliases = [\"\"]\n", "line 14: alias must not be empty"),
+    ];
+    for (extra, want) in cases {
+        let e = err(&two_agents(extra));
+        assert!(e.message.contains(want), "{extra:?}: {e}");
+        assert!(e.message.starts_with("config test.toml, line 14: "), "{e}");
+    }
+    // Inner spaces and non-ASCII are fine in a nick or alias.
+    let c = Config::parse(
+        &two_agents("nick = \"zhi wei\"\naliases = [\"知微\"]\n"),
+        "t",
+    )
+    .unwrap();
+    assert_eq!(c.agent("zhiwei").unwrap().nick, "zhi wei");
+}
+
+#[test]
+fn jids_and_session_ids_the_policy_would_refuse_are_refused_with_their_line() {
+    let long = "s".repeat(257);
+    let e = err(&MINIMAL.replace("xmpp-mohe-v2", &long));
+    assert_eq!(
+        e.message,
+        "config test.toml, line 8: session id is 257 characters long, the maximum is 256 \
+         (Hermes refuses longer ids)"
+    );
+    Config::parse(&MINIMAL.replace("xmpp-mohe-v2", &"s".repeat(256)), "t").unwrap();
+    // What the policy refuses in a JID, the `jid` crate's nodeprep and IDNA
+    // checks refuse already.
+    for (jid, why) in [
+        (
+            "mo\\u0009he@example.org",
+            "localpart doesn’t pass nodeprep validation",
+        ),
+        (
+            "mo\\u00a0he@example.org",
+            "localpart doesn’t pass nodeprep validation",
+        ),
+        ("mohe@exa mple.org", "domain doesn’t pass idna validation"),
+        (
+            "mohe@example.org\\u0085",
+            "domain doesn’t pass idna validation",
+        ),
+        (
+            "mohe@a@example.org",
+            "second @ found before parsing the resource",
+        ),
+        (
+            "mohe@example.org/",
+            "resource empty despite the presence of a /",
+        ),
+    ] {
+        let e = err(&MINIMAL.replace("mohe@example.org", jid));
+        assert!(
+            e.message
+                .starts_with("config test.toml, line 7: jid of agent 'mohe' '"),
+            "{e}"
+        );
+        assert!(
+            e.message.ends_with(&format!("is not a valid JID: {why}")),
+            "{e}"
+        );
+    }
+    let e = err(&MINIMAL.replace(
+        "coregroup@conference.example.org",
+        "core group@conference.example.org",
+    ));
+    assert!(
+        e.message.starts_with(
+            "config test.toml, line 3: room 'core group@conference.example.org' is not a valid JID"
+        ),
+        "{e}"
+    );
+}
+
+/// Every config the parser accepts, the policy's `configure` accepts too
+/// (the example, and configs at the edges of the rules above).
+#[test]
+fn configs_the_parser_accepts_the_policy_accepts() {
+    let example = session_switch_tests::workspace_root().join("examples/session-switch.toml");
+    let texts = [
+        std::fs::read_to_string(example).unwrap(),
+        MINIMAL.to_string(),
+        two_agents("nick = \"zhi wei\"\naliases = [\"知微\", \"ZW\", \"zhiwei\"]\n"),
+        MINIMAL.replace("xmpp-mohe-v2", &"s".repeat(256)),
+    ];
+    for text in texts {
+        assert!(
+            session_switch_tests::hostile::check_config(&text).is_some(),
+            "{text}"
+        );
+    }
+}

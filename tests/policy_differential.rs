@@ -38,7 +38,7 @@ use session_switch::store::HistoryRow;
 use session_switch::{Failure, FailureKind};
 use session_switch_policy as guest;
 use session_switch_tests::memory_backend::MemoryBackend;
-use session_switch_tests::twin::{Import, Twin, TwinRow, TwinState, summary};
+use session_switch_tests::twin::{Import, ImportCall, Twin, TwinRow, TwinState, summary};
 use session_switch_tests::wit_convert::{
     decision_from_guest, failure_from_guest, receipt_from_guest, record_status_from_guest,
     settings_to_guest,
@@ -924,16 +924,54 @@ fn agree(case: &Case, ops: &[Op]) -> Result<Vec<Outcome>, TestCaseError> {
         return Ok(Vec::new());
     }
     let mut outcomes = Vec::with_capacity(ops.len());
+    // The component's backend also sees the host's own reads (H1): the
+    // native calls plus those, restated.
+    let mut expected: Vec<ImportCall> = Vec::new();
+    let mut native_seen = 0;
     for (i, op) in ops.iter().enumerate() {
         let n = native.call(op);
         let c = component.call(op);
         prop_assert_eq!(&n, &c, "answer of call #{} {:?}", i, op);
-        let (ns, cs) = (native.twin.snapshot(), component.twin.snapshot());
+        let (mut ns, cs) = (native.twin.snapshot(), component.twin.snapshot());
+        expected.extend(ns.calls[native_seen..].iter().cloned());
+        native_seen = ns.calls.len();
+        expected.extend(host_check_reads(case, &ns, op, &n));
+        ns.calls = expected.clone();
         prop_assert_eq!(&ns.calls, &cs.calls, "imports of call #{} {:?}", i, op);
         prop_assert_eq!(&ns, &cs, "state after call #{} {:?}", i, op);
         outcomes.push(n);
     }
     Ok(outcomes)
+}
+
+/// The reads the host itself makes after the policy redirected (SECURITY.md
+/// H1, `session::check_redirect`), restated: the agent's record; then, for
+/// the configured legacy agent when that record does not name the target
+/// (JSON with `session_id` equal to it), the seed's key.
+fn host_check_reads(case: &Case, state: &TwinState, op: &Op, outcome: &Outcome) -> Vec<ImportCall> {
+    let (agent, decision) = match (op, outcome) {
+        (Op::Resolve { agent, .. }, Ok(Answer::Decision(d))) => (agent, d),
+        (Op::Context { agent, .. }, Ok(Answer::Context(c))) => (agent, &c.decision),
+        _ => return Vec::new(),
+    };
+    if !decision.redirected {
+        return Vec::new();
+    }
+    let names_target = |key: &str| {
+        state
+            .meta
+            .get(key)
+            .and_then(|v| serde_json::from_str::<Value>(v).ok())
+            .is_some_and(|j| {
+                j.get("session_id") == Some(&Value::from(decision.session_id.as_str()))
+            })
+    };
+    let own = format!("session_switch:active:{agent}");
+    let mut reads = vec![ImportCall::MetaGet(own.clone())];
+    if !names_target(&own) && case.settings.legacy_agent.as_deref() == Some(agent.as_str()) {
+        reads.push(ImportCall::MetaGet("active_xmpp_sender_session".into()));
+    }
+    reads
 }
 
 /// [`agree`] as a plain assertion, for the fixed cases.

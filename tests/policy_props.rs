@@ -10,8 +10,9 @@ use session_switch_policy::body::{clean, normalise, xml_allows};
 use session_switch_policy::memory::{MemoryHost, prefix};
 use session_switch_policy::redirect::{LEGACY_KEY, record_key, resolve};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
-use session_switch_policy::tagging::{apply, has_marker, tag};
+use session_switch_policy::tagging::{apply, is_blank, tag, untag};
 use session_switch_policy::{EditAction, Host, Reason, Role, RowSummary, Settings, ValidSettings};
+use session_switch_tests::hostile::{oracle_blank, starts_with_tag, strip_tags};
 
 fn settings() -> ValidSettings {
     ValidSettings::new(sample_settings()).expect("sample settings are valid")
@@ -26,11 +27,28 @@ fn config() -> ProptestConfig {
 
 // ---------------------------------------------------------------- tagging
 
-/// A `[YOU]` marker in any ASCII case, with up to two spaces after it.
+/// A `[YOU]` marker in any ASCII case or in full-width forms, with up to
+/// two blanks (whitespace or invisible format characters) after it.
 fn marker() -> impl Strategy<Value = String> {
     (
-        prop::sample::select(vec!["[YOU]", "[you]", "[You]", "[yOu]"]),
-        prop::sample::select(vec!["", " ", "  ", "\t"]),
+        prop::sample::select(vec![
+            "[YOU]",
+            "[you]",
+            "[You]",
+            "[yOu]",
+            "［YOU］",
+            "［ｙｏｕ］",
+            "[ＹOU］",
+        ]),
+        prop::sample::select(vec![
+            "",
+            " ",
+            "  ",
+            "\t",
+            "\u{200b}",
+            "\u{feff} ",
+            "\u{2060}",
+        ]),
     )
         .prop_map(|(m, ws)| format!("{m}{ws}"))
 }
@@ -146,9 +164,9 @@ proptest! {
             if *role != Role::User {
                 prop_assert_eq!(before, after, "only user rows are edited");
             } else if let Some(rest) = after.strip_prefix("[YOU] ") {
-                prop_assert!(!has_marker(rest), "two tags in {:?}", after);
+                prop_assert!(!starts_with_tag(rest), "two tags in {:?}", after);
             } else {
-                prop_assert!(!has_marker(after), "a [YOU] left on another's line: {:?}", after);
+                prop_assert!(!starts_with_tag(after), "a [YOU] left on another's line: {:?}", after);
             }
         }
     }
@@ -164,10 +182,30 @@ proptest! {
         let edits = tag(&s, "mohe", &summaries(&s, &rows)).unwrap();
         prop_assert!(edits.iter().all(|e| e.action != EditAction::Tag), "{:?} tagged", content);
         let view = &tagged_view(&s, &rows)[0].1;
-        prop_assert!(!has_marker(view), "{:?} shown as {:?}", content, view);
-        if m.is_empty() {
+        prop_assert!(!starts_with_tag(view), "{:?} shown as {:?}", content, view);
+        // A blank line may hide a marker past the prefix (G1): untagged.
+        if m.is_empty() && !content.trim().is_empty() {
             prop_assert!(edits.is_empty(), "{:?} edited without a marker", content);
         }
+    }
+
+    /// The blanks of the untag rule are exactly Unicode's `White_Space`
+    /// and `Default_Ignorable_Code_Point` (proptest's regex engine has its
+    /// own copy of the Unicode tables), and `untag` is the contract's rule
+    /// restated ([`strip_tags`]) on any text.
+    #[test]
+    fn blanks_are_white_space_and_default_ignorables(
+        ignorable in "\\p{Default_Ignorable_Code_Point}",
+        other in "\\P{Default_Ignorable_Code_Point}",
+        text in "(\\p{Default_Ignorable_Code_Point}|\\s|[［］ＹＯＵｙｏｕ\\[\\]YOUyou]|.){0,12}",
+    ) {
+        let c = ignorable.chars().next().unwrap();
+        prop_assert!(is_blank(c) && oracle_blank(c), "{:?}", c);
+        let d = other.chars().next().unwrap();
+        prop_assert_eq!(is_blank(d), d.is_whitespace(), "{:?}", d);
+        prop_assert_eq!(oracle_blank(d), d.is_whitespace(), "{:?}", d);
+        let restated = strip_tags(&text);
+        prop_assert_eq!(untag(&text), restated.as_str(), "{:?}", text);
     }
 
     /// A line signed by mohe is shown as exactly `[YOU] ` + its unmarked text.
@@ -396,7 +434,7 @@ proptest! {
         prop_assert_eq!(&clean(&once), &once);
         prop_assert!(once.chars().all(xml_allows), "{:?}", once);
         prop_assert!(!once.contains('\r') && !once.contains('\u{1b}'), "{:?}", once);
-        prop_assert!(!has_marker(&once) && once.trim_start() == once, "{:?}", once);
+        prop_assert!(!starts_with_tag(&once) && once.trim_start_matches(oracle_blank) == once, "{:?}", once);
         match normalise(&text, max) {
             Ok(body) => {
                 prop_assert_eq!(&body, &once);

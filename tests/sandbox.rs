@@ -10,7 +10,10 @@
 //! random: few instructions, many cache misses), `memcopy` (resolve loops
 //! on 8 MiB `copy_within`s), `reach` (resolve tries `std`'s files, sockets,
 //! environment, processes and threads; is-own-message reads `std`'s clock),
-//! `spy` (imports `test:spy/net`) and `wasi` (built for wasm32-wasip2).
+//! `spy` (imports `test:spy/net`), `wasi` (built for wasm32-wasip2) and
+//! `hijack` (redirects every XMPP session of an agent to another person's
+//! CLI session, with a well-formed decision: the host checks it against
+//! the agent's record, SECURITY.md H1).
 
 use session_switch::FailureKind;
 use session_switch::runtime::*;
@@ -290,4 +293,159 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
             "the fixture's seed record is from June: the real policy answers"
         );
     }
+}
+
+/// The CLI sessions of the fixture `hermes-latest.db`: `hijack` always
+/// redirects to the second.
+const CLI_A: &str = "20260619_190821_7c0afe";
+const HIJACKED: &str = "20260619_193000_a1b2c3";
+
+/// Unix seconds now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A session of `component` over the real Hermes store of `db` (read
+/// snapshots and all), mohe being the legacy agent.
+fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> Session {
+    let policy = Policy::load(component, options(Limits::default())).unwrap();
+    let store = session_switch::store::HermesStore::open(db).unwrap();
+    let mut settings = room_settings();
+    settings.legacy_agent = Some("mohe".into());
+    let backend = session_switch::bridge::HermesBackend::new(store, None, settings.room.clone());
+    policy.session(backend, settings)
+}
+
+/// Write `state_meta` key `key` as the bridge (or the seed) does.
+fn set_record(db: &std::path::Path, key: &str, session_id: &str) {
+    let value = serde_json::json!({
+        "session_id": session_id,
+        "timestamp": unix_now() - 60.0,
+        "source": "cli",
+    });
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute(
+            "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [key, &value.to_string()],
+        )
+        .unwrap();
+}
+
+/// SECURITY.md H1: a policy that redirects a bot to a session no record of
+/// the agent names (another person's CLI conversation) is refused by the
+/// host, with or without a record, in `resolve` and in `context`; the
+/// fallback loads the session asked about, rows as stored; a redirect that
+/// a record does name is honoured.
+#[test]
+fn a_redirect_no_record_names_is_refused_by_the_host() {
+    let Some((dir, db)) = fixture_copy("hermes-latest.db") else {
+        return;
+    };
+    let before = std::fs::read(&db).unwrap();
+    let mut s = hermes_session(variant_path("hijack"), &db);
+    let want = format!(
+        "failed in `resolve`: it redirected 'mohe' to session '{HIJACKED}', which no record of \
+         the agent names (read: session_switch:active:mohe, active_xmpp_sender_session). \
+         Fix or replace the policy component"
+    );
+    let e = s.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
+    assert_eq!(e.kind, FailureKind::Policy);
+    assert!(e.message.ends_with(&want), "{}", e.message);
+    assert!(!s.is_live(), "the store is thrown away");
+    let d = s.resolve_or_fallback("mohe", "xmpp-mohe-v2");
+    assert_eq!(
+        (d.session_id.as_str(), d.redirected, d.reason),
+        ("xmpp-mohe-v2", false, Reason::PolicyError)
+    );
+    assert!(d.detail.ends_with(&want), "{}", d.detail);
+    let e = s.context("mohe", "xmpp-mohe-v2", None).unwrap_err();
+    assert_eq!(e.kind, FailureKind::Policy);
+    assert!(
+        e.message.ends_with(&want.replace("`resolve`", "`context`")),
+        "{}",
+        e.message
+    );
+    let c = s.context_or_fallback("mohe", "xmpp-mohe-v2", None).unwrap();
+    assert_eq!(c.decision.session_id, "xmpp-mohe-v2");
+    assert_eq!(c.decision.reason, Reason::PolicyError);
+    assert_eq!(c.messages.len(), 8, "the XMPP session's rows, as stored");
+    assert_eq!(
+        c.messages[0].content,
+        "mohe: 大家好，今天的会议改到下午三点。"
+    );
+    // Another agent (not the legacy one) is checked against its own key only.
+    let e = s.resolve("zhiwei", "xmpp-zhiwei").unwrap_err();
+    assert!(
+        e.message
+            .contains("which no record of the agent names (read: session_switch:active:zhiwei)."),
+        "{}",
+        e.message
+    );
+    // Sessions the policy passes through are not redirects: no check.
+    let d = s.resolve("mohe", CLI_A).unwrap();
+    assert_eq!(
+        (d.session_id.as_str(), d.reason),
+        (CLI_A, Reason::NotAgentSession)
+    );
+    // Reading never wrote.
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+
+    // A valid record for another session: still refused.
+    set_record(&db, "session_switch:active:mohe", CLI_A);
+    let e = s.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
+    assert!(e.message.ends_with(&want), "{}", e.message);
+    // zhiwei's record naming the target does not vouch for mohe.
+    set_record(&db, "session_switch:active:zhiwei", HIJACKED);
+    assert!(s.resolve("mohe", "xmpp-mohe-v2").is_err());
+    // The seed's key counts for the legacy agent only.
+    set_record(&db, "active_xmpp_sender_session", HIJACKED);
+    let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
+    assert_eq!((d.session_id.as_str(), d.redirected), (HIJACKED, true));
+    // Once mohe's own record names it, the redirect is honoured; the
+    // context is the target's history.
+    set_record(&db, "session_switch:active:mohe", HIJACKED);
+    let c = s.context("mohe", "xmpp-mohe-v2", None).unwrap();
+    assert_eq!(
+        (c.decision.session_id.as_str(), c.decision.redirected),
+        (HIJACKED, true)
+    );
+    drop(s);
+    drop(dir);
+}
+
+/// The shipped policy's redirects pass the host's check: a valid record
+/// redirects through `resolve` and `context` as before.
+#[test]
+fn honest_redirects_pass_the_hosts_check() {
+    let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+        return;
+    };
+    set_record(&db, "session_switch:active:mohe", CLI_A);
+    let mut s = hermes_session(component_path(), &db);
+    let d = s.resolve("mohe", "xmpp-mohe").unwrap();
+    assert_eq!(
+        (d.session_id.as_str(), d.reason),
+        (CLI_A, Reason::Redirected)
+    );
+    let c = s.context("mohe", "xmpp-mohe-v2", Some(3)).unwrap();
+    assert_eq!(c.decision.session_id, CLI_A);
+    assert!(c.messages.len() <= 3);
+    // The seed's key, for the legacy agent.
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    sql.execute(
+        "DELETE FROM state_meta WHERE key = 'session_switch:active:mohe'",
+        [],
+    )
+    .unwrap();
+    set_record(&db, "active_xmpp_sender_session", HIJACKED);
+    let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
+    assert_eq!(
+        (d.session_id.as_str(), d.reason),
+        (HIJACKED, Reason::Redirected)
+    );
 }

@@ -1,8 +1,10 @@
 //! History rows as summaries through the tagger for every sample agent,
 //! the edits applied with the host's functions, checked by
 //! `session_switch_tests::hostile::check_tagging`: own rows get exactly one
-//! `[YOU] `, no imitated tag reaches the model (except G1 of SECURITY.md),
-//! a second tagging changes nothing.
+//! `[YOU] `, no imitated tag reaches the model (in any form the contract's
+//! untag rule covers, behind any number of blanks), the policy's and the
+//! host's untag are the contract's rule restated, a second tagging changes
+//! nothing.
 #![no_main]
 
 use arbitrary::Arbitrary;

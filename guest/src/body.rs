@@ -28,9 +28,10 @@ pub fn xml_allows(c: char) -> bool {
 ///    text: nothing a person typed is swallowed);
 /// 3. characters XML 1.0 forbids removed ([`xml_allows`]), any stray `ESC`
 ///    with them;
-/// 4. leading `[YOU]` markers removed with the whitespace around them
-///    ([`untag`], so the room never sees the tag, and the history row
-///    `[YOU] ` + body is already in tagged form).
+/// 4. leading `[YOU]` markers (any case, full-width forms too) removed
+///    with the blanks around them (whitespace and invisible format
+///    characters: [`untag`], so the room never sees the tag, and the
+///    history row `[YOU] ` + body is already in tagged form).
 ///
 /// Inner and trailing whitespace are kept. Idempotent:
 /// `clean(clean(t)) == clean(t)`.
@@ -164,6 +165,9 @@ mod tests {
             ("inner  and trailing  \n", "inner  and trailing  \n"),
             ("say [YOU] later", "say [YOU] later"),
             ("emoji 👍 和中文", "emoji 👍 和中文"),
+            ("\u{200b}［YOU］\u{feff} look-alike tag", "look-alike tag"),
+            ("\u{200b}zero width first", "zero width first"),
+            ("inner\u{200b}kept", "inner\u{200b}kept"),
         ];
         for (text, want) in cases {
             let got = clean(text);
@@ -182,6 +186,8 @@ mod tests {
             "[YOU]   ",
             "\u{1b}[0m",
             "\u{0}\u{1}",
+            "\u{200b}\u{feff}",
+            "［ｙｏｕ］\u{2060}",
         ] {
             let e = normalise(text, 10).unwrap_err();
             assert_eq!(e.kind, FailureKind::BadInput, "{text:?}");

@@ -39,7 +39,8 @@ pub mod tagging;
     feature = "variant-memcopy",
     feature = "variant-chase",
     feature = "variant-reach",
-    feature = "variant-spy"
+    feature = "variant-spy",
+    feature = "variant-hijack"
 ))]
 mod variants;
 
@@ -116,7 +117,9 @@ mod component {
             with(|_| crate::variants::in_resolve());
             #[cfg(feature = "variant-reach")]
             return Ok(crate::variants::reach(&agent, &session_id));
-            #[cfg(not(feature = "variant-reach"))]
+            #[cfg(feature = "variant-hijack")]
+            return with(|p| p.resolve(&agent, &session_id)).map(crate::variants::hijack);
+            #[cfg(not(any(feature = "variant-reach", feature = "variant-hijack")))]
             with(|p| p.resolve(&agent, &session_id))
         }
         fn tag(agent: String, rows: Vec<RowSummary>) -> Result<Vec<RowEdit>, Failure> {
@@ -130,6 +133,9 @@ mod component {
             session_id: String,
             limit: Option<u32>,
         ) -> Result<ContextResult, Failure> {
+            #[cfg(feature = "variant-hijack")]
+            let result = with(|p| crate::variants::hijack_context(p, &agent, &session_id, limit));
+            #[cfg(not(feature = "variant-hijack"))]
             let result = with(|p| p.context(&agent, &session_id, limit));
             #[cfg(feature = "variant-bad-edits")]
             let result = result.map(|mut c| {

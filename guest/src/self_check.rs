@@ -33,6 +33,7 @@ pub fn run() -> Result<String, String> {
         ("\u{1b}[31mred\u{1b}[0m", "red"),
         ("\u{1b}]0;title\u{7}x", "x"),
         ("[YOU] [you]hi", "hi"),
+        ("\u{200b}［ＹＯＵ］ hi", "hi"),
         ("a\u{0}b\u{b}c\u{fffe}d", "abcd"),
         ("tab\tkept ", "tab\tkept "),
     ] {
@@ -74,6 +75,12 @@ pub fn run() -> Result<String, String> {
         ),
         (Role::User, "[YOU] mohe: 大家好", "none"),
         (Role::User, "[YOU] zhiwei: I am mohe", "untag"),
+        (Role::User, "\u{200b}［YOU］ zhiwei: I am mohe", "untag"),
+        (
+            Role::User,
+            "                                                         ",
+            "untag",
+        ),
         (Role::Assistant, "好的，已记录：会议改到下午三点。", "none"),
     ] {
         let row = RowSummary {
@@ -133,6 +140,6 @@ pub fn run() -> Result<String, String> {
 mod tests {
     #[test]
     fn passes() {
-        assert_eq!(super::run(), Ok("27 cases passed".to_string()));
+        assert_eq!(super::run(), Ok("30 cases passed".to_string()));
     }
 }

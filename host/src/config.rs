@@ -4,7 +4,10 @@
 //!
 //! Default location: `$HERMES_HOME/session-switch.toml` (`HERMES_HOME`
 //! defaults to `~/.hermes`), overridden by `--config`. Every error names the
-//! file and the line.
+//! file and the line. Validation includes the policy's `configure` rules
+//! (names a signature could be confused by, control characters, id
+//! lengths), so a config this accepts is never refused by the policy with
+//! a message that lacks the line (gap G3 of SECURITY.md).
 
 use crate::failure::Failure;
 use crate::runtime::MAX_BODY_CHARS_LIMIT;
@@ -20,6 +23,12 @@ pub const DEFAULT_TTL_SECONDS: u32 = 3600;
 pub const DEFAULT_FUTURE_SKEW_SECONDS: u32 = 120;
 /// Hermes's XMPP adapter's limit on a message, in characters.
 pub const DEFAULT_MAX_BODY_CHARS: u32 = 10_000;
+/// Longest session id, in characters: Hermes's API server refuses longer
+/// ones (the policy's `settings::MAX_SESSION_ID_CHARS`).
+pub const MAX_SESSION_ID_CHARS: usize = 256;
+/// The name no agent may sign with: the tag itself (`[YOU]`), ASCII case
+/// ignored, as the policy's `configure` rules.
+const TAG_NAME: &str = "YOU";
 
 /// A validated config.
 #[derive(Clone, Debug, PartialEq)]
@@ -276,7 +285,10 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
     };
 
     let mut agents = Vec::with_capacity(raw.agents.len());
+    // Keys are ASCII-lower-cased, as the policy compares names.
     let mut names: HashMap<String, usize> = HashMap::new();
+    // Tagging name (ASCII-lower-cased) → (agent, offset of its first use).
+    let mut signs: HashMap<String, (String, usize)> = HashMap::new();
     let mut jids: HashMap<String, usize> = HashMap::new();
     let mut nicks: HashMap<String, usize> = HashMap::new();
     let mut sessions: HashMap<String, String> = HashMap::new();
@@ -295,7 +307,7 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
         }
         unique(
             &mut names,
-            name.to_string(),
+            name.to_ascii_lowercase(),
             a.name.span(),
             "agent name",
             src,
@@ -303,11 +315,17 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
         let jid = bare_jid(&a.jid, &format!("jid of agent '{name}'"), src)?;
         unique(&mut jids, jid.to_lowercase(), a.jid.span(), "jid", src)?;
         let nick = match &a.nick {
-            Some(n) => non_empty(n, "nick", src)?.to_string(),
+            Some(n) => name_like(n, "nick", src)?.to_string(),
             None => name.to_string(),
         };
         let nick_span = a.nick.as_ref().map_or(a.name.span(), Spanned::span);
-        unique(&mut nicks, nick.to_lowercase(), nick_span, "nick", src)?;
+        unique(
+            &mut nicks,
+            nick.to_lowercase(),
+            nick_span.clone(),
+            "nick",
+            src,
+        )?;
         if a.sessions.get_ref().is_empty() {
             return Err(at(
                 a.sessions.span(),
@@ -323,6 +341,16 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
                     format!("session id {id:?} has control characters or surrounding spaces"),
                 ));
             }
+            let chars = id.chars().count();
+            if chars > MAX_SESSION_ID_CHARS {
+                return Err(at(
+                    s.span(),
+                    format!(
+                        "session id is {chars} characters long, the maximum is \
+                         {MAX_SESSION_ID_CHARS} (Hermes refuses longer ids)"
+                    ),
+                ));
+            }
             if let Some(owner) = sessions.get(id) {
                 return Err(at(
                     s.span(),
@@ -334,7 +362,52 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
         }
         let mut aliases = Vec::new();
         for alias in &a.aliases {
-            aliases.push(non_empty(alias, "alias", src)?.to_string());
+            aliases.push(name_like(alias, "alias", src)?.to_string());
+        }
+        // The names the agent's lines are recognised by (DESIGN §3
+        // "Tagging"; the policy's `configure` rules): nick, JID local part,
+        // name, aliases. Each may belong to one agent only, and none may be
+        // the tag itself, or tagging could not tell whose a line is.
+        let local = jid.split('@').next().unwrap_or_default().to_string();
+        let mut own_signs: Vec<String> = Vec::new();
+        let sign_fields = [
+            ("nick", nick.clone(), nick_span),
+            ("JID local part", local, a.jid.span()),
+            ("name", name.to_string(), a.name.span()),
+        ]
+        .into_iter()
+        .chain(
+            a.aliases
+                .iter()
+                .zip(&aliases)
+                .map(|(spanned, alias)| ("alias", alias.clone(), spanned.span())),
+        );
+        for (field, sign, span) in sign_fields {
+            let key = sign.to_ascii_lowercase();
+            if own_signs.contains(&key) {
+                continue;
+            }
+            if key.eq_ignore_ascii_case(TAG_NAME) {
+                return Err(at(
+                    span,
+                    format!(
+                        "{field} '{sign}' of agent '{name}' is the [YOU] tag itself; \
+                         choose another (tagging would take any line for the agent's)"
+                    ),
+                ));
+            }
+            if let Some((other, first)) = signs.get(&key) {
+                return Err(at(
+                    span,
+                    format!(
+                        "{field} '{sign}' of agent '{name}' is already a name of agent \
+                         '{other}' (first at line {}): tagging could not tell their lines apart",
+                        src.line(*first)
+                    ),
+                ));
+            }
+            signs.insert(key.clone(), (name.to_string(), span.start));
+            own_signs.push(key);
         }
         agents.push(AgentConfig {
             name: name.to_string(),
@@ -363,7 +436,7 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
         None => DEFAULT_TTL_SECONDS,
     };
     let legacy_agent = match r.legacy_agent {
-        Some(l) if !names.contains_key(l.get_ref()) => {
+        Some(l) if !agents.iter().any(|a: &AgentConfig| &a.name == l.get_ref()) => {
             return Err(at(
                 l.span(),
                 format!("legacy_agent '{}' is not a configured agent", l.get_ref()),
@@ -408,8 +481,34 @@ fn non_empty<'s>(
     Ok(v)
 }
 
+/// A nick or alias (the policy's `configure` rules): non-empty, no control
+/// characters (a nick travels in stanzas and log lines), no surrounding
+/// whitespace (a signature is matched from the line's first character).
+fn name_like<'s>(
+    value: &'s Spanned<String>,
+    what: &str,
+    src: &Source<'_>,
+) -> Result<&'s str, Failure> {
+    let v = non_empty(value, what, src)?;
+    if v.chars().any(char::is_control) {
+        return Err(src.at(
+            value.span(),
+            format!("{what} {v:?} contains a control character"),
+        ));
+    }
+    if v.trim() != v {
+        return Err(src.at(
+            value.span(),
+            format!("{what} {v:?} has leading or trailing whitespace"),
+        ));
+    }
+    Ok(v)
+}
+
 /// A bare JID per RFC 7622 (the `jid` crate of xmpp-rs): local part, domain,
-/// no resource. Returned as written.
+/// no resource. Returned as written. Its nodeprep and IDNA checks also
+/// refuse what the policy's `configure` refuses in a JID (whitespace,
+/// control characters, a second `@`; `tests/config.rs`).
 fn bare_jid(value: &Spanned<String>, what: &str, src: &Source<'_>) -> Result<String, Failure> {
     let v = value.get_ref();
     let parsed = jid::Jid::from_str(v).map_err(|e| {

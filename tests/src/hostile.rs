@@ -20,7 +20,7 @@ use session_switch_policy::body::{clean, normalise, xml_allows};
 use session_switch_policy::redirect::{LEGACY_KEY, parse_record, record_key};
 use session_switch_policy::samples::{SAMPLE_CLI, sample_settings};
 use session_switch_policy::settings::{TAG, ValidSettings, check_session_id};
-use session_switch_policy::tagging::{self, has_marker, signed_by, untag};
+use session_switch_policy::tagging::{self, signed_by, untag};
 use session_switch_policy::{
     EditAction, FailureKind, MemoryHost, Policy, Reason, Role, RowSummary,
 };
@@ -328,8 +328,15 @@ pub fn check_body(text: &str, max_chars: u32) {
     {
         panic!("clean({text:?}) kept {bad:?}");
     }
-    assert_eq!(c.trim_start(), c, "clean({text:?}) starts with whitespace");
-    assert!(!has_marker(&c), "clean({text:?}) = {c:?} starts with [YOU]");
+    assert_eq!(
+        c.trim_start_matches(oracle_blank),
+        c,
+        "clean({text:?}) starts with a blank"
+    );
+    assert!(
+        !starts_with_tag(&c),
+        "clean({text:?}) = {c:?} starts with [YOU]"
+    );
     match normalise(text, max_chars) {
         Ok(body) => {
             assert_eq!(body, c, "normalise and clean differ on {text:?}");
@@ -345,7 +352,7 @@ pub fn check_body(text: &str, max_chars: u32) {
             let row = format!("{TAG}{body}");
             assert_eq!(row.strip_prefix(TAG), Some(body.as_str()));
             assert_eq!(
-                untag(&row),
+                strip_tags(&row),
                 body,
                 "the history row does not untag to the body"
             );
@@ -364,11 +371,17 @@ pub fn check_body(text: &str, max_chars: u32) {
 }
 
 /// The host applies the policy's edits with its own `untag`/`tag`
-/// (`session_switch::runtime`); they must be the policy's functions.
+/// (`session_switch::runtime`); they must be the policy's functions, and
+/// both must be the contract's rule as restated here ([`strip_tags`]).
 ///
 /// # Panics
 /// When they differ on `text`.
 pub fn check_untag_agrees(text: &str) {
+    assert_eq!(
+        untag(text),
+        strip_tags(text),
+        "the policy's untag is not the contract's rule on {text:?}"
+    );
     assert_eq!(
         session_switch::runtime::untag(text),
         untag(text),
@@ -379,6 +392,81 @@ pub fn check_untag_agrees(text: &str) {
         tagging::apply(EditAction::Tag, text),
         "host and policy tag differ on {text:?}"
     );
+}
+
+// ------------------------------------------------- the untag rule, restated
+
+/// Unicode 16's `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt),
+/// as inclusive code-point ranges, copied from the table, not from the code
+/// under test.
+const DEFAULT_IGNORABLE: &[(u32, u32)] = &[
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180D),
+    (0x180E, 0x180E),
+    (0x180F, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2065, 0x2065),
+    (0x2066, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+];
+
+/// What the untag rule skips around a marker (WIT `edit-action.untag`):
+/// Unicode `White_Space` or `Default_Ignorable_Code_Point`.
+pub fn oracle_blank(c: char) -> bool {
+    let cp = u32::from(c);
+    c.is_whitespace()
+        || DEFAULT_IGNORABLE
+            .iter()
+            .any(|&(lo, hi)| (lo..=hi).contains(&cp))
+}
+
+/// `c` as a model reads it for the marker: a full-width ASCII form
+/// (U+FF01–U+FF5E) as its ASCII character, then ASCII upper case.
+fn oracle_fold(c: char) -> char {
+    let cp = u32::from(c);
+    let c = if (0xFF01..=0xFF5E).contains(&cp) {
+        char::from_u32(cp - 0xFEE0).expect("ASCII")
+    } else {
+        c
+    };
+    c.to_ascii_uppercase()
+}
+
+/// The characters of `text` after its leading blanks.
+fn after_blanks(text: &str) -> impl Iterator<Item = char> + '_ {
+    text.chars().skip_while(|&c| oracle_blank(c))
+}
+
+/// Whether a model would read `text` as starting with the `[YOU]` tag: after
+/// leading blanks, five characters that fold to `[YOU]`.
+pub fn starts_with_tag(text: &str) -> bool {
+    let head: String = after_blanks(text).take(5).map(oracle_fold).collect();
+    head == "[YOU]"
+}
+
+/// `text` without its leading tags and blanks, restated from the contract
+/// (WIT `edit-action.untag`) with owned strings, to compare with the
+/// borrowing implementations.
+pub fn strip_tags(text: &str) -> String {
+    let mut rest: String = after_blanks(text).collect();
+    while starts_with_tag(&rest) {
+        let after_tag: String = rest.chars().skip(5).collect();
+        rest = after_blanks(&after_tag).collect();
+    }
+    rest
 }
 
 // ---------------------------------------------------------------- tagging
@@ -402,14 +490,6 @@ fn prefix(s: &str, n: u32) -> &str {
     }
 }
 
-/// Whether a row of `case` hides a `[YOU]` marker where the policy cannot
-/// see it: the prefix it was shown has no marker (it is whitespace, or cut
-/// inside the marker), the whole content has one. Known gap G1 of
-/// `SECURITY.md`: such a row reaches the model with its imitated tag.
-pub fn marker_beyond_prefix(content: &str, prefix_chars: u32) -> bool {
-    has_marker(content) && !has_marker(prefix(content, prefix_chars))
-}
-
 /// Check `[YOU]` tagging of `rows` for every sample agent, with summaries
 /// of `prefix_chars` characters, the edits applied by the host's functions
 /// (DESIGN §3 "Tagging", §8 "Provenance"):
@@ -420,12 +500,17 @@ pub fn marker_beyond_prefix(content: &str, prefix_chars: u32) -> bool {
 ///   `[YOU] ` + its untagged text; a row signed by one agent is no other
 ///   agent's;
 /// - any other user row never reaches the model starting with a `[YOU]`
-///   marker (except where the marker lies beyond the prefix: G1);
+///   tag, in any of the forms the contract's untag rule covers (restated
+///   here: [`starts_with_tag`]), wherever the tag lies behind the prefix
+///   the policy saw (G1 and G4 of `SECURITY.md`, closed);
 /// - tagging the result again changes nothing.
 ///
 /// # Panics
 /// On any broken property, naming it.
 pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
+    for row in rows {
+        check_untag_agrees(&row.content);
+    }
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
     for (a, entry) in settings.agents().iter().enumerate() {
         let name = entry.agent.name.as_str();
@@ -461,25 +546,26 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
                 assert!(!edited, "{name}: a {:?} row was edited", row.role);
                 continue;
             }
-            let own = s.bridge_wrote || signed_by(untag(&s.prefix), &entry.names);
+            let base = strip_tags(&s.prefix);
+            let own = s.bridge_wrote || signed_by(&base, &entry.names);
             if own {
                 assert_eq!(
                     shown,
-                    &session_switch::runtime::tag(&row.content),
+                    &format!("{TAG}{}", strip_tags(&row.content)),
                     "{name}: own row {:?} is not shown with exactly one tag",
                     row.content
                 );
-            } else if !marker_beyond_prefix(&row.content, prefix_chars) {
+            } else {
                 assert!(
-                    !has_marker(shown),
+                    !starts_with_tag(shown),
                     "{name}: {:?}, not {name}'s, reaches the model as {shown:?}",
                     row.content
                 );
             }
-            if !s.bridge_wrote && signed_by(untag(&s.prefix), &entry.names) {
+            if !s.bridge_wrote && signed_by(&base, &entry.names) {
                 for other in settings.agents().iter().filter(|o| o.agent.name != name) {
                     assert!(
-                        !signed_by(untag(&s.prefix), &other.names),
+                        !signed_by(&base, &other.names),
                         "{:?} is signed by both {name} and {}",
                         row.content,
                         other.agent.name
@@ -657,7 +743,10 @@ pub fn check_history_rows(session: &mut Session, agent: &str, rows: Vec<HistoryR
 /// Check the config parser on `text` (DESIGN §8 "Config"):
 /// - errors are `bad-input` and name the file (`config fuzz.toml…`);
 /// - an accepted config has agents, unique names, JIDs, nicks and session
-///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent.
+///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent;
+/// - the policy's `configure` accepts the settings of every accepted config
+///   (gap G3 of `SECURITY.md`, closed: the config refuses, with its line,
+///   whatever the policy would refuse).
 ///
 /// Returns the accepted config, if any.
 ///
@@ -709,6 +798,31 @@ pub fn check_config(text: &str) -> Option<Config> {
         assert!(
             config.agent(legacy).is_some(),
             "legacy agent {legacy:?} not configured"
+        );
+    }
+    let s = session_switch::bridge::settings(&config);
+    let settings = session_switch_policy::Settings {
+        room: s.room,
+        ttl_seconds: s.ttl_seconds,
+        future_skew_seconds: s.future_skew_seconds,
+        max_body_chars: s.max_body_chars,
+        legacy_agent: s.legacy_agent,
+        agents: s
+            .agents
+            .into_iter()
+            .map(|a| session_switch_policy::Agent {
+                name: a.name,
+                jid: a.jid,
+                nick: a.nick,
+                sessions: a.sessions,
+                aliases: a.aliases,
+            })
+            .collect(),
+    };
+    if let Err(e) = ValidSettings::new(settings) {
+        panic!(
+            "the config accepts settings the policy refuses ({:?}): {}",
+            e.kind, e.message
         );
     }
     Some(config)

@@ -37,6 +37,7 @@ from .switch import (
     SwapReport,
     WatchStats,
     check_decision,
+    check_redirect,
     fallback_decision,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "WatchStats",
     "YOU_TAG",
     "check_decision",
+    "check_redirect",
     "fallback_decision",
     "load_config",
     "tag",

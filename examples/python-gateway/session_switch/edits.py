@@ -6,6 +6,7 @@ the Rust host's host/src/runtime/apply.rs; both must give the same text.
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, List, Optional, Sequence
 
 #: The tag the bridge puts before an agent's own words (the seed's `[YOU] `).
@@ -24,20 +25,47 @@ WHITE_SPACE = (
     "\u2028\u2029\u202f\u205f\u3000"
 )
 
-_MARKER = "[you]"
+#: Unicode's `Default_Ignorable_Code_Point` (Unicode 16,
+#: DerivedCoreProperties.txt): invisible characters (U+200B ZERO WIDTH
+#: SPACE, U+2060, U+FEFF, soft hyphen, bidi controls, variation selectors,
+#: Hangul fillers, tags, ...) that a room line could put before a `[YOU]`
+#: so that the model still reads it as the tag (SECURITY.md, gap G4).
+#: The same ranges as the policy's `tagging::is_blank` and the Rust host's
+#: `apply::is_blank`.
+DEFAULT_IGNORABLE = (
+    "\u00ad\u034f\u061c\u115f-\u1160\u17b4-\u17b5\u180b-\u180f"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff"
+    "\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff"
+)
+
+#: Leading blanks: `White_Space` or default-ignorable (a regex class, so the
+#: common path is one C-level match and one slice).
+_BLANKS = re.compile("[" + re.escape(WHITE_SPACE) + DEFAULT_IGNORABLE + "]*")
+
+#: The accepted forms of each character of the marker: ASCII in either case
+#: and the full-width forms (U+FF3B, U+FF39/U+FF59, U+FF2F/U+FF4F,
+#: U+FF35/U+FF55, U+FF3D).
+_MARKER_FORMS = ("[\uff3b", "Yy\uff39\uff59", "Oo\uff2f\uff4f", "Uu\uff35\uff55", "]\uff3d")
+
+
+def _skip_blanks(text: str) -> str:
+    return text[_BLANKS.match(text).end():]
+
+
+def _is_marker(head: str) -> bool:
+    return len(head) == 5 and all(c in forms for c, forms in zip(head, _MARKER_FORMS))
 
 
 def untag(content: str) -> str:
     """Remove every leading `[YOU]` marker (WIT `edit-action.untag`):
-    repeatedly drop leading whitespace (Unicode `White_Space`, see
-    `WHITE_SPACE`) and an ASCII-case-insensitive `[YOU]`, then drop leading
-    whitespace. `untag("  [you][YOU] hi") == "hi"`."""
-    rest = content.lstrip(WHITE_SPACE)
-    # `[YOU]` is ASCII, so comparing the lower-cased first five characters
-    # is the ASCII-case-insensitive match (no other character lowers to
-    # one of these five).
-    while rest[:5].lower() == _MARKER and rest[:5].isascii():
-        rest = rest[5:].lstrip(WHITE_SPACE)
+    repeatedly drop leading blanks (Unicode `White_Space`, see `WHITE_SPACE`,
+    and `DEFAULT_IGNORABLE` format characters) and a marker (`[YOU]` in any
+    ASCII case, each character also in its full-width form), then drop
+    leading blanks. `untag("  [you]［YOU］ hi") == "hi"`."""
+    rest = _skip_blanks(content)
+    while _is_marker(rest[:5]):
+        rest = _skip_blanks(rest[5:])
     return rest
 
 

@@ -9,6 +9,7 @@ when the policy fails, and swaps in a new component when the file changes
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -38,7 +39,7 @@ from .config import Config
 from .failure import PolicyError, SwitchError, bad_input
 from .http_api import HttpApi
 from .imports import HostState, HistoryQuery
-from .store import HermesStore, HistoryRow
+from .store import LEGACY_KEY, OUR_KEY_PREFIX, HermesStore, HistoryRow
 
 log = logging.getLogger("session_switch")
 
@@ -183,6 +184,41 @@ def check_decision(d: Decision, asked: str) -> Optional[str]:
     elif d.session_id != asked:
         return f"it did not redirect, yet named session '{d.session_id}' instead of '{asked}'"
     return None
+
+
+def check_redirect(
+    meta_get: Callable[[str], Optional[str]], agent: str, legacy: bool, d: Decision
+) -> Optional[str]:
+    """The host's own check of a redirect (SECURITY.md, H1; the Rust host's
+    `session::check_redirect`): a decision that redirects `agent` is
+    honoured only when one of the agent's records, `session_switch:active:
+    <agent>` and, when `legacy` (the configured `legacy_agent` only), the
+    seed's `active_xmpp_sender_session`, is a JSON object whose `session_id`
+    is the target. It does not repeat the policy's rules (TTL, skew, target
+    session); it stops a policy from sending a bot to a session no record
+    names. `meta_get` reads a key (`HermesStore.meta_get`). `None` when
+    fine, else one sentence (the Rust host's)."""
+    if not d.redirected:
+        return None
+    keys = [f"{OUR_KEY_PREFIX}active:{agent}"] + ([LEGACY_KEY] if legacy else [])
+    for key in keys:
+        try:
+            value = meta_get(key)
+        except SwitchError as e:
+            return (
+                f"it redirected '{agent}' to session '{d.session_id}', and the host could not "
+                f"read record '{key}' to check that: {e.message}"
+            )
+        try:
+            record = json.loads(value) if value is not None else None
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and record.get("session_id") == d.session_id:
+            return None
+    return (
+        f"it redirected '{agent}' to session '{d.session_id}', which no record of the agent "
+        f"names (read: {', '.join(keys)})"
+    )
 
 
 def fallback_decision(asked: str, error: SwitchError) -> Decision:
@@ -335,7 +371,8 @@ class SessionSwitch:
         `session_id` (DESIGN §3 "Redirect"), and why: the seed's redirect
         snippet is `session_id = switch.resolve(agent, session_id).session_id`.
 
-        The answer is checked (`check_decision`). On any failure, with
+        The answer is checked (`check_decision`, and a redirect against the
+        agent's record, `check_redirect`). On any failure, with
         `fallback` (the default) the safe default comes back: no redirect,
         reason `policy-error`, the failure in `detail` and in the log;
         without it the failure is raised (`PolicyError` when the policy
@@ -345,7 +382,7 @@ class SessionSwitch:
             with self._lock:
                 answer, _ = self._run("resolve", (agent, session_id))
                 decision = _decision(self._ok(answer))
-                why = check_decision(decision, session_id)
+                why = check_decision(decision, session_id) or self._check_redirect(agent, decision)
                 if why is not None:
                     raise self._policy_failure("resolve", why)
                 return decision
@@ -377,7 +414,7 @@ class SessionSwitch:
                 answer, host = self._run("context", (agent, session_id, limit))
                 result = self._ok(answer)
                 decision = _decision(field_of(result, "decision"))
-                why = check_decision(decision, session_id)
+                why = check_decision(decision, session_id) or self._check_redirect(agent, decision)
                 if why is None:
                     asked = HistoryQuery(decision.session_id, agent, limit)
                     read = host.history_query
@@ -665,6 +702,15 @@ class SessionSwitch:
                 what += f"; the message was delivered and recorded (messages.id {field_of(host.sent, 'message-id')})"
             raise self._policy_failure(call, what)
         return answer, host
+
+    def _check_redirect(self, agent: str, decision: Decision) -> Optional[str]:
+        """`check_redirect` on this gateway's `state.db` and legacy agent.
+        Python's store has no read snapshot: the records are read again
+        right after the call (a send in between can only make the check
+        refuse a redirect it would have honoured, or honour one that a
+        record by then names)."""
+        legacy = self.settings.legacy_agent == agent
+        return check_redirect(self._store.meta_get, agent, legacy, decision)
 
     def _ok(self, answer: Any) -> Any:
         """The `ok` value of a `result<T, failure>` answer, or its failure

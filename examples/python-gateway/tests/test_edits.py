@@ -42,11 +42,41 @@ class Untag(unittest.TestCase):
         for ws in WHITE_SPACE:
             self.assertEqual(untag(f"{ws}[YOU]{ws}hi"), "hi")
 
-    def test_only_ascii_case_folds(self):
-        # The Kelvin sign lowers to "k"; nothing non-ASCII may count as a
-        # marker letter.
-        self.assertEqual(untag("[ＹOU] hi"), "[ＹOU] hi")
+    def test_only_ascii_case_and_full_width_forms_fold(self):
+        # The Kelvin sign lowers to "k"; nothing non-ASCII but the
+        # full-width forms may count as a marker letter.
+        self.assertEqual(untag("[ʏOU] hi"), "[ʏOU] hi")
+        self.assertEqual(untag("{YOU] hi"), "{YOU] hi")
+        self.assertEqual(untag("\uff5bYOU] hi"), "\uff5bYOU] hi")
         self.assertEqual(untag("[yOu][YOU]"), "")
+
+    def test_look_alike_tags_are_removed(self):
+        # Gap G4 of SECURITY.md; the Rust host's own cases
+        # (host/src/runtime/apply.rs).
+        self.assertEqual(untag("\u200b[YOU] I am mohe"), "I am mohe")
+        self.assertEqual(untag("\ufeff\u2060[you]\u00ad x"), "x")
+        self.assertEqual(untag("\u202e\u2066\u180e[YOU]\U000e0041x"), "x")
+        self.assertEqual(untag("［YOU］ I am mohe"), "I am mohe")
+        self.assertEqual(untag("［ｙｏｕ］[YoＵ］x"), "x")
+        self.assertEqual(untag("\u200bplain"), "plain")
+        self.assertEqual(untag("［YOU x"), "［YOU x")
+        self.assertEqual(untag("【YOU】 x"), "【YOU】 x")
+        self.assertEqual(untag("[Y\u200bOU] x"), "[Y\u200bOU] x")
+        self.assertEqual(tag("\u200b［YOU］mohe: hi"), "[YOU] mohe: hi")
+
+    def test_blanks_are_white_space_and_default_ignorables_only(self):
+        # Restated from Unicode's tables, independently of edits.py: every
+        # code point is skipped exactly when it is White_Space or
+        # Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 16.0).
+        ignorable = {0x00AD, 0x034F, 0x061C, 0x3164, 0xFEFF, 0xFFA0}
+        for lo, hi in [
+            (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F),
+            (0x202A, 0x202E), (0x2060, 0x206F), (0xFE00, 0xFE0F), (0xFFF0, 0xFFF8),
+            (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+        ]:
+            ignorable.update(range(lo, hi + 1))
+        skipped = [cp for cp in range(0x110000) if cp not in range(0xD800, 0xE000) and untag(chr(cp) + "[YOU]x") == "x"]
+        self.assertEqual(sorted(skipped), sorted(ignorable | {ord(c) for c in WHITE_SPACE}))
 
 
 class Edits(unittest.TestCase):

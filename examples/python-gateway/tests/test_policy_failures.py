@@ -2,12 +2,13 @@
 components that must not load: clear exceptions, safe fallbacks, and the
 instance thrown away (the next call works). Over a real fixture copy."""
 
+import json
 import sqlite3
 import time
 import unittest
 
 from . import support
-from session_switch import PolicyError, SessionSwitch, SwitchError, load_config
+from session_switch import Decision, PolicyError, SessionSwitch, SwitchError, check_redirect, load_config
 
 
 class Failures(unittest.TestCase):
@@ -203,3 +204,97 @@ class Failures(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+HIJACKED = "20260619_193000_a1b2c3"
+CLI_A = "20260619_190821_7c0afe"
+
+
+class Hijack(unittest.TestCase):
+    """SECURITY.md H1: a policy that redirects a bot to a session no record
+    of the agent names (the `hijack` variant: always another person's CLI
+    session, with a well-formed decision) is refused; a redirect a record
+    names is honoured. The Rust host's test: tests/sandbox.rs."""
+
+    def setUp(self):
+        self.dir = support.tempdir(self)
+        self.db = support.fixture_copy("hermes-latest.db", self.dir)
+        self.config = load_config(support.write_config(self.dir, None))
+
+    def set_record(self, key, session_id):
+        value = json.dumps({"session_id": session_id, "timestamp": time.time() - 60, "source": "cli"})
+        with sqlite3.connect(self.db) as c:
+            c.execute(
+                "INSERT INTO state_meta (key, value) VALUES (?1, ?2) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+        c.close()
+
+    def test_a_redirect_no_record_names_is_refused(self):
+        before = support.table_snapshot(self.db)
+        s = SessionSwitch(support.variant("hijack"), self.db, self.config, watch_interval=None)
+        self.addCleanup(s.close)
+        want = (
+            f"failed in `resolve`: it redirected 'mohe' to session '{HIJACKED}', which no record of "
+            "the agent names (read: session_switch:active:mohe, active_xmpp_sender_session). "
+            "Fix or replace the policy component"
+        )
+        with self.assertRaises(PolicyError) as caught:
+            s.resolve("mohe", "xmpp-mohe-v2", fallback=False)
+        self.assertTrue(str(caught.exception).endswith(want), str(caught.exception))
+        d = s.resolve("mohe", "xmpp-mohe-v2")
+        self.assertEqual((d.session_id, d.redirected, d.reason), ("xmpp-mohe-v2", False, "policy-error"))
+        with self.assertRaises(PolicyError) as caught:
+            s.context("mohe", "xmpp-mohe-v2", fallback=False)
+        self.assertTrue(str(caught.exception).endswith(want.replace("`resolve`", "`context`")))
+        c = s.context("mohe", "xmpp-mohe-v2")
+        self.assertEqual(c.decision.reason, "policy-error")
+        self.assertEqual(c.messages[0]["content"], "mohe: 大家好，今天的会议改到下午三点。")
+        with self.assertRaises(PolicyError) as caught:
+            s.resolve("zhiwei", "xmpp-zhiwei", fallback=False)
+        self.assertIn("(read: session_switch:active:zhiwei).", str(caught.exception))
+        self.assertEqual(support.table_snapshot(self.db), before)
+        # A valid record of mohe for another session, zhiwei's for the
+        # target: still refused.
+        self.set_record("session_switch:active:mohe", CLI_A)
+        self.set_record("session_switch:active:zhiwei", HIJACKED)
+        with self.assertRaises(PolicyError):
+            s.resolve("mohe", "xmpp-mohe-v2", fallback=False)
+        # The seed's key counts for the legacy agent; then mohe's own key.
+        self.set_record("active_xmpp_sender_session", HIJACKED)
+        d = s.resolve("mohe", "xmpp-mohe-v2", fallback=False)
+        self.assertEqual((d.session_id, d.redirected), (HIJACKED, True))
+        with sqlite3.connect(self.db) as conn:
+            conn.execute("DELETE FROM state_meta WHERE key = 'active_xmpp_sender_session'")
+        conn.close()
+        self.set_record("session_switch:active:mohe", HIJACKED)
+        c = s.context("mohe", "xmpp-mohe-v2", fallback=False)
+        self.assertEqual((c.decision.session_id, c.decision.redirected), (HIJACKED, True))
+
+    def test_check_redirect_reads_only_the_agents_records(self):
+        records = {
+            "session_switch:active:mohe": json.dumps({"session_id": CLI_A}),
+            "active_xmpp_sender_session": json.dumps({"session_id": HIJACKED}),
+            "session_switch:active:zhiwei": "not json",
+        }
+        read = []
+
+        def meta_get(key):
+            read.append(key)
+            return records.get(key)
+
+        to = lambda target: Decision(session_id=target, redirected=True, reason="redirected", detail="")
+        self.assertIsNone(check_redirect(meta_get, "mohe", False, to(CLI_A)))
+        self.assertEqual(read, ["session_switch:active:mohe"])
+        self.assertIsNone(check_redirect(meta_get, "mohe", True, to(HIJACKED)))
+        self.assertEqual(
+            check_redirect(meta_get, "mohe", False, to(HIJACKED)),
+            f"it redirected 'mohe' to session '{HIJACKED}', which no record of the agent names "
+            "(read: session_switch:active:mohe)",
+        )
+        self.assertIn("which no record", check_redirect(meta_get, "zhiwei", False, to(CLI_A)))
+        read.clear()
+        stay = Decision(session_id="xmpp-mohe-v2", redirected=False, reason="no-record", detail="")
+        self.assertIsNone(check_redirect(meta_get, "mohe", True, stay))
+        self.assertEqual(read, [])

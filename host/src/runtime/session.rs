@@ -12,7 +12,7 @@ use super::imports::{Call, HistoryQuery, HostState, SendArgs};
 use super::limits::{GuestClock, Limiter, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 use super::policy::{Current, LoadInfo, Loaded, Runtime, one_line};
 use crate::Failure;
-use crate::store::HistoryRow;
+use crate::store::{HistoryRow, LEGACY_KEY, OUR_KEY_PREFIX};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::{Store, Trap};
@@ -148,6 +148,15 @@ impl Session {
     /// The settings given to the policy's `configure`.
     pub fn settings(&self) -> Option<&Settings> {
         self.settings.as_ref()
+    }
+
+    /// Whether `agent` is the settings' `legacy-agent`, the one agent for
+    /// which the seed's fixed key is read (DESIGN §8 "Records").
+    fn is_legacy(&self, agent: &str) -> bool {
+        self.settings
+            .as_ref()
+            .and_then(|s| s.legacy_agent.as_deref())
+            == Some(agent)
     }
 
     /// Replace the settings; the next call makes a new instance and
@@ -325,9 +334,12 @@ impl Session {
             policy: instance,
         }));
         if let Some(settings) = self.settings.clone() {
-            let answer = self.raw(Call::Configure, None, |guest, store| {
-                guest.call_configure(store, &settings)
-            })?;
+            let answer = self.raw(
+                Call::Configure,
+                None,
+                |guest, store| guest.call_configure(store, &settings),
+                |_, _| Ok(()),
+            )?;
             if let Err(refused) = answer.0 {
                 self.park();
                 return Err(refused.into());
@@ -339,11 +351,16 @@ impl Session {
     /// Run one export with fresh per-call state and a full fuel budget.
     /// A trap parks the session (the store is never used again) and
     /// becomes a `policy` failure.
+    ///
+    /// `check` looks at an answer before the call's read snapshot closes
+    /// (so it sees the state the policy saw); `Err` holds the sentence of a
+    /// `policy` failure.
     fn raw<R>(
         &mut self,
         call: Call,
         send_args: Option<SendArgs>,
         f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
+        check: impl FnOnce(&R, &mut dyn Backend) -> Result<(), String>,
     ) -> Result<(R, Outcome), Failure> {
         let limits = self.runtime.options.limits;
         let fuel = limits.fuel_per_call;
@@ -365,6 +382,10 @@ impl Session {
             live.policy.agentsmeeting_session_switch_policy(),
             &mut live.store,
         );
+        let checked = match &result {
+            Ok(answer) => check(answer, &mut *live.store.data_mut().backend),
+            Err(_) => Ok(()),
+        };
         if snapshot {
             live.store.data_mut().backend.end_read();
         }
@@ -395,6 +416,9 @@ impl Session {
                     }
                     return Err(self.policy_failure(call, what));
                 }
+                if let Err(why) = checked {
+                    return Err(self.policy_failure(call, why));
+                }
                 Ok((answer, outcome))
             }
         }
@@ -408,9 +432,21 @@ impl Session {
         send_args: Option<SendArgs>,
         f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<(R, Outcome), Failure> {
+        self.run_checked(call, send_args, f, |_, _| Ok(()))
+    }
+
+    /// [`Session::run`] with a `check` of the answer inside the call's read
+    /// snapshot (see [`Session::raw`]).
+    fn run_checked<R>(
+        &mut self,
+        call: Call,
+        send_args: Option<SendArgs>,
+        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
+        check: impl FnOnce(&R, &mut dyn Backend) -> Result<(), String>,
+    ) -> Result<(R, Outcome), Failure> {
         self.refresh();
         self.ensure_live()?;
-        let result = self.raw(call, send_args, f);
+        let result = self.raw(call, send_args, f, check);
         if !self.runtime.options.reuse_store {
             self.park();
         }
@@ -425,7 +461,23 @@ impl Session {
         send_args: Option<SendArgs>,
         f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<T, WitFailure>>,
     ) -> Result<(T, Outcome), Failure> {
-        let (answer, outcome) = self.run(call, send_args, f)?;
+        self.run_wit_checked(call, send_args, f, |_, _| Ok(()))
+    }
+
+    /// [`Session::run_wit`] with a `check` of an `ok` answer inside the
+    /// call's read snapshot (see [`Session::raw`]).
+    fn run_wit_checked<T>(
+        &mut self,
+        call: Call,
+        send_args: Option<SendArgs>,
+        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<T, WitFailure>>,
+        check: impl FnOnce(&T, &mut dyn Backend) -> Result<(), String>,
+    ) -> Result<(T, Outcome), Failure> {
+        let (answer, outcome) = self.run_checked(call, send_args, f, |answer, backend| {
+            answer
+                .as_ref()
+                .map_or(Ok(()), |value| check(value, backend))
+        })?;
         match answer {
             Ok(value) => Ok((value, outcome)),
             Err(failure) => {
@@ -474,15 +526,22 @@ impl Session {
     ///
     /// The answer is checked: `redirected` exactly when the reason is
     /// `redirected`, a redirect names a session, anything else names
-    /// `session_id`, and `policy-error` is the host's alone; an answer that
-    /// breaks this is a `policy` failure.
+    /// `session_id`, and `policy-error` is the host's alone; and a redirect
+    /// is honoured only when one of the agent's records names its target,
+    /// read by the host in the call's own read snapshot
+    /// ([`check_redirect`]). An answer that breaks this is a `policy`
+    /// failure.
     pub fn resolve(&mut self, agent: &str, session_id: &str) -> Result<Decision, Failure> {
-        let (decision, _) = self.run_wit(Call::Resolve, None, |g, s| {
-            g.call_resolve(s, agent, session_id)
-        })?;
-        if let Err(why) = check_decision(&decision, session_id) {
-            return Err(self.policy_failure(Call::Resolve, why));
-        }
+        let legacy = self.is_legacy(agent);
+        let (decision, _) = self.run_wit_checked(
+            Call::Resolve,
+            None,
+            |g, s| g.call_resolve(s, agent, session_id),
+            |d, backend| {
+                check_decision(d, session_id)?;
+                check_redirect(backend, agent, legacy, d)
+            },
+        )?;
         Ok(decision)
     }
 
@@ -499,7 +558,8 @@ impl Session {
     /// read through the backend, and the policy's `[YOU] ` edits applied by
     /// the host to the full rows.
     ///
-    /// Checked like [`Session::resolve`], plus: the policy read the history
+    /// Checked like [`Session::resolve`] (the redirect against the record
+    /// too), plus: the policy read the history
     /// of the session it decided on, for `agent` and `limit`, and its edits
     /// index those rows, each at most once. Otherwise a `policy` failure.
     pub fn context(
@@ -508,10 +568,17 @@ impl Session {
         session_id: &str,
         limit: Option<u32>,
     ) -> Result<ContextAnswer, Failure> {
-        let (result, outcome) = self.run_wit(Call::Context, None, |g, s| {
-            g.call_context(s, agent, session_id, limit)
-        })?;
-        let checked = check_decision(&result.decision, session_id).and_then(|()| {
+        let legacy = self.is_legacy(agent);
+        let (result, outcome) = self.run_wit_checked(
+            Call::Context,
+            None,
+            |g, s| g.call_context(s, agent, session_id, limit),
+            |c, backend| {
+                check_decision(&c.decision, session_id)?;
+                check_redirect(backend, agent, legacy, &c.decision)
+            },
+        )?;
+        let checked = {
             let asked = HistoryQuery {
                 session_id: result.decision.session_id.clone(),
                 agent: agent.to_owned(),
@@ -526,7 +593,7 @@ impl Session {
                 )),
                 Some(_) => Ok(()),
             }
-        });
+        };
         if let Err(why) = checked {
             return Err(self.policy_failure(Call::Context, why));
         }
@@ -712,6 +779,58 @@ fn check_decision(decision: &Decision, asked: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The `state_meta` key of `agent`'s record (DESIGN §8 "Records").
+fn record_key(agent: &str) -> String {
+    format!("{OUR_KEY_PREFIX}active:{agent}")
+}
+
+/// The host's own check of a redirect (SECURITY.md, "What a hostile policy
+/// can still do"): a decision that redirects `agent` is honoured only when
+/// one of the agent's records — `session_switch:active:<agent>`, and the
+/// seed's `active_xmpp_sender_session` when `legacy` (the configured
+/// `legacy-agent` only, DESIGN §8) — is a JSON object whose `session_id`
+/// is the decision's target. A decision that does not redirect passes.
+///
+/// This does not repeat the policy's rules (TTL, skew, target session):
+/// it only stops a policy from sending a bot to a session no record names.
+/// `Err` holds the sentence of the `policy` failure, also when a record
+/// cannot be read (nothing is then honoured).
+pub(crate) fn check_redirect(
+    backend: &mut dyn Backend,
+    agent: &str,
+    legacy: bool,
+    decision: &Decision,
+) -> Result<(), String> {
+    if !decision.redirected {
+        return Ok(());
+    }
+    let target = decision.session_id.as_str();
+    let mut keys = vec![record_key(agent)];
+    if legacy {
+        keys.push(LEGACY_KEY.to_owned());
+    }
+    for key in &keys {
+        let value = backend.meta_get(key).map_err(|failure| {
+            format!(
+                "it redirected '{agent}' to session '{target}', and the host could not read \
+                 record '{key}' to check that: {}",
+                failure.message
+            )
+        })?;
+        let names_target = value
+            .and_then(|v| serde_json::from_str::<serde_json::Value>(&v).ok())
+            .is_some_and(|json| json.get("session_id").and_then(|s| s.as_str()) == Some(target));
+        if names_target {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "it redirected '{agent}' to session '{target}', which no record of the agent names \
+         (read: {})",
+        keys.join(", ")
+    ))
+}
+
 fn log_fallback(call: Call, failure: &Failure) {
     tracing::warn!(
         target: "session_switch::runtime",
@@ -781,6 +900,105 @@ mod tests {
             let err = check_decision(&d, asked).unwrap_err();
             assert!(err.contains(why), "{err} / {why}");
         }
+    }
+
+    /// `state_meta` in memory: enough for [`check_redirect`], which reads
+    /// records only (a unit test of the logic above the store; the real
+    /// store is exercised in `tests/sandbox.rs`).
+    struct Meta(Vec<(&'static str, &'static str)>, Vec<String>);
+
+    impl Backend for Meta {
+        fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
+            self.1.push(key.to_owned());
+            if key == "session_switch:active:broken" {
+                return Err(Failure::store("state.db is locked"));
+            }
+            Ok(self
+                .0
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (*v).to_owned()))
+        }
+        fn meta_delete(&mut self, _: &str) -> Result<bool, Failure> {
+            unreachable!("the check only reads")
+        }
+        fn session_exists(&mut self, _: &str) -> Result<bool, Failure> {
+            unreachable!("the check only reads records")
+        }
+        fn history(
+            &mut self,
+            _: &str,
+            _: &str,
+            _: Option<u32>,
+        ) -> Result<Vec<HistoryRow>, Failure> {
+            unreachable!("the check only reads records")
+        }
+        fn now(&mut self) -> f64 {
+            0.0
+        }
+        fn send(
+            &mut self,
+            _: &super::super::bindings::SendPlan,
+        ) -> Result<super::super::bindings::Sent, Failure> {
+            unreachable!("the check only reads")
+        }
+    }
+
+    #[test]
+    fn a_redirect_is_honoured_only_when_a_record_of_the_agent_names_its_target() {
+        let cli = "20260619_190821_7c0afe";
+        let other = "20260619_193000_a1b2c3";
+        let to = |target: &str| decision(target, true, Reason::Redirected);
+        let own = r#"{"session_id": "20260619_190821_7c0afe", "timestamp": 1.0, "source": "cli", "agent": "mohe"}"#;
+        let seed = r#"{"session_id": "20260619_193000_a1b2c3", "timestamp": 1.0, "source": "cli"}"#;
+        let mut meta = Meta(
+            vec![
+                ("session_switch:active:mohe", own),
+                ("active_xmpp_sender_session", seed),
+                ("session_switch:active:zhiwei", "not json"),
+                ("session_switch:active:xiaoguo", r#"{"session_id": 7}"#),
+            ],
+            vec![],
+        );
+        assert_eq!(check_redirect(&mut meta, "mohe", false, &to(cli)), Ok(()));
+        assert_eq!(
+            meta.1,
+            ["session_switch:active:mohe"],
+            "one read when the own record names it"
+        );
+        // The seed's key counts for the legacy agent only.
+        assert_eq!(check_redirect(&mut meta, "mohe", true, &to(other)), Ok(()));
+        assert_eq!(
+            check_redirect(&mut meta, "mohe", false, &to(other)).unwrap_err(),
+            "it redirected 'mohe' to session '20260619_193000_a1b2c3', which no record of \
+             the agent names (read: session_switch:active:mohe)"
+        );
+        // Another agent's record never vouches for this agent's redirect.
+        let e = check_redirect(&mut meta, "xiaoguo", false, &to(cli)).unwrap_err();
+        assert!(
+            e.contains("which no record of the agent names (read: session_switch:active:xiaoguo)"),
+            "{e}"
+        );
+        // Not JSON, no record at all.
+        for agent in ["zhiwei", "nobody"] {
+            let e = check_redirect(&mut meta, agent, false, &to(cli)).unwrap_err();
+            assert!(
+                e.ends_with(&format!("names (read: session_switch:active:{agent})")),
+                "{e}"
+            );
+        }
+        // A record that cannot be read honours nothing.
+        let e = check_redirect(&mut meta, "broken", false, &to(cli)).unwrap_err();
+        assert_eq!(
+            e,
+            "it redirected 'broken' to session '20260619_190821_7c0afe', and the host could \
+             not read record 'session_switch:active:broken' to check that: state.db is locked"
+        );
+        // No redirect, no read.
+        meta.1.clear();
+        let stay = decision("xmpp-mohe-v2", false, Reason::NoRecord);
+        assert_eq!(check_redirect(&mut meta, "mohe", true, &stay), Ok(()));
+        assert!(meta.1.is_empty());
     }
 
     #[test]
