@@ -101,6 +101,10 @@ pub(crate) struct HostState {
     /// Error and warn lines the guest logged in this call (its panic hook
     /// writes the panic message here).
     pub(crate) said: Vec<String>,
+    /// What `meta-get` answered the policy in this call, key and value:
+    /// the host's own check of a redirect reuses it (same read snapshot)
+    /// instead of reading `state_meta` again.
+    pub(crate) meta_read: Vec<(String, Option<String>)>,
 }
 
 impl HostState {
@@ -120,6 +124,7 @@ impl HostState {
             deleted: Vec::new(),
             violation: None,
             said: Vec::new(),
+            meta_read: Vec::new(),
         }
     }
 
@@ -133,8 +138,19 @@ impl HostState {
         self.deleted.clear();
         self.violation = None;
         self.said.clear();
+        self.meta_read.clear();
         self.limiter.hit = false;
         self.clock.begin();
+    }
+
+    /// The value of `state_meta` key `key` as this call sees it: what
+    /// `meta-get` already answered the policy, else a read through the
+    /// backend (inside the call's read snapshot either way).
+    pub(crate) fn record(&mut self, key: &str) -> Result<Option<String>, Failure> {
+        match self.meta_read.iter().rev().find(|(k, _)| k == key) {
+            Some((_, value)) => Ok(value.clone()),
+            None => self.backend.meta_get(key),
+        }
     }
 
     /// Run one import's work, its time counted as the host's, not the guest's.
@@ -191,7 +207,13 @@ impl types::Host for HostState {}
 
 impl host::Host for HostState {
     fn meta_get(&mut self, key: String) -> Result<Option<String>, WitFailure> {
-        self.timed(|s| s.backend.meta_get(&key).map_err(Into::into))
+        self.timed(|s| {
+            let value = s.backend.meta_get(&key)?;
+            if matches!(s.call, Call::Resolve | Call::Context) {
+                s.meta_read.push((key, value.clone()));
+            }
+            Ok(value)
+        })
     }
 
     fn meta_delete(&mut self, key: String) -> Result<bool, WitFailure> {

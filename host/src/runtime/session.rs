@@ -360,7 +360,7 @@ impl Session {
         call: Call,
         send_args: Option<SendArgs>,
         f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
-        check: impl FnOnce(&R, &mut dyn Backend) -> Result<(), String>,
+        check: impl FnOnce(&R, &mut HostState) -> Result<(), String>,
     ) -> Result<(R, Outcome), Failure> {
         let limits = self.runtime.options.limits;
         let fuel = limits.fuel_per_call;
@@ -383,7 +383,7 @@ impl Session {
             &mut live.store,
         );
         let checked = match &result {
-            Ok(answer) => check(answer, &mut *live.store.data_mut().backend),
+            Ok(answer) => check(answer, live.store.data_mut()),
             Err(_) => Ok(()),
         };
         if snapshot {
@@ -442,7 +442,7 @@ impl Session {
         call: Call,
         send_args: Option<SendArgs>,
         f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
-        check: impl FnOnce(&R, &mut dyn Backend) -> Result<(), String>,
+        check: impl FnOnce(&R, &mut HostState) -> Result<(), String>,
     ) -> Result<(R, Outcome), Failure> {
         self.refresh();
         self.ensure_live()?;
@@ -471,12 +471,10 @@ impl Session {
         call: Call,
         send_args: Option<SendArgs>,
         f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<T, WitFailure>>,
-        check: impl FnOnce(&T, &mut dyn Backend) -> Result<(), String>,
+        check: impl FnOnce(&T, &mut HostState) -> Result<(), String>,
     ) -> Result<(T, Outcome), Failure> {
-        let (answer, outcome) = self.run_checked(call, send_args, f, |answer, backend| {
-            answer
-                .as_ref()
-                .map_or(Ok(()), |value| check(value, backend))
+        let (answer, outcome) = self.run_checked(call, send_args, f, |answer, state| {
+            answer.as_ref().map_or(Ok(()), |value| check(value, state))
         })?;
         match answer {
             Ok(value) => Ok((value, outcome)),
@@ -537,9 +535,9 @@ impl Session {
             Call::Resolve,
             None,
             |g, s| g.call_resolve(s, agent, session_id),
-            |d, backend| {
+            |d, state| {
                 check_decision(d, session_id)?;
-                check_redirect(backend, agent, legacy, d)
+                check_redirect(&mut |key| state.record(key), agent, legacy, d)
             },
         )?;
         Ok(decision)
@@ -573,9 +571,9 @@ impl Session {
             Call::Context,
             None,
             |g, s| g.call_context(s, agent, session_id, limit),
-            |c, backend| {
+            |c, state| {
                 check_decision(&c.decision, session_id)?;
-                check_redirect(backend, agent, legacy, &c.decision)
+                check_redirect(&mut |key| state.record(key), agent, legacy, &c.decision)
             },
         )?;
         let checked = {
@@ -794,9 +792,11 @@ fn record_key(agent: &str) -> String {
 /// This does not repeat the policy's rules (TTL, skew, target session):
 /// it only stops a policy from sending a bot to a session no record names.
 /// `Err` holds the sentence of the `policy` failure, also when a record
-/// cannot be read (nothing is then honoured).
+/// cannot be read (nothing is then honoured). `read` gives a key's value
+/// in the call's snapshot ([`HostState::record`]: what the policy was
+/// answered, so a redirect usually costs no extra read).
 pub(crate) fn check_redirect(
-    backend: &mut dyn Backend,
+    read: &mut dyn FnMut(&str) -> Result<Option<String>, Failure>,
     agent: &str,
     legacy: bool,
     decision: &Decision,
@@ -810,7 +810,7 @@ pub(crate) fn check_redirect(
         keys.push(LEGACY_KEY.to_owned());
     }
     for key in &keys {
-        let value = backend.meta_get(key).map_err(|failure| {
+        let value = read(key).map_err(|failure| {
             format!(
                 "it redirected '{agent}' to session '{target}', and the host could not read \
                  record '{key}' to check that: {}",
@@ -960,35 +960,41 @@ mod tests {
             ],
             vec![],
         );
-        assert_eq!(check_redirect(&mut meta, "mohe", false, &to(cli)), Ok(()));
+        assert_eq!(
+            check_redirect(&mut |k| meta.meta_get(k), "mohe", false, &to(cli)),
+            Ok(())
+        );
         assert_eq!(
             meta.1,
             ["session_switch:active:mohe"],
             "one read when the own record names it"
         );
         // The seed's key counts for the legacy agent only.
-        assert_eq!(check_redirect(&mut meta, "mohe", true, &to(other)), Ok(()));
         assert_eq!(
-            check_redirect(&mut meta, "mohe", false, &to(other)).unwrap_err(),
+            check_redirect(&mut |k| meta.meta_get(k), "mohe", true, &to(other)),
+            Ok(())
+        );
+        assert_eq!(
+            check_redirect(&mut |k| meta.meta_get(k), "mohe", false, &to(other)).unwrap_err(),
             "it redirected 'mohe' to session '20260619_193000_a1b2c3', which no record of \
              the agent names (read: session_switch:active:mohe)"
         );
         // Another agent's record never vouches for this agent's redirect.
-        let e = check_redirect(&mut meta, "xiaoguo", false, &to(cli)).unwrap_err();
+        let e = check_redirect(&mut |k| meta.meta_get(k), "xiaoguo", false, &to(cli)).unwrap_err();
         assert!(
             e.contains("which no record of the agent names (read: session_switch:active:xiaoguo)"),
             "{e}"
         );
         // Not JSON, no record at all.
         for agent in ["zhiwei", "nobody"] {
-            let e = check_redirect(&mut meta, agent, false, &to(cli)).unwrap_err();
+            let e = check_redirect(&mut |k| meta.meta_get(k), agent, false, &to(cli)).unwrap_err();
             assert!(
                 e.ends_with(&format!("names (read: session_switch:active:{agent})")),
                 "{e}"
             );
         }
         // A record that cannot be read honours nothing.
-        let e = check_redirect(&mut meta, "broken", false, &to(cli)).unwrap_err();
+        let e = check_redirect(&mut |k| meta.meta_get(k), "broken", false, &to(cli)).unwrap_err();
         assert_eq!(
             e,
             "it redirected 'broken' to session '20260619_190821_7c0afe', and the host could \
@@ -997,7 +1003,10 @@ mod tests {
         // No redirect, no read.
         meta.1.clear();
         let stay = decision("xmpp-mohe-v2", false, Reason::NoRecord);
-        assert_eq!(check_redirect(&mut meta, "mohe", true, &stay), Ok(()));
+        assert_eq!(
+            check_redirect(&mut |k| meta.meta_get(k), "mohe", true, &stay),
+            Ok(())
+        );
         assert!(meta.1.is_empty());
     }
 
