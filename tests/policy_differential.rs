@@ -1371,21 +1371,6 @@ fn op_name(op: &Op) -> &'static str {
     }
 }
 
-/// WIT `reason` in kebab-case (DESIGN §8).
-fn reason_name(reason: Reason) -> &'static str {
-    match reason {
-        Reason::Redirected => "redirected",
-        Reason::NoRecord => "no-record",
-        Reason::Expired => "expired",
-        Reason::FutureTimestamp => "future-timestamp",
-        Reason::MalformedRecord => "malformed-record",
-        Reason::UnknownSession => "unknown-session",
-        Reason::NotAgentSession => "not-agent-session",
-        Reason::Superseded => "superseded",
-        Reason::PolicyError => "policy-error",
-    }
-}
-
 fn edit_name(action: guest::EditAction) -> &'static str {
     match action {
         guest::EditAction::Tag => "tag",
@@ -1424,7 +1409,7 @@ fn labels(case: &Case, op: &Op, outcome: &Outcome, edits: &[guest::RowEdit]) -> 
             }
         }
         Ok(Answer::Decision(d)) | Ok(Answer::Context(ContextAnswer { decision: d, .. })) => {
-            let reason = reason_name(d.reason);
+            let reason = d.reason.as_str();
             out.push(format!("{name} {reason}"));
             if d.detail.contains(&format!("is {ttl} s old (TTL {ttl} s)")) {
                 out.push(format!("{reason} at the TTL"));
@@ -1440,11 +1425,7 @@ fn labels(case: &Case, op: &Op, outcome: &Outcome, edits: &[guest::RowEdit]) -> 
         Ok(Answer::Receipt(_)) => out.push("send keeps a newer record".into()),
         Ok(Answer::Statuses(all)) => {
             for s in all {
-                out.push(format!(
-                    "active {} valid={}",
-                    reason_name(s.reason),
-                    s.valid
-                ));
+                out.push(format!("active {} valid={}", s.reason.as_str(), s.valid));
             }
         }
         Ok(Answer::Keys(keys)) if !keys.is_empty() => out.push("clear deletes".into()),

@@ -10,6 +10,7 @@
 //! check recomputes which rows are the agent's own), so a rule that drifts
 //! from the design shows up, not only a crash.
 
+use crate::wit_convert::{settings_to_guest, settings_to_host};
 use session_switch::config::Config;
 use session_switch::runtime::{
     Backend, CacheMode, Policy as HostPolicy, PolicyOptions, SendPlan, Sent, Session,
@@ -649,25 +650,7 @@ pub fn component_tagger() -> Session {
 
 /// The samples' settings as the host's bindings type.
 pub fn host_settings() -> session_switch::runtime::Settings {
-    let s = sample_settings();
-    session_switch::runtime::Settings {
-        room: s.room,
-        ttl_seconds: s.ttl_seconds,
-        future_skew_seconds: s.future_skew_seconds,
-        max_body_chars: s.max_body_chars,
-        legacy_agent: s.legacy_agent,
-        agents: s
-            .agents
-            .into_iter()
-            .map(|a| session_switch::runtime::Agent {
-                name: a.name,
-                jid: a.jid,
-                nick: a.nick,
-                sessions: a.sessions,
-                aliases: a.aliases,
-            })
-            .collect(),
-    }
+    settings_to_host(&sample_settings())
 }
 
 /// Hermes's role text as the policy's enum (what the host's summaries say).
@@ -800,25 +783,7 @@ pub fn check_config(text: &str) -> Option<Config> {
             "legacy agent {legacy:?} not configured"
         );
     }
-    let s = session_switch::bridge::settings(&config);
-    let settings = session_switch_policy::Settings {
-        room: s.room,
-        ttl_seconds: s.ttl_seconds,
-        future_skew_seconds: s.future_skew_seconds,
-        max_body_chars: s.max_body_chars,
-        legacy_agent: s.legacy_agent,
-        agents: s
-            .agents
-            .into_iter()
-            .map(|a| session_switch_policy::Agent {
-                name: a.name,
-                jid: a.jid,
-                nick: a.nick,
-                sessions: a.sessions,
-                aliases: a.aliases,
-            })
-            .collect(),
-    };
+    let settings = settings_to_guest(&session_switch::bridge::settings(&config));
     if let Err(e) = ValidSettings::new(settings) {
         panic!(
             "the config accepts settings the policy refuses ({:?}): {}",

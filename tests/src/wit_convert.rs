@@ -33,6 +33,28 @@ pub fn settings_to_guest(s: &host::Settings) -> guest::Settings {
     }
 }
 
+/// The guest's settings as the host's `settings` record.
+pub fn settings_to_host(s: &guest::Settings) -> host::Settings {
+    host::Settings {
+        room: s.room.clone(),
+        ttl_seconds: s.ttl_seconds,
+        future_skew_seconds: s.future_skew_seconds,
+        max_body_chars: s.max_body_chars,
+        legacy_agent: s.legacy_agent.clone(),
+        agents: s
+            .agents
+            .iter()
+            .map(|a| host::Agent {
+                name: a.name.clone(),
+                jid: a.jid.clone(),
+                nick: a.nick.clone(),
+                sessions: a.sessions.clone(),
+                aliases: a.aliases.clone(),
+            })
+            .collect(),
+    }
+}
+
 /// WIT `failure-kind`, guest → host.
 pub fn kind_from_guest(kind: guest::FailureKind) -> FailureKind {
     match kind {

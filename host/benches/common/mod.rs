@@ -8,7 +8,7 @@
 
 use session_switch::Failure;
 use session_switch::config::Config;
-use session_switch::runtime::{tag, untag};
+use session_switch::runtime::{prefix, tag, untag};
 use session_switch::store::{HermesStore, HistoryRow};
 use session_switch_policy as native;
 use std::path::{Path, PathBuf};
@@ -158,44 +158,6 @@ fn role_of(role: &str) -> native::Role {
         "system" => native::Role::System,
         _ => native::Role::Other,
     }
-}
-
-/// The runtime's `apply::prefix` (private there): the first `chars`
-/// characters, found by counting character starts in the bytes.
-fn prefix(content: &str, chars: u32) -> &str {
-    let chars = chars as usize;
-    if content.len() <= chars {
-        return content;
-    }
-    let bytes = content.as_bytes();
-    let (mut seen, mut at) = (0, 0);
-    // Whole 16-byte chunks that cannot hold the cut are counted with a loop
-    // the compiler vectorises; the rest byte by byte.
-    while at + 16 <= bytes.len() {
-        let starts = bytes[at..at + 16]
-            .iter()
-            .filter(|&&b| is_char_start(b))
-            .count();
-        if seen + starts > chars {
-            break;
-        }
-        seen += starts;
-        at += 16;
-    }
-    for (i, &byte) in bytes.iter().enumerate().skip(at) {
-        if is_char_start(byte) {
-            if seen == chars {
-                return &content[..i];
-            }
-            seen += 1;
-        }
-    }
-    content
-}
-
-/// Not a UTF-8 continuation byte (`0b10xxxxxx`): a character starts here.
-fn is_char_start(byte: u8) -> bool {
-    (byte as i8) >= -0x40
 }
 
 impl native::Host for NativeHost {

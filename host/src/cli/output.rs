@@ -2,25 +2,10 @@
 //! DESIGN §8 (one JSON document on stdout).
 
 use crate::config::Config;
-use crate::runtime::{ContextAnswer, Decision, Reason, Receipt, RecordStatus};
+use crate::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
 use crate::store::HistoryRow;
 use serde_json::{Value, json};
 use std::path::Path;
-
-/// Kebab-case name of a reason, as in the WIT enum (DESIGN §8).
-pub fn reason_str(reason: Reason) -> &'static str {
-    match reason {
-        Reason::Redirected => "redirected",
-        Reason::NoRecord => "no-record",
-        Reason::Expired => "expired",
-        Reason::FutureTimestamp => "future-timestamp",
-        Reason::MalformedRecord => "malformed-record",
-        Reason::UnknownSession => "unknown-session",
-        Reason::NotAgentSession => "not-agent-session",
-        Reason::Superseded => "superseded",
-        Reason::PolicyError => "policy-error",
-    }
-}
 
 fn print_json(value: &Value) {
     println!(
@@ -33,7 +18,7 @@ fn decision_json(d: &Decision) -> Value {
     json!({
         "session_id": d.session_id,
         "redirected": d.redirected,
-        "reason": reason_str(d.reason),
+        "reason": d.reason.as_str(),
         "detail": d.detail,
     })
 }
@@ -46,11 +31,11 @@ pub fn decision(asked: &str, d: &Decision, json: bool) {
         println!(
             "{asked} -> {} ({}: {})",
             d.session_id,
-            reason_str(d.reason),
+            d.reason.as_str(),
             d.detail
         );
     } else {
-        println!("{} ({}: {})", d.session_id, reason_str(d.reason), d.detail);
+        println!("{} ({}: {})", d.session_id, d.reason.as_str(), d.detail);
     }
 }
 
@@ -144,7 +129,7 @@ pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
                     "age_seconds": s.age_seconds,
                     "remaining_seconds": s.remaining_seconds,
                     "valid": s.valid,
-                    "reason": reason_str(s.reason),
+                    "reason": s.reason.as_str(),
                     "detail": s.detail,
                 })
             })
@@ -170,7 +155,7 @@ pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
             println!(
                 "{}: {session} ({}: {})",
                 s.agent,
-                reason_str(s.reason),
+                s.reason.as_str(),
                 s.detail
             );
         }

@@ -24,6 +24,24 @@ pub use agentsmeeting::session_switch::types::{
 
 use crate::{Failure, FailureKind};
 
+impl Reason {
+    /// The kebab-case name of the WIT enum case, as the CLI's JSON prints
+    /// it (DESIGN §8), e.g. `"not-agent-session"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Redirected => "redirected",
+            Self::NoRecord => "no-record",
+            Self::Expired => "expired",
+            Self::FutureTimestamp => "future-timestamp",
+            Self::MalformedRecord => "malformed-record",
+            Self::UnknownSession => "unknown-session",
+            Self::NotAgentSession => "not-agent-session",
+            Self::Superseded => "superseded",
+            Self::PolicyError => "policy-error",
+        }
+    }
+}
+
 impl From<WitFailureKind> for FailureKind {
     fn from(kind: WitFailureKind) -> Self {
         match kind {

@@ -24,7 +24,7 @@ mod policy;
 mod session;
 mod swap;
 
-pub use apply::{YOU_TAG, tag, untag};
+pub use apply::{YOU_TAG, prefix, tag, untag};
 pub use backend::Backend;
 pub use bindings::{
     Agent, ContextResult, Decision, EditAction, LogLevel, Reason, Receipt, RecordStatus, Role,
