@@ -63,7 +63,7 @@ fn the_embedded_component_is_the_built_one_and_answers_version() {
     // `version` also answers through a session, without settings problems.
     let backend = session_switch_tests::memory_backend::MemoryBackend::default();
     let settings = session_switch_tests::memory_backend::room_settings();
-    let mut session = policy.session(backend, settings);
+    let mut session = policy.instance(backend, settings);
     assert_eq!(session.version().unwrap(), info.version);
     assert!(session.self_check().unwrap().contains("passed"));
 }
@@ -140,7 +140,7 @@ fn a_component_failing_its_self_check_is_refused_unless_the_check_is_skipped() {
     let policy = Policy::load(variant_path("bad-self-check"), options).expect("loads unchecked");
     let backend = session_switch_tests::memory_backend::MemoryBackend::default();
     let settings = session_switch_tests::memory_backend::room_settings();
-    let mut session = policy.session(backend, settings);
+    let mut session = policy.instance(backend, settings);
     let err = session.self_check().unwrap_err();
     assert_eq!(err.kind, FailureKind::Policy);
     assert!(err.message.contains("self-check failed"), "{}", err.message);
@@ -220,11 +220,11 @@ fn a_corrupted_cache_entry_is_recompiled_not_fatal() {
     }
     let backend = session_switch_tests::memory_backend::MemoryBackend::default();
     let settings = session_switch_tests::memory_backend::room_settings();
-    assert!(policy.session(backend, settings).version().is_ok());
+    assert!(policy.instance(backend, settings).version().is_ok());
 
     // Truncated to nothing: recompiled; then the rewritten entry is a hit
     // again. (An entry with a valid checksum that wasmtime refuses is
-    // covered by the unit tests of `host/src/runtime/cache.rs`.)
+    // covered by the unit tests of `host/runtime/src/cache.rs`.)
     std::fs::write(&entry, b"").unwrap();
     let policy = Policy::load(component_path(), options_in(&cache)).unwrap();
     assert!(

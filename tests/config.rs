@@ -193,7 +193,7 @@ fn wrong_types_and_ranges_are_refused() {
         "config test.toml, line 11: ttl_seconds must be at least 1"
     );
     // The policy gets the text to normalise in its 64 MiB memory: a
-    // million characters at most (host/src/runtime/limits.rs).
+    // million characters at most (host/runtime/src/limits.rs).
     let e = err(&MINIMAL.replace("[xmpp]\n", "[xmpp]\nmax_body_chars = 1000001\n"));
     assert_eq!(
         e.message,

@@ -12,7 +12,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
-use session_switch::store::{HermesStore, HistoryRow};
+use session_switch::HistoryRow;
+use session_switch::store::HermesStore;
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
 use session_switch_policy::{Reason, Role};
 use session_switch_tests::fixture_copy;

@@ -73,7 +73,7 @@ fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
             let stop = stop.clone();
             let backend = MemoryBackend::new(backend.state().clone());
             std::thread::spawn(move || {
-                let mut session = policy.session(backend, room_settings());
+                let mut session = policy.instance(backend, room_settings());
                 let mut calls = 0u64;
                 let mut versions: Vec<String> = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
@@ -126,7 +126,7 @@ fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
                 );
                 // A new session (and an old one, at its next call) runs it.
                 let mut probe =
-                    policy.session(MemoryBackend::new(backend.state().clone()), room_settings());
+                    policy.instance(MemoryBackend::new(backend.state().clone()), room_settings());
                 assert_eq!(probe.version().unwrap(), version);
             }
             None => {
@@ -166,7 +166,7 @@ fn a_bad_component_is_rejected_by_reload_and_the_old_one_keeps_serving() {
     install(&component_path(), &live);
     let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
     let v1 = policy.version();
-    let mut session = policy.session(MemoryBackend::default(), room_settings());
+    let mut session = policy.instance(MemoryBackend::default(), room_settings());
     assert_eq!(session.version().unwrap(), v1);
 
     let cases = [
@@ -225,7 +225,7 @@ fn a_call_in_flight_finishes_on_the_old_component() {
     let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
     let v1 = policy.version();
     let backend = MemoryBackend::from_fixture(&db);
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     session.configure().unwrap();
     backend.state().import_delay = Duration::from_millis(300);
 

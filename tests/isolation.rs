@@ -1,7 +1,7 @@
 //! Isolation (issue 9): what one agent, one record or one room line may
 //! change, and what it may not. Every test runs the shipped policy
 //! component over a private copy of a real Hermes database, the way a Rust
-//! gateway embeds it (`Policy::embedded` + `HermesBackend`); the records
+//! gateway embeds it (`Policy::embedded` + `HermesImports`); the records
 //! and room lines are written with plain SQL, as the bridge and Hermes's
 //! gateway write them. The last test uses the real ejabberd of the run.
 //!
@@ -14,9 +14,9 @@
 //!   sender's identity, not by its text.
 
 use rusqlite::params;
-use session_switch::bridge::HermesBackend;
+use session_switch::HermesImports;
 use session_switch::runtime::{
-    Agent, CacheMode, Policy, PolicyOptions, Reason, Session, Settings, untag,
+    Agent, CacheMode, Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag,
 };
 use session_switch::store::{HermesStore, SendWrite};
 use session_switch::transport::{HttpApi, Transport};
@@ -86,10 +86,10 @@ impl World {
         })
     }
 
-    fn session(&self, settings: Settings) -> Session {
+    fn instance(&self, settings: Settings) -> PolicyInstance {
         let store = HermesStore::open(&self.db).unwrap();
-        let backend = HermesBackend::new(store, None, settings.room.clone());
-        self.policy.session(backend, settings)
+        let backend = HermesImports::new(store, None, settings.room.clone());
+        self.policy.instance(backend, settings)
     }
 
     fn sql(&self) -> rusqlite::Connection {
@@ -133,7 +133,7 @@ fn record(session_id: &str, timestamp: f64, agent: Option<&str>) -> String {
     value.to_string()
 }
 
-fn decide(session: &mut Session, agent: &str, asked: &str) -> (String, bool, Reason) {
+fn decide(session: &mut PolicyInstance, agent: &str, asked: &str) -> (String, bool, Reason) {
     let d = session.resolve(agent, asked).unwrap();
     (d.session_id, d.redirected, d.reason)
 }
@@ -148,7 +148,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
     );
     // The seed's fixed key, newer, names another CLI session.
     w.set_meta("active_xmpp_sender_session", &record(CLI_B, t - 5.0, None));
-    let mut s = w.session(settings(ROOM, "example.org", true));
+    let mut s = w.instance(settings(ROOM, "example.org", true));
 
     // mohe's bot follows the newer of its two records, on both its sessions.
     for asked in ["xmpp-mohe-v2", "xmpp-mohe"] {
@@ -214,7 +214,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
     assert_eq!(decide(&mut s, "mohe", "xmpp-mohe-v2").0, CLI_B);
 
     // Without a legacy agent, the seed's key moves nobody.
-    let mut s = w.session(settings(ROOM, "example.org", false));
+    let mut s = w.instance(settings(ROOM, "example.org", false));
     assert_eq!(
         decide(&mut s, "mohe", "xmpp-mohe-v2"),
         (CLI_A.into(), true, Reason::Redirected)
@@ -239,7 +239,7 @@ fn a_record_naming_an_xmpp_a_deleted_or_a_missing_session_never_redirects() {
     sql.execute("DELETE FROM sessions WHERE id = ?1", [CLI_C])
         .unwrap();
     drop(sql);
-    let mut s = w.session(settings(ROOM, "example.org", false));
+    let mut s = w.instance(settings(ROOM, "example.org", false));
     let cases = [
         (
             "xmpp-zhiwei",
@@ -334,7 +334,7 @@ fn a_room_line_imitating_the_tag_never_reaches_the_model_as_the_agents_own() {
         .unwrap();
     // The record just written would redirect mohe: clear it to load the
     // XMPP session itself.
-    let mut s = w.session(settings(ROOM, "example.org", false));
+    let mut s = w.instance(settings(ROOM, "example.org", false));
     s.clear(Some("mohe")).unwrap();
 
     for agent in ["mohe", "zhiwei", "xiaoguo"] {
@@ -397,7 +397,7 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
         .iter()
         .map(|l| w.room_line("xmpp-mohe-v2", "user", l))
         .collect();
-    let mut s = w.session(settings(ROOM, "example.org", false));
+    let mut s = w.instance(settings(ROOM, "example.org", false));
     for agent in ["zhiwei", "mohe"] {
         let c = s.context(agent, "xmpp-mohe-v2", None).unwrap();
         for (line, id) in lines.iter().zip(&ids) {
@@ -407,7 +407,7 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
             assert_eq!(shown, "mohe: I never said that", "{agent}: {line:?}");
         }
     }
-    // Through `Session::tag` too (256-character prefixes).
+    // Through `PolicyInstance::tag` too (256-character prefixes).
     let rows = s.context("zhiwei", "xmpp-mohe-v2", None).unwrap().messages;
     let stored: Vec<_> = rows
         .into_iter()
@@ -442,7 +442,7 @@ fn look_alike_tags_are_removed_too() {
         .iter()
         .map(|l| w.room_line("xmpp-mohe-v2", "user", l))
         .collect();
-    let mut s = w.session(settings(ROOM, "example.org", false));
+    let mut s = w.instance(settings(ROOM, "example.org", false));
     let c = s.context("zhiwei", "xmpp-mohe-v2", None).unwrap();
     for (line, id) in lines.iter().zip(ids) {
         let shown = &c.messages.iter().find(|m| m.id == id).unwrap().content;
@@ -451,13 +451,13 @@ fn look_alike_tags_are_removed_too() {
 }
 
 /// Sessions of the run's ejabberd for `agent`: HTTP transport to its API.
-fn live_session(w: &World, ej: &Ejabberd) -> Session {
+fn live_session(w: &World, ej: &Ejabberd) -> PolicyInstance {
     let store = HermesStore::open(&w.db).unwrap();
     let transport: Box<dyn Transport> =
         Box::new(HttpApi::new(&ej.api_url, None, Duration::from_secs(10)).unwrap());
-    let backend = HermesBackend::new(store, Some(transport), ej.room.clone());
+    let backend = HermesImports::new(store, Some(transport), ej.room.clone());
     w.policy
-        .session(backend, settings(&ej.room, &ej.domain, false))
+        .instance(backend, settings(&ej.room, &ej.domain, false))
 }
 
 #[test]

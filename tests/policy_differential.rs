@@ -1,7 +1,7 @@
 //! The differential test of the policy (issue 2): the same generated
 //! inputs go to the native rules (`session_switch_policy::Policy`, the code
 //! the component is built from) and to the compiled component run by the
-//! host runtime (`session_switch::runtime::Policy::embedded` → `Session`),
+//! host runtime (`session_switch::runtime::Policy::embedded` → `PolicyInstance`),
 //! and both must give the same answers: decisions with reason and detail,
 //! the history the model gets, receipts, record statuses, deleted keys,
 //! own-echo verdicts, and failures (kind and message). After every call the
@@ -30,11 +30,11 @@ use proptest::sample::select;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
+use session_switch::HistoryRow;
 use session_switch::runtime::{
-    Agent, CacheMode, ContextAnswer, Decision, Policy, PolicyOptions, Reason, Receipt,
-    RecordStatus, Session, Settings,
+    Agent, CacheMode, ContextAnswer, Decision, Policy, PolicyInstance, PolicyOptions, Reason,
+    Receipt, RecordStatus, Settings,
 };
-use session_switch::store::HistoryRow;
 use session_switch::{Failure, FailureKind};
 use session_switch_policy as guest;
 use session_switch_tests::memory_backend::MemoryBackend;
@@ -61,7 +61,7 @@ const LEGACY_KEY: &str = "active_xmpp_sender_session";
 
 /// The compiled component, loaded once for every test of this file
 /// (compiling it is the slowest step of a case); each case gets its own
-/// `Session`, so its own `Store` and instance.
+/// `PolicyInstance`, so its own `Store` and instance.
 static POLICY: LazyLock<Policy> = LazyLock::new(|| {
     Policy::embedded(PolicyOptions {
         cache: CacheMode::Off,
@@ -872,9 +872,9 @@ fn apply_native(rows: &mut [HistoryRow], edits: &[guest::RowEdit]) -> Result<(),
     Ok(())
 }
 
-/// The compiled component in a runtime `Session`, over its own twin.
+/// The compiled component in a runtime `PolicyInstance`, over its own twin.
 struct Component {
-    session: Session,
+    session: PolicyInstance,
     twin: Twin,
 }
 
@@ -883,7 +883,7 @@ impl Component {
     /// configured now, and its `configure`.
     fn start(case: &Case) -> (Self, Result<(), Failure>) {
         let twin = Twin::new(case.state.clone());
-        let mut session = POLICY.session(twin.clone(), case.settings.clone());
+        let mut session = POLICY.instance(twin.clone(), case.settings.clone());
         let configured = session.configure();
         (Self { session, twin }, configured)
     }
@@ -953,7 +953,7 @@ fn agree(case: &Case, ops: &[Op]) -> Result<Vec<Outcome>, TestCaseError> {
 }
 
 /// The reads the host itself makes after the policy redirected (SECURITY.md
-/// H1, `session::check_redirect`), restated: the agent's record; then, for
+/// H1, `instance::check_redirect`), restated: the agent's record; then, for
 /// the configured legacy agent when that record does not name the target
 /// (JSON with `session_id` equal to it), the seed's key.
 fn host_check_reads(case: &Case, state: &TwinState, op: &Op, outcome: &Outcome) -> Vec<ImportCall> {

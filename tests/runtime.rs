@@ -6,8 +6,8 @@
 //! the next call works on a fresh store.
 
 use session_switch::FailureKind;
+use session_switch::HistoryRow;
 use session_switch::runtime::*;
-use session_switch::store::HistoryRow;
 use session_switch_tests::memory_backend::{MemoryBackend, room_settings};
 use session_switch_tests::{component_path, fixture_copy, variant_path};
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ fn contents(rows: &[HistoryRow]) -> Vec<&str> {
 #[test]
 fn sessions_are_send() {
     fn is_send<T: Send>() {}
-    is_send::<Session>();
+    is_send::<PolicyInstance>();
     fn is_send_sync<T: Send + Sync>() {}
     is_send_sync::<Policy>();
 }
@@ -48,7 +48,7 @@ fn context_tags_the_agents_own_rows_of_a_real_history() {
         return;
     };
     let stored = backend.state().histories["xmpp-mohe-v2"].clone();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
 
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     assert!(!answer.decision.redirected);
@@ -98,7 +98,7 @@ fn send_records_then_resolve_redirects_and_clear_removes_the_record() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
 
     let receipt = session.send("mohe", CLI, "  [YOU] hello room\r\n").unwrap();
     assert_eq!(receipt.body, "hello room\n");
@@ -161,7 +161,7 @@ fn failures_of_the_backend_and_refusals_of_the_policy_keep_their_kind() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
 
     backend.state().send_failure = Some(session_switch::Failure::new(
         FailureKind::NotAccepted,
@@ -193,7 +193,7 @@ fn settings_the_policy_refuses_fail_every_call_with_its_reason() {
     };
     let mut bad = room_settings();
     bad.agents.clear();
-    let mut session = policy.session(backend, bad);
+    let mut session = policy.instance(backend, bad);
     let err = session.configure().unwrap_err();
     assert_eq!(err.kind, FailureKind::BadInput, "{}", err.message);
     let again = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
@@ -213,7 +213,7 @@ fn a_panic_is_a_policy_failure_with_the_guests_message_and_the_next_call_works()
         return;
     };
     let stored = backend.state().histories["xmpp-mohe-v2"].clone();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     assert!(session.version().is_ok());
     assert!(session.is_live());
 
@@ -262,7 +262,7 @@ fn a_panic_is_a_policy_failure_with_the_guests_message_and_the_next_call_works()
 
 /// How long the loop variant runs before its fuel is gone (measured).
 fn loop_stop_time(policy: &Policy, backend: &MemoryBackend) -> Duration {
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     session.configure().unwrap();
     let started = Instant::now();
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
@@ -285,7 +285,7 @@ fn an_endless_loop_stops_in_bounded_time_and_the_next_call_works() {
     // Generous for a loaded 2-core machine: about 0.1 s when idle.
     assert!(took < Duration::from_secs(20), "took {took:?}");
 
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     assert!(session.resolve("mohe", "xmpp-mohe-v2").is_err());
     assert!(
         session
@@ -310,7 +310,7 @@ fn time_spent_in_host_imports_does_not_count_against_the_fuel() {
     let budget_time = loop_stop_time(&loop_policy, &backend);
 
     let policy = Policy::load(component_path(), options()).unwrap();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     session.configure().unwrap();
     // Each import now sleeps as long as the whole fuel budget lasts in a
     // loop; an epoch deadline of that length would have stopped the call.
@@ -340,7 +340,7 @@ fn unbounded_allocation_hits_the_memory_cap_and_the_next_call_works() {
     let Some((policy, backend, _dir)) = setup(variant_path("alloc")) else {
         return;
     };
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     let started = Instant::now();
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     eprintln!("alloc stopped after {:?}", started.elapsed());
@@ -366,7 +366,7 @@ fn unbounded_allocation_hits_the_memory_cap_and_the_next_call_works() {
         ..options()
     };
     let policy = Policy::load(variant_path("alloc"), small).unwrap();
-    let mut session = policy.session(backend, room_settings());
+    let mut session = policy.instance(backend, room_settings());
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert!(
         err.message.contains("memory cap of 8 MiB"),
@@ -381,7 +381,7 @@ fn edits_out_of_range_are_refused_and_the_fallback_serves_rows_as_stored() {
         return;
     };
     let stored = backend.state().histories["xmpp-mohe-v2"].clone();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
 
     let err = session.context("mohe", "xmpp-mohe-v2", None).unwrap_err();
     assert_eq!(err.kind, FailureKind::Policy);
@@ -420,8 +420,8 @@ fn a_fresh_store_per_call_gives_the_same_answers() {
         },
     )
     .unwrap();
-    let mut reused = policy.session(backend.clone(), room_settings());
-    let mut each = fresh.session(backend.clone(), room_settings());
+    let mut reused = policy.instance(backend.clone(), room_settings());
+    let mut each = fresh.instance(backend.clone(), room_settings());
     for _ in 0..3 {
         let a = reused.context("mohe", "xmpp-mohe-v2", None).unwrap();
         let b = each.context("mohe", "xmpp-mohe-v2", None).unwrap();
@@ -454,7 +454,7 @@ fn a_ten_thousand_row_history_fits_the_default_budgets() {
         .state()
         .histories
         .insert("xmpp-mohe-v2".into(), rows.clone());
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     let started = Instant::now();
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     let took = started.elapsed();
@@ -533,7 +533,7 @@ fn measure_costs() {
 
     // A fresh record, so `resolve` takes the longest path (redirect).
     let policy = Policy::load(component_path(), cached.clone()).unwrap();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     session.send("mohe", CLI, "hello").unwrap();
     let fresh_policy = Policy::load(
         component_path(),
@@ -543,7 +543,7 @@ fn measure_costs() {
         },
     )
     .unwrap();
-    let mut fresh = fresh_policy.session(backend.clone(), room_settings());
+    let mut fresh = fresh_policy.instance(backend.clone(), room_settings());
     assert!(session.resolve("mohe", "xmpp-mohe-v2").unwrap().redirected);
     for round in 0..3 {
         let reuse = per_call(20_000, || {
@@ -611,11 +611,11 @@ fn measure_costs() {
 }
 
 /// A read-only call runs in one read snapshot of the real store
-/// (`Backend::begin_read`), which is closed also when the policy traps: a
+/// (`HostImports::begin_read`), which is closed also when the policy traps: a
 /// later call that writes (`clear`, `BEGIN IMMEDIATE`) still works.
 #[test]
 fn the_read_snapshot_is_closed_after_a_trap() {
-    use session_switch::bridge::HermesBackend;
+    use session_switch::HermesImports;
     use session_switch::store::HermesStore;
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
         return;
@@ -636,7 +636,7 @@ fn the_read_snapshot_is_closed_after_a_trap() {
         )
         .unwrap();
     let backend = |db: &std::path::Path| {
-        HermesBackend::new(
+        HermesImports::new(
             HermesStore::open(db).unwrap(),
             None,
             "coregroup@conference.example.org",
@@ -644,7 +644,7 @@ fn the_read_snapshot_is_closed_after_a_trap() {
     };
 
     let good = Policy::load(component_path(), options()).unwrap();
-    let mut session = good.session(backend(&db), room_settings());
+    let mut session = good.instance(backend(&db), room_settings());
     let d = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert!(d.redirected, "{}", d.detail);
     assert_eq!(d.session_id, CLI);
@@ -652,7 +652,7 @@ fn the_read_snapshot_is_closed_after_a_trap() {
     assert_eq!(ctx.messages.len(), 4);
 
     let panics = Policy::load(variant_path("panic"), options()).unwrap();
-    let mut session = panics.session(backend(&db), room_settings());
+    let mut session = panics.instance(backend(&db), room_settings());
     let failure = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert_eq!(failure.kind, FailureKind::Policy);
     // mohe is the legacy agent of `room_settings`: the seed's key goes too.

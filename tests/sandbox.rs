@@ -45,7 +45,7 @@ fn stop(
     backend: &MemoryBackend,
 ) -> (session_switch::Failure, Duration, u64) {
     let policy = Policy::load(variant_path(variant), options(limits)).unwrap();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     session.configure().unwrap();
     let started = Instant::now();
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
@@ -155,7 +155,7 @@ fn a_host_import_slower_than_the_guest_time_limit_still_succeeds() {
         }),
     )
     .unwrap();
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     session.configure().unwrap();
     // Every import sleeps twice the whole limit (an ejabberdctl send takes
     // ~0.5 s): only the guest's own time counts.
@@ -209,7 +209,7 @@ fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
         .histories
         .insert("xmpp-mohe-v2".into(), rows);
     let policy = Policy::load(component_path(), options(Limits::default())).unwrap();
-    let mut session = policy.session(backend, room_settings());
+    let mut session = policy.instance(backend, room_settings());
     session.configure().unwrap();
     let mut guest = Vec::new();
     for _ in 0..5 {
@@ -236,7 +236,7 @@ fn std_inside_the_policy_reaches_no_file_socket_environment_process_or_clock() {
     imports.sort();
     assert_eq!(imports, [HOST_INTERFACE, TYPES_INTERFACE]);
 
-    let mut session = policy.session(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), room_settings());
     let decision = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!(
         decision.detail,
@@ -281,7 +281,7 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
     std::fs::copy(component_path(), &live).unwrap();
     let policy = Policy::load(&live, options(Limits::default())).unwrap();
     let serving = policy.info().sha256;
-    let mut session = policy.session(backend, room_settings());
+    let mut session = policy.instance(backend, room_settings());
     for variant in ["spy", "wasi"] {
         std::fs::copy(variant_path(variant), &live).unwrap();
         let err = policy.reload(&live, Some(&room_settings())).unwrap_err();
@@ -310,13 +310,13 @@ fn unix_now() -> f64 {
 
 /// A session of `component` over the real Hermes store of `db` (read
 /// snapshots and all), mohe being the legacy agent.
-fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> Session {
+fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> PolicyInstance {
     let policy = Policy::load(component, options(Limits::default())).unwrap();
     let store = session_switch::store::HermesStore::open(db).unwrap();
     let mut settings = room_settings();
     settings.legacy_agent = Some("mohe".into());
-    let backend = session_switch::bridge::HermesBackend::new(store, None, settings.room.clone());
-    policy.session(backend, settings)
+    let backend = session_switch::HermesImports::new(store, None, settings.room.clone());
+    policy.instance(backend, settings)
 }
 
 /// Write `state_meta` key `key` as the bridge (or the seed) does.

@@ -30,9 +30,9 @@
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Value, json};
 use session_switch::FailureKind;
-use session_switch::bridge::HermesBackend;
+use session_switch::HermesImports;
 use session_switch::runtime::{
-    Agent, CacheMode, Policy, PolicyOptions, Session, Settings, WatchOptions, untag,
+    Agent, CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, untag,
 };
 use session_switch::store::HermesStore;
 use session_switch_policy::body::clean;
@@ -333,14 +333,14 @@ fn gateway(
     stop: &AtomicBool,
 ) -> (Vec<String>, HashSet<String>) {
     let store = HermesStore::open(db).unwrap();
-    let backend = HermesBackend::new(store, None, ej.room.clone());
-    let mut session: Session = policy.session(backend, settings(ej));
+    let backend = HermesImports::new(store, None, ej.room.clone());
+    let mut session: PolicyInstance = policy.instance(backend, settings(ej));
     let own_cli: Vec<String> = (0..CLI_PER_AGENT).map(|i| cli_session(agent, i)).collect();
     let xmpp = xmpp_session(agent);
     let reader = HermesStore::open(db).unwrap();
     let mut problems = Vec::new();
     let mut versions = HashSet::new();
-    let check_rows = |rows: &[session_switch::store::HistoryRow], problems: &mut Vec<String>| {
+    let check_rows = |rows: &[session_switch::HistoryRow], problems: &mut Vec<String>| {
         let bodies = sent_bodies.lock().unwrap();
         let mine = bodies.get(agent);
         for m in rows.iter().filter(|m| m.role == "user") {

@@ -324,7 +324,7 @@ fn meta_get_reads_the_seed_record_of_the_fixtures() {
 /// it, `clear` removes it) instead of every call failing.
 #[test]
 fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
-    use session_switch::bridge::HermesBackend;
+    use session_switch::HermesImports;
     use session_switch::runtime::{CacheMode, Policy, PolicyOptions, Reason};
     use session_switch_tests::memory_backend::room_settings;
 
@@ -364,8 +364,8 @@ fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
         ..PolicyOptions::default()
     };
     let policy = Policy::embedded(options).unwrap();
-    let backend = HermesBackend::new(store, None, "coregroup@conference.example.org");
-    let mut session = policy.session(backend, room_settings());
+    let backend = HermesImports::new(store, None, "coregroup@conference.example.org");
+    let mut session = policy.instance(backend, room_settings());
     let d = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!(
         (d.redirected, d.reason),

@@ -1,5 +1,5 @@
 //! History rows through the real component as a gateway loads them
-//! (`Session::tag`: summaries in, edits out, applied by the host), checked
+//! (`PolicyInstance::tag`: summaries in, edits out, applied by the host), checked
 //! by `session_switch_tests::hostile::check_history_rows`: no trap, no
 //! invalid edit, every field but the content unchanged, and the contents
 //! equal to the native rules' answer.
@@ -7,8 +7,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use session_switch::runtime::Session;
-use session_switch::store::HistoryRow;
+use session_switch::runtime::PolicyInstance;
+use session_switch::HistoryRow;
 use session_switch_tests::hostile::{check_history_rows, component_tagger};
 use std::sync::{Mutex, OnceLock};
 
@@ -30,8 +30,8 @@ struct Input {
 }
 
 /// One component instance for the whole run, as in a gateway.
-fn session() -> &'static Mutex<Session> {
-    static SESSION: OnceLock<Mutex<Session>> = OnceLock::new();
+fn session() -> &'static Mutex<PolicyInstance> {
+    static SESSION: OnceLock<Mutex<PolicyInstance>> = OnceLock::new();
     SESSION.get_or_init(|| Mutex::new(component_tagger()))
 }
 

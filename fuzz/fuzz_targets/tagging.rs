@@ -22,7 +22,7 @@ struct Row {
 #[derive(Arbitrary, Debug)]
 struct Input {
     /// The prefix `context` asks for (57 for the samples) or the one
-    /// `Session::tag` gives (256).
+    /// `PolicyInstance::tag` gives (256).
     long_prefix: bool,
     rows: Vec<Row>,
 }

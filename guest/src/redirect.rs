@@ -11,16 +11,7 @@ use crate::settings::{AgentEntry, ValidSettings, check_session_id};
 use crate::{Decision, Failure, Reason, RecordStatus};
 use record::{Field, Top};
 
-/// The seed's fixed `state_meta` key (one record for all agents).
-pub const LEGACY_KEY: &str = "active_xmpp_sender_session";
-
-/// Prefix of every `state_meta` key of ours (DESIGN §8 "Records").
-pub const KEY_PREFIX: &str = "session_switch:";
-
-/// The `state_meta` key of `agent`'s record: `session_switch:active:<agent>`.
-pub fn record_key(agent: &str) -> String {
-    concat(&[KEY_PREFIX, "active:", agent])
-}
+pub use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX as KEY_PREFIX, record_key};
 
 /// `parts` joined, in one allocation. The sentences of `resolve`'s common
 /// paths are built with this instead of `format!`: in the component,

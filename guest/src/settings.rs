@@ -8,15 +8,8 @@ use std::collections::BTreeMap;
 use crate::failure::{bad_input, unknown_agent};
 use crate::{Agent, Failure, Settings};
 
-/// The tag the bridge prepends to the agent's own rows (the seed, DESIGN §3).
-pub const TAG: &str = "[YOU] ";
-
-/// The tag without its space: what `untag` removes, ASCII-case-insensitively.
-pub const MARKER: &str = "[YOU]";
-
-/// Longest accepted session id, in characters: Hermes's API server refuses
-/// longer ones (research/hermes-state.md).
-pub const MAX_SESSION_ID_CHARS: usize = 256;
+pub use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
+pub use session_switch_contract::marker::{MARKER_NAME, YOU_TAG as TAG};
 
 /// How many stacked `[YOU] ` markers the history prefix must still see
 /// through to find the name behind them. Rows with more markers than this are
@@ -153,7 +146,7 @@ impl ValidSettings {
                 }
             }
             for sign in &names {
-                if sign.eq_ignore_ascii_case(MARKER.trim_matches(['[', ']'])) {
+                if sign.eq_ignore_ascii_case(MARKER_NAME) {
                     return Err(invalid(format!(
                         "{who} signs as '{sign}', which is the [YOU] tag itself"
                     )));

@@ -7,105 +7,10 @@
 //! with [`apply`]. The tagged view is a fixed point: tagging it again gives
 //! no edit.
 
-use crate::settings::{AgentEntry, TAG, ValidSettings};
+use crate::settings::{AgentEntry, ValidSettings};
 use crate::{EditAction, Failure, Role, RowEdit, RowSummary};
-
-/// Whether `c` is skipped before and after a `[YOU]` marker (WIT
-/// `edit-action.untag`): Unicode `White_Space` ([`char::is_whitespace`]), or
-/// a `Default_Ignorable_Code_Point` (Unicode 16, DerivedCoreProperties.txt):
-/// invisible characters such as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER,
-/// U+FEFF, soft hyphen, bidi controls, variation selectors, Hangul fillers
-/// and tags, which a room line could put before a tag so that the model
-/// still reads it as one (gap G4 of SECURITY.md). A host applying edits
-/// must use this same set (`host/src/runtime/apply.rs`, the Python
-/// gateway's `edits.py`).
-pub fn is_blank(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            '\u{ad}'
-                | '\u{34f}'
-                | '\u{61c}'
-                | '\u{115f}'..='\u{1160}'
-                | '\u{17b4}'..='\u{17b5}'
-                | '\u{180b}'..='\u{180f}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{3164}'
-                | '\u{fe00}'..='\u{fe0f}'
-                | '\u{feff}'
-                | '\u{ffa0}'
-                | '\u{fff0}'..='\u{fff8}'
-                | '\u{1bca0}'..='\u{1bca3}'
-                | '\u{1d173}'..='\u{1d17a}'
-                | '\u{e0000}'..='\u{e0fff}'
-        )
-}
-
-/// The accepted forms of each character of the `[YOU]` marker: ASCII in
-/// either case and the full-width forms (U+FF3B `［`, U+FF39/U+FF59 `Ｙ`/`ｙ`,
-/// U+FF2F/U+FF4F, U+FF35/U+FF55, U+FF3D `］`), which a model reads as the
-/// same tag (gap G4 of SECURITY.md).
-const MARKER_FORMS: [[char; 4]; 5] = [
-    ['[', '[', '\u{ff3b}', '\u{ff3b}'],
-    ['Y', 'y', '\u{ff39}', '\u{ff59}'],
-    ['O', 'o', '\u{ff2f}', '\u{ff4f}'],
-    ['U', 'u', '\u{ff35}', '\u{ff55}'],
-    [']', ']', '\u{ff3d}', '\u{ff3d}'],
-];
-
-/// The length in bytes of the `[YOU]` marker `text` starts with, if it
-/// starts with one (each character in one of its [`MARKER_FORMS`]).
-fn marker_len(text: &str) -> Option<usize> {
-    let mut chars = text.chars();
-    let mut len = 0;
-    for forms in &MARKER_FORMS {
-        let c = chars.next()?;
-        if !forms.contains(&c) {
-            return None;
-        }
-        len += c.len_utf8();
-    }
-    Some(len)
-}
-
-/// `text` without its leading blanks ([`is_blank`]).
-fn skip_blanks(text: &str) -> &str {
-    text.trim_start_matches(is_blank)
-}
-
-/// `text` without its leading `[YOU]` markers (WIT `edit-action.untag`):
-/// repeatedly drop leading blanks ([`is_blank`]: whitespace and invisible
-/// format characters) and a marker (`[YOU]` in any ASCII case, each
-/// character also in its full-width form), then drop leading blanks. A host
-/// applying edits must use this same definition (or this function).
-///
-/// Runs on every row a `context` edits: a borrowed slice, no allocation.
-pub fn untag(text: &str) -> &str {
-    let mut rest = skip_blanks(text);
-    while let Some(len) = marker_len(rest) {
-        rest = skip_blanks(&rest[len..]);
-    }
-    rest
-}
-
-/// Whether `text` starts with at least one `[YOU]` marker (after leading
-/// blanks, [`untag`]'s rule).
-pub fn has_marker(text: &str) -> bool {
-    marker_len(skip_blanks(text)).is_some()
-}
-
-/// Whether `base` (a prefix after [`untag`]) could be the start of a
-/// `[YOU]` marker cut off by the prefix's length: empty, or a proper prefix
-/// of a marker form (`[`, `［Y`, `[yo`, …).
-fn could_hide_marker(base: &str) -> bool {
-    base.chars().count() < MARKER_FORMS.len()
-        && base
-            .chars()
-            .zip(&MARKER_FORMS)
-            .all(|(c, forms)| forms.contains(&c))
-}
+use session_switch_contract::marker::{YOU_TAG as TAG, could_hide_marker};
+pub use session_switch_contract::marker::{has_marker, is_blank, untag};
 
 /// The content the model sees after `action` (WIT `edit-action`):
 /// `tag` → `[YOU] ` + [`untag`]`(content)`; `untag` → [`untag`]`(content)`.

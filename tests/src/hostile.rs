@@ -11,11 +11,11 @@
 //! from the design shows up, not only a crash.
 
 use crate::wit_convert::{settings_to_guest, settings_to_host};
+use session_switch::HistoryRow;
 use session_switch::config::Config;
 use session_switch::runtime::{
-    Backend, CacheMode, Policy as HostPolicy, PolicyOptions, SendPlan, Sent, Session,
+    CacheMode, HostImports, Policy as HostPolicy, PolicyInstance, PolicyOptions, SendPlan, Sent,
 };
-use session_switch::store::HistoryRow;
 use session_switch::{Failure as HostFailure, FailureKind as HostKind};
 use session_switch_policy::body::{clean, normalise, xml_allows};
 use session_switch_policy::redirect::{LEGACY_KEY, parse_record, record_key};
@@ -606,7 +606,7 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
 /// fails (kind `store`), so a policy that calls one shows up.
 struct NoImports;
 
-impl Backend for NoImports {
+impl HostImports for NoImports {
     fn meta_get(&mut self, _: &str) -> Result<Option<String>, HostFailure> {
         Err(HostFailure::store("tag must not read state_meta"))
     }
@@ -635,13 +635,13 @@ impl Backend for NoImports {
 /// A session of the embedded (shipped) policy component, configured with
 /// the samples' settings, for [`check_history_rows`]. Uncached: nothing is
 /// written outside the process.
-pub fn component_tagger() -> Session {
+pub fn component_tagger() -> PolicyInstance {
     let options = PolicyOptions {
         cache: CacheMode::Off,
         ..PolicyOptions::default()
     };
     let policy = HostPolicy::embedded(options).expect("the embedded component loads");
-    let mut session = policy.session(NoImports, host_settings());
+    let mut session = policy.instance(NoImports, host_settings());
     session
         .configure()
         .expect("the samples' settings are valid");
@@ -665,7 +665,7 @@ fn role_of(role: &str) -> Role {
 }
 
 /// Check history rows as a gateway loads them through the real component
-/// (`Session::tag`: summaries of the host's `tag_prefix_chars` cross into
+/// (`PolicyInstance::tag`: summaries of the host's `tag_prefix_chars` cross into
 /// the component, edits come back, the host applies them), for `agent`:
 /// - the call succeeds (no trap, no invalid edit) and leaves the store live;
 /// - ids, roles and tool fields come back unchanged, in order;
@@ -674,7 +674,7 @@ fn role_of(role: &str) -> Role {
 ///
 /// # Panics
 /// On any broken property, naming it.
-pub fn check_history_rows(session: &mut Session, agent: &str, rows: Vec<HistoryRow>) {
+pub fn check_history_rows(session: &mut PolicyInstance, agent: &str, rows: Vec<HistoryRow>) {
     let prefix_chars = PolicyOptions::default().tag_prefix_chars;
     let tagged = session
         .tag(agent, rows.clone())
@@ -783,7 +783,7 @@ pub fn check_config(text: &str) -> Option<Config> {
             "legacy agent {legacy:?} not configured"
         );
     }
-    let settings = settings_to_guest(&session_switch::bridge::settings(&config));
+    let settings = settings_to_guest(&session_switch::wiring::settings(&config));
     if let Err(e) = ValidSettings::new(settings) {
         panic!(
             "the config accepts settings the policy refuses ({:?}): {}",

@@ -6,8 +6,8 @@
 //! store itself is tested against the real files in `tests/store.rs`.
 
 use session_switch::Failure;
-use session_switch::runtime::{Agent, Backend, SendPlan, Sent, Settings};
-use session_switch::store::HistoryRow;
+use session_switch::HistoryRow;
+use session_switch::runtime::{Agent, HostImports, SendPlan, Sent, Settings};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,7 +37,7 @@ pub struct MemoryState {
     pub import_calls: u64,
 }
 
-/// A [`Backend`] over a [`MemoryState`] shared with the test.
+/// A [`HostImports`] over a [`MemoryState`] shared with the test.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryBackend {
     state: Arc<Mutex<MemoryState>>,
@@ -141,7 +141,7 @@ impl MemoryBackend {
     }
 }
 
-impl Backend for MemoryBackend {
+impl HostImports for MemoryBackend {
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
         Ok(self.enter().meta.get(key).cloned())
     }

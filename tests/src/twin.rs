@@ -1,7 +1,7 @@
 //! One in-memory `state.db` + room that serves both sides of the
 //! differential test: the native policy (as its
 //! [`session_switch_policy::Host`]) and the compiled component (as the
-//! runtime's [`session_switch::runtime::Backend`]). Both traits are the WIT
+//! runtime's [`session_switch::runtime::HostImports`]). Both traits are the WIT
 //! `host` interface; here one implementation answers both, so the two sides
 //! get identical inputs by construction. Start each side on a clone of the
 //! same [`TwinState`]; afterwards compare the two states, the import calls
@@ -13,8 +13,8 @@
 
 use crate::wit_convert::{failure_to_guest, plan_from_guest, role_to_guest, sent_to_guest};
 use session_switch::Failure;
-use session_switch::runtime::{Backend, SendPlan, Sent};
-use session_switch::store::HistoryRow;
+use session_switch::HistoryRow;
+use session_switch::runtime::{HostImports, SendPlan, Sent};
 use session_switch_policy as guest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,7 +36,7 @@ pub enum ImportCall {
     MetaGet(String),
     MetaDelete(String),
     SessionExists(String),
-    /// `prefix-chars` is not kept: the runtime's `Backend` never sees it
+    /// `prefix-chars` is not kept: the runtime's `HostImports` never sees it
     /// (the runtime cuts the prefixes itself).
     History {
         session_id: String,
@@ -267,8 +267,8 @@ pub fn summary(row: &HistoryRow, prefix_chars: u32) -> guest::RowSummary {
     }
 }
 
-/// The component's side: the runtime's `Backend`, in the host's types.
-impl Backend for Twin {
+/// The component's side: the runtime's `HostImports`, in the host's types.
+impl HostImports for Twin {
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
         let mut s = self.state();
         s.enter(Import::MetaGet, ImportCall::MetaGet(key.to_owned()))?;

@@ -1,7 +1,7 @@
 """The host's half of "history crosses the boundary as summaries"
 (DESIGN §7, §8): build the summaries the policy sees, check the edits it
 answers with, and apply them to the full rows the host kept. The twin of
-the Rust host's host/src/runtime/apply.rs; both must give the same text.
+the Rust host's host/runtime/src/apply.rs; both must give the same text.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one error type of the Python embedding: a kind (the WIT
 `failure-kind`, kebab-case) and one line for a person saying what failed,
 where, and what to do. It mirrors the Rust host's `session_switch::Failure`
-(host/src/failure.rs), so a failure crosses the component boundary unchanged.
+(wit/src/failure.rs), so a failure crosses the component boundary unchanged.
 """
 
 from __future__ import annotations

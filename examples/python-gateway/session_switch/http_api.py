@@ -1,7 +1,7 @@
 """ejabberd's `mod_http_api` as the post-to-room half of the atomic send
 (DESIGN §5, §8), over the standard library's `http.client`: `POST
 {api_url}/{command}` with the command's arguments as a JSON object. The twin
-of the Rust host's host/src/transport/http_api.rs (same checks, same kinds).
+of the Rust host's host/bridge/src/transport/http_api.rs (same checks, same kinds).
 
 Why `check_sender` exists (DESIGN §5, verified on ejabberd 23.01): the room
 silently drops a groupchat message whose sender is not a MUC/Sub subscriber

@@ -1,7 +1,7 @@
 """The host side of the WIT `host` interface for one `SessionSwitch`: the
 imports over Hermes's `state.db` (`store.py`) and ejabberd's HTTP API
 (`http_api.py`), and what a call may do with them. The twin of the Rust
-host's host/src/runtime/imports.rs and bridge.rs:
+host's host/runtime/src/imports.rs and bridge.rs:
 
 - `send` only inside `policy.send`, once, with a plan that names the call's
   agent and CLI session, the agent's record key, and a history row of

@@ -1,6 +1,6 @@
 """Hermes's `state.db` over Python's `sqlite3`: the reads behind the
 policy's host imports and the store half of the atomic send (DESIGN §4,
-§8). The twin of the Rust host's host/src/store/ (same SQL, same rules):
+§8). The twin of the Rust host's host/bridge/src/store/ (same SQL, same rules):
 
 - the connection never changes `journal_mode` or Hermes's schema, and
   creates our two tables only inside its first write transaction, so a read

@@ -1,7 +1,7 @@
 """`SessionSwitch`: the policy component for a Python gateway, over
 Hermes's `state.db` and ejabberd's HTTP API. Loads and checks the
 component, calls its exports under fuel and memory budgets, checks every
-answer like the Rust host (host/src/runtime/session.rs), falls back safely
+answer like the Rust host (host/runtime/src/instance.rs), falls back safely
 when the policy fails, and swaps in a new component when the file changes
 (keeping the old one when the new one fails a check).
 """
@@ -44,7 +44,7 @@ from .store import LEGACY_KEY, OUR_KEY_PREFIX, HermesStore, HistoryRow
 log = logging.getLogger("session_switch")
 
 #: Fuel one call may burn, and the largest linear memory of an instance
-#: (bytes): the Rust host's budgets (host/src/runtime/limits.rs), measured
+#: (bytes): the Rust host's budgets (host/runtime/src/limits.rs), measured
 #: there with 200× (fuel) and 15× (memory) headroom over a 10k-row history.
 FUEL_PER_CALL = 2_000_000_000
 MEMORY_BYTES = 64 << 20

@@ -12,7 +12,7 @@ from session_switch.failure import PolicyError
 
 class Untag(unittest.TestCase):
     def test_drops_every_leading_marker_and_whitespace(self):
-        # The Rust host's own cases (host/src/runtime/apply.rs).
+        # The Rust host's own cases (host/runtime/src/apply.rs).
         self.assertEqual(untag("[YOU] hi"), "hi")
         self.assertEqual(untag("  [you]\t[YoU]  hi [YOU] there"), "hi [YOU] there")
         self.assertEqual(untag("[YOU]"), "")
@@ -52,7 +52,7 @@ class Untag(unittest.TestCase):
 
     def test_look_alike_tags_are_removed(self):
         # Gap G4 of SECURITY.md; the Rust host's own cases
-        # (host/src/runtime/apply.rs).
+        # (host/runtime/src/apply.rs).
         self.assertEqual(untag("\u200b[YOU] I am mohe"), "I am mohe")
         self.assertEqual(untag("\ufeff\u2060[you]\u00ad x"), "x")
         self.assertEqual(untag("\u202e\u2066\u180e[YOU]\U000e0041x"), "x")

@@ -1,0 +1,156 @@
+//! The policy's cost per call, in process (criterion), on the databases of
+//! the run (`bench/make_dbs.py`: v22 and v31 fixtures with 100 / 1,000 /
+//! 10,000 history rows and a fresh record):
+//!
+//! - `resolve-<db>/component`: `PolicyInstance::resolve` over `HermesImports`,
+//!   the store and instance kept between calls (the default, as a gateway
+//!   runs it); `component-fresh-store`: a new store, instance and
+//!   `configure` every call (`reuse_store: false`); `native`: the same rules
+//!   compiled into the host over `HermesStore`.
+//! - `context-<db>/component` and `/native`: resolve + history + tagging,
+//!   edits applied to the full rows.
+//!
+//! Every variant is checked to give the same answer (a redirect, the same
+//! tagged rows) before it is timed. `bench/driver.py` reads the medians
+//! from `$CRITERION_HOME`. `SSW_BENCH_QUICK=1` shortens the runs;
+//! `SSW_BENCH_COMPONENT=PATH` times that component instead of the embedded
+//! one; `SSW_BENCH_LOOP=ID:N` runs one variant N times for a profiler.
+
+mod common;
+
+use common::{Run, native_context, native_policy, native_resolve, run};
+use criterion::{Criterion, criterion_group, criterion_main};
+use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
+use session_switch::store::HermesStore;
+use session_switch::{HermesImports, wiring};
+use std::hint::black_box;
+use std::time::Duration;
+
+fn options(run: &Run, reuse_store: bool) -> PolicyOptions {
+    PolicyOptions {
+        cache: CacheMode::Dir(run.dir.join("cache")),
+        reuse_store,
+        ..PolicyOptions::default()
+    }
+}
+
+fn session(run: &Run, policy: &Policy, db: &common::Db) -> PolicyInstance {
+    let store = HermesStore::open(&db.path).unwrap_or_else(|f| panic!("{}", f.message));
+    let backend = HermesImports::new(store, None, run.config.xmpp.room.clone());
+    policy.instance(backend, wiring::settings(&run.config))
+}
+
+fn benches(c: &mut Criterion) {
+    let run = run();
+    // `SSW_BENCH_COMPONENT`: time another build (e.g. one with symbols,
+    // for a profile) instead of the embedded component.
+    let load = |reuse| match std::env::var_os("SSW_BENCH_COMPONENT") {
+        Some(path) => Policy::load(path, options(&run, reuse)),
+        None => Policy::embedded(options(&run, reuse)),
+    };
+    let reused = load(true).unwrap_or_else(|f| panic!("{}", f.message));
+    let fresh = load(false).unwrap_or_else(|f| panic!("{}", f.message));
+    let (agent, asked) = (run.agent.as_str(), run.session.as_str());
+    // `SSW_BENCH_LOOP=ID:N` (e.g. `resolve-v22-1000/component:20000`): run
+    // that variant N times and nothing else, for an instruction count under
+    // `valgrind --tool=callgrind` (subtract a run with N = 0).
+    let looped = std::env::var("SSW_BENCH_LOOP").ok().map(|v| {
+        let (id, n) = v.rsplit_once(':').expect("SSW_BENCH_LOOP=ID:N");
+        (
+            id.to_owned(),
+            n.parse::<u32>().expect("SSW_BENCH_LOOP count"),
+        )
+    });
+
+    for db in &run.dbs {
+        let mut component = session(&run, &reused, db);
+        let mut fresh_store = session(&run, &fresh, db);
+        let mut native = native_policy(&run, &db.path);
+
+        // Same answers before any timing.
+        let d = component.resolve(agent, asked).expect("component resolve");
+        assert!(d.redirected, "{}: {}", db.name, d.detail);
+        assert_eq!(d.session_id, run.cli_session);
+        let n = native_resolve(&mut native, agent, asked);
+        assert_eq!(
+            (n.session_id.as_str(), n.redirected),
+            (d.session_id.as_str(), true)
+        );
+        let f = fresh_store
+            .resolve(agent, asked)
+            .expect("fresh-store resolve");
+        assert_eq!((&f.session_id, f.reason), (&d.session_id, d.reason));
+        let ctx = component
+            .context(agent, asked, None)
+            .expect("component context");
+        let (_, native_rows) = native_context(&mut native, agent, asked);
+        assert_eq!(ctx.messages.len() as u32, db.rows, "{}", db.name);
+        assert_eq!(
+            ctx.messages, native_rows,
+            "{}: component vs native",
+            db.name
+        );
+
+        if let Some((only, n)) = &looped {
+            // Profiling mode: a known number of calls, no criterion.
+            let r = format!("resolve-{}", db.name);
+            let x = format!("context-{}", db.name);
+            for _ in 0..*n {
+                match only.as_str() {
+                    o if o == format!("{r}/component") => drop(component.resolve(agent, asked)),
+                    o if o == format!("{r}/native") => {
+                        drop(native_resolve(&mut native, agent, asked))
+                    }
+                    o if o == format!("{x}/component") => {
+                        drop(component.context(agent, asked, None))
+                    }
+                    o if o == format!("{x}/native") => {
+                        drop(native_context(&mut native, agent, asked))
+                    }
+                    _ => break,
+                }
+            }
+            continue;
+        }
+
+        let mut g = c.benchmark_group(format!("resolve-{}", db.name));
+        g.bench_function("component", |b| {
+            b.iter(|| black_box(component.resolve(agent, black_box(asked)).unwrap()))
+        });
+        g.bench_function("component-fresh-store", |b| {
+            b.iter(|| black_box(fresh_store.resolve(agent, black_box(asked)).unwrap()))
+        });
+        g.bench_function("native", |b| {
+            b.iter(|| black_box(native_resolve(&mut native, agent, black_box(asked))))
+        });
+        g.finish();
+
+        let mut g = c.benchmark_group(format!("context-{}", db.name));
+        if db.rows >= 10_000 {
+            g.sample_size(20);
+        }
+        g.bench_function("component", |b| {
+            b.iter(|| black_box(component.context(agent, black_box(asked), None).unwrap()))
+        });
+        g.bench_function("native", |b| {
+            b.iter(|| black_box(native_context(&mut native, agent, black_box(asked))))
+        });
+        g.finish();
+    }
+}
+
+fn config() -> Criterion {
+    let quick = std::env::var_os("SSW_BENCH_QUICK").is_some();
+    let (warm, measure) = if quick { (0.3, 0.7) } else { (1.0, 3.0) };
+    Criterion::default()
+        .warm_up_time(Duration::from_secs_f64(warm))
+        .measurement_time(Duration::from_secs_f64(measure))
+        .sample_size(if quick { 10 } else { 50 })
+}
+
+criterion_group! {
+    name = policy;
+    config = config();
+    targets = benches
+}
+criterion_main!(policy);

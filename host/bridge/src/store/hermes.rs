@@ -1,0 +1,587 @@
+//! The connection to Hermes's `state.db` and its reads: `state_meta`,
+//! `sessions`, and the history Hermes's loader gives the model.
+//!
+//! Hermes (or its gateway) holds the same file while we use it, so every
+//! function here takes the locks SQLite's journal mode asks for and nothing
+//! more: reads run in autocommit mode (one implicit read transaction per
+//! statement), or inside one read snapshot a caller opens around several
+//! ([`HermesStore::begin_read`]), and never write; writes run inside
+//! `BEGIN IMMEDIATE`, a send's inside `BEGIN EXCLUSIVE` (see `send_write`).
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::sqlite_failure::sqlite_failure;
+use session_switch_runtime::HistoryRow;
+use session_switch_runtime::{Failure, FailureKind};
+
+/// Busy timeout set on every connection: how long one statement waits for
+/// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
+/// readers use 5 s (v31, research/hermes-state.md §5); its writers wait 1 s
+/// per attempt and retry for up to 20 s.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often `BEGIN` (and `COMMIT`) is tried when SQLite still
+/// reports `SQLITE_BUSY` after the busy timeout; between attempts the store
+/// sleeps a random [`RETRY_JITTER_MS`]. Worst case before a `busy` failure:
+/// `WRITE_ATTEMPTS × (busy timeout + 150 ms)`.
+pub const WRITE_ATTEMPTS: u32 = 3;
+
+/// Range of the random pause between write attempts, in milliseconds; the
+/// same range as Hermes 0.19.0's write retry (research/hermes-state.md §5),
+/// so that competing writers spread out instead of retrying in lock step.
+pub const RETRY_JITTER_MS: std::ops::RangeInclusive<u64> = 20..=150;
+
+use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX, is_our_meta_key, is_prefixed_key};
+
+/// One open connection to a Hermes `state.db` (rusqlite, bundled SQLite
+/// 3.54.1). `Send`, not `Sync`: one thread at a time, as rusqlite's
+/// [`Connection`].
+///
+/// Connection settings: busy timeout [`BUSY_TIMEOUT`] (changeable with
+/// [`HermesStore::set_busy_timeout`]); `foreign_keys = ON` as Hermes runs;
+/// `journal_mode` never touched (WAL and DELETE both occur, DESIGN §4).
+pub struct HermesStore {
+    pub(super) conn: Connection,
+    pub(super) path: PathBuf,
+    pub(super) busy_timeout: Duration,
+    /// `messages.active` exists (Hermes ≥ 2026-05-10, schema v22+): history
+    /// keeps only `active = 1` rows. Read once per connection at open.
+    has_active: bool,
+    /// Hermes's CJK tokenizer extension is loaded into this connection
+    /// (set inside a write transaction, which only has `&self`).
+    pub(super) cjk_loaded: Cell<bool>,
+    /// `state_meta` was seen to exist on this connection (see
+    /// [`HermesStore::table_exists`]).
+    seen_state_meta: Cell<bool>,
+    /// As `seen_state_meta`, for `session_switch_sent`.
+    seen_sent: Cell<bool>,
+}
+
+impl HermesStore {
+    /// `$HERMES_HOME/state.db`, `HERMES_HOME` defaulting to `~/.hermes`
+    /// (Hermes's own rule; see [`super::hermes_home`]).
+    pub fn default_path() -> PathBuf {
+        super::hermes_home().join("state.db")
+    }
+
+    /// Open an existing Hermes database read-write without changing
+    /// anything: not `journal_mode`, not the schema, no table created.
+    ///
+    /// SQL: `PRAGMA foreign_keys = ON` (connection setting),
+    /// `SELECT … FROM sqlite_master` and `PRAGMA table_info(messages)`, each
+    /// in its own read transaction.
+    ///
+    /// Errors (kind `store` unless said otherwise):
+    /// - `no Hermes database at <path>: …` when the file or its folder is
+    ///   missing (SQLite is opened without `SQLITE_OPEN_CREATE`);
+    /// - the path is a folder, not a SQLite file, cannot be opened, or is a
+    ///   SQLite file without Hermes's `sessions` and `messages` tables;
+    /// - kind `busy` if another connection holds an exclusive lock (DELETE
+    ///   mode, mid-commit) for longer than the busy timeout.
+    ///
+    /// A file the process may only read opens fine (SQLite falls back to
+    /// read-only); reads work and writes fail with a `store` failure.
+    pub fn open(path: &Path) -> Result<Self, Failure> {
+        check_exists(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| sqlite_failure(path, BUSY_TIMEOUT, "open the database", e))?;
+        let mut store = Self {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout: BUSY_TIMEOUT,
+            has_active: false,
+            cjk_loaded: Cell::new(false),
+            seen_state_meta: Cell::new(false),
+            seen_sent: Cell::new(false),
+        };
+        store.set_busy_timeout(BUSY_TIMEOUT)?;
+        // Bundled SQLite defaults to ON; say it anyway so a build against a
+        // system SQLite behaves the same (Hermes runs with foreign keys ON).
+        store
+            .conn
+            .execute_batch("PRAGMA foreign_keys = ON")
+            .map_err(|e| store.fail("turn on foreign keys", e))?;
+        store.check_hermes_tables()?;
+        store.has_active = store.messages_has_column("active")?;
+        Ok(store)
+    }
+
+    /// The database file this store was opened on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection's busy timeout (see [`BUSY_TIMEOUT`]).
+    pub fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    /// Change the busy timeout (`sqlite3_busy_timeout`, millisecond
+    /// resolution). A gateway that must not stall may lower it; a `busy`
+    /// failure then comes sooner.
+    pub fn set_busy_timeout(&mut self, timeout: Duration) -> Result<(), Failure> {
+        self.conn
+            .busy_timeout(timeout)
+            .map_err(|e| self.fail("set the busy timeout", e))?;
+        self.busy_timeout = timeout;
+        Ok(())
+    }
+
+    /// The value of `state_meta` key `key`; `None` when the key, or the
+    /// whole `state_meta` table (early Hermes databases), is absent, or the
+    /// stored value is NULL. Non-text values are returned as SQLite's text
+    /// form (`CAST(value AS TEXT)`); bytes that are not UTF-8 (anyone can
+    /// write a blob there) become U+FFFD, so the policy sees a malformed
+    /// record it can report and `clear` can remove, not a read error.
+    ///
+    /// SQL (autocommit, read only): `SELECT CAST(value AS TEXT) FROM
+    /// state_meta WHERE key = ?1`. On `SQLITE_BUSY` past the busy timeout
+    /// (a DELETE-mode writer mid-commit): kind `busy`.
+    pub fn meta_get(&self, key: &str) -> Result<Option<String>, Failure> {
+        if !self.table_exists("state_meta")? {
+            return Ok(None);
+        }
+        self.conn
+            .prepare_cached("SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1")
+            .and_then(|mut stmt| stmt.query_row([key], |row| lossy_text(row, 0)))
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| self.fail(&format!("read state_meta key {key:?}"), e))
+    }
+
+    /// Delete `state_meta` key `key`; `true` when a row was removed.
+    ///
+    /// Only our keys may be deleted: those starting with
+    /// [`OUR_KEY_PREFIX`] (`session_switch:`) and the seed's
+    /// [`LEGACY_KEY`]; any other key is refused with kind `bad-input`
+    /// before the database is touched (Hermes's own keys, e.g. `fts_*` that
+    /// its triggers read, are not ours: DESIGN §4).
+    ///
+    /// SQL: `BEGIN IMMEDIATE` (retried as in [`HermesStore::send_write`]),
+    /// `DELETE FROM state_meta WHERE key = ?1`, `COMMIT`. When the table is
+    /// missing, nothing runs and the answer is `false` (the file stays
+    /// untouched). `SQLITE_BUSY` past the retries: kind `busy`, nothing
+    /// deleted.
+    pub fn meta_delete(&self, key: &str) -> Result<bool, Failure> {
+        check_our_key(key, true)?;
+        if !self.table_exists("state_meta")? {
+            return Ok(false);
+        }
+        let doing = format!("delete state_meta key {key:?}");
+        let tx = self.begin_write(&doing, TransactionBehavior::Immediate)?;
+        let removed = tx
+            .execute("DELETE FROM state_meta WHERE key = ?1", [key])
+            .map_err(|e| sqlite_failure(&self.path, self.busy_timeout, &doing, e))?;
+        commit_with_retry(tx, &self.path, self.busy_timeout, &doing)?;
+        Ok(removed > 0)
+    }
+
+    /// Our keys (prefix `session_switch:`) with their values, sorted by key
+    /// (byte order). NULL values read as `""`. Empty when `state_meta` is
+    /// missing.
+    ///
+    /// SQL (autocommit, read only): `SELECT key, COALESCE(CAST(value AS
+    /// TEXT), '') FROM state_meta WHERE key >= 'session_switch:' AND key <
+    /// 'session_switch;' ORDER BY key` (a range, not `LIKE`, which ignores
+    /// ASCII case and treats `_` as a wildcard). `SQLITE_BUSY`: kind `busy`.
+    pub fn meta_list_ours(&self) -> Result<Vec<(String, String)>, Failure> {
+        if !self.table_exists("state_meta")? {
+            return Ok(Vec::new());
+        }
+        let doing = "list our state_meta keys";
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT key, COALESCE(CAST(value AS TEXT), '') FROM state_meta \
+                 WHERE key >= 'session_switch:' AND key < 'session_switch;' ORDER BY key",
+            )
+            .map_err(|e| self.fail(doing, e))?;
+        stmt.query_map([], |row| {
+            Ok((row.get(0)?, lossy_text(row, 1)?.unwrap_or_default()))
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| self.fail(doing, e))
+    }
+
+    /// Whether `sessions` has a row with id `id`.
+    ///
+    /// SQL (autocommit, read only): `SELECT EXISTS(SELECT 1 FROM sessions
+    /// WHERE id = ?1)`. `SQLITE_BUSY`: kind `busy`.
+    pub fn session_exists(&self, id: &str) -> Result<bool, Failure> {
+        self.conn
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM sessions WHERE id = ?1)")
+            .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
+            .map_err(|e| self.fail(&format!("look up session {id:?}"), e))
+    }
+
+    /// The history of `session_id` as Hermes's current loader gives it to
+    /// the model (`get_messages_as_conversation`, research/hermes-state.md
+    /// §6): rows ordered by `messages.id` (Hermes since 2026-05-14; early
+    /// Hermes ordered by timestamp), only `active = 1` rows where that
+    /// column exists, NULL content as `""`, `tool_calls` / `tool_call_id` /
+    /// `tool_name` as stored. Content that starts with Hermes's multimodal
+    /// sentinel `"\0json:"` is returned as stored, not decoded.
+    ///
+    /// `limit`: `Some(n)` keeps the last `n` rows (still in id order);
+    /// `None` all. `bridge_wrote` is true for rows listed in
+    /// `session_switch_sent` for `agent` (false when that table is
+    /// missing). An unknown session reads as empty.
+    ///
+    /// SQL (one autocommit read, or inside a snapshot): `SELECT id, role,
+    /// content, tool_calls, tool_call_id, tool_name, EXISTS(…
+    /// session_switch_sent …) FROM messages WHERE session_id = ?1 [AND
+    /// active = 1] ORDER BY id`; with a limit `ORDER BY id DESC LIMIT ?2`,
+    /// reversed. `SQLITE_BUSY`: kind `busy`.
+    pub fn history(
+        &self,
+        session_id: &str,
+        agent: &str,
+        limit: Option<u32>,
+    ) -> Result<Vec<HistoryRow>, Failure> {
+        let doing = format!("read the history of session {session_id:?}");
+        let sent = self.table_exists("session_switch_sent")?;
+        // The agent is the last parameter: ?3 after the limit, else ?2.
+        let agent_param = if limit.is_some() { "?3" } else { "?2" };
+        let bridge = if sent {
+            format!(
+                "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id \
+                 AND s.agent = {agent_param})"
+            )
+        } else {
+            "0".to_owned()
+        };
+        let active = if self.has_active {
+            " AND m.active = 1"
+        } else {
+            ""
+        };
+        // The whole history in id order: a plain sort. Only a limit needs
+        // `DESC LIMIT` (then reversed): SQLite sorts with a LIMIT through a
+        // bounded b-tree, which for a whole 10,000-row history took ~1.6x
+        // the time of the plain sort (`make bench`).
+        let order = if limit.is_some() {
+            "ORDER BY m.id DESC LIMIT ?2"
+        } else {
+            "ORDER BY m.id"
+        };
+        let sql = format!(
+            "SELECT m.id, m.role, m.content, m.tool_calls, m.tool_call_id, m.tool_name, {bridge} \
+             FROM messages m WHERE m.session_id = ?1{active} {order}"
+        );
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|e| self.fail(&doing, e))?;
+        let map = |row: &rusqlite::Row<'_>| {
+            Ok(HistoryRow {
+                id: row.get(0)?,
+                role: row.get(1)?,
+                content: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                tool_calls: row.get(3)?,
+                tool_call_id: row.get(4)?,
+                tool_name: row.get(5)?,
+                bridge_wrote: row.get(6)?,
+            })
+        };
+        let rows = match (limit, sent) {
+            (Some(n), true) => stmt.query_map(rusqlite::params![session_id, n, agent], map),
+            (Some(n), false) => stmt.query_map(rusqlite::params![session_id, n], map),
+            (None, true) => stmt.query_map(rusqlite::params![session_id, agent], map),
+            (None, false) => stmt.query_map(rusqlite::params![session_id], map),
+        };
+        let mut rows = rows
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.fail(&doing, e))?;
+        if limit.is_some() {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    /// Start a read snapshot: the reads that follow, until
+    /// [`HermesStore::end_read`], see one consistent state of the file and
+    /// take SQLite's lock once instead of once per statement. A lock cycle
+    /// is several system calls (in DELETE mode a shared `fcntl` lock, a
+    /// look for a hot journal, a read of the change counter, the unlock):
+    /// measured on this machine kind it is most of a short read's cost
+    /// (`make bench`, README "Performance"). The runtime opens one around
+    /// each read-only policy call, so the record, the target's existence and
+    /// the history a decision rests on come from the same snapshot.
+    ///
+    /// SQL: `BEGIN` (deferred: no lock until the first read). Returns
+    /// `false` and does nothing when a transaction is already open. While
+    /// the snapshot holds its shared lock a DELETE-mode writer waits (up to
+    /// its busy timeout); in WAL mode writers go on. Keep it to one call.
+    pub fn begin_read(&self) -> Result<bool, Failure> {
+        if !self.conn.is_autocommit() {
+            return Ok(false);
+        }
+        self.conn
+            .prepare_cached("BEGIN")
+            .and_then(|mut stmt| stmt.execute([]))
+            .map(|_| true)
+            .map_err(|e| self.fail("begin a read transaction", e))
+    }
+
+    /// End the snapshot [`HermesStore::begin_read`] opened: `COMMIT` (the
+    /// transaction wrote nothing; this releases the shared lock), or
+    /// `ROLLBACK` when that fails, so the connection is never left inside a
+    /// transaction. Does nothing when no transaction is open.
+    pub fn end_read(&self) -> Result<(), Failure> {
+        if self.conn.is_autocommit() {
+            return Ok(());
+        }
+        let commit = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut stmt| stmt.execute([]));
+        match commit {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let failure = self.fail("end a read transaction", e);
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(failure)
+            }
+        }
+    }
+
+    /// Start a write transaction (`BEGIN IMMEDIATE` or `BEGIN EXCLUSIVE`):
+    /// the busy timeout applies to it, and if SQLite still reports
+    /// `SQLITE_BUSY` it is tried again after a random pause,
+    /// [`WRITE_ATTEMPTS`] times in all; then kind `busy`.
+    pub(super) fn begin_write(
+        &self,
+        doing: &str,
+        behavior: TransactionBehavior,
+    ) -> Result<Transaction<'_>, Failure> {
+        let begin = match behavior {
+            TransactionBehavior::Exclusive => "BEGIN EXCLUSIVE",
+            _ => "BEGIN IMMEDIATE",
+        };
+        // SQLite falls back to read-only when the file is not writable; say
+        // so now rather than with the first statement that writes.
+        if self
+            .conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(|e| self.fail(doing, e))?
+        {
+            return Err(Failure::store(format!(
+                "could not {doing}: {} is read-only for this process (SQLite could open it only \
+                 for reading); run as the user that owns Hermes's database, and make the file \
+                 and its folder writable",
+                self.path.display()
+            )));
+        }
+        let started = Instant::now();
+        let mut attempt = 1;
+        loop {
+            // `new_unchecked` takes `&Connection`, so the store's other
+            // fields stay readable while the transaction is open.
+            match Transaction::new_unchecked(&self.conn, behavior) {
+                Ok(tx) => return Ok(tx),
+                Err(e) if is_busy(&e) && attempt < WRITE_ATTEMPTS => {
+                    attempt += 1;
+                    std::thread::sleep(jitter());
+                }
+                Err(e) if is_busy(&e) => {
+                    return Err(Failure::new(
+                        FailureKind::Busy,
+                        format!(
+                            "could not {doing}: {} stayed locked by another connection (e.g. a \
+                             Hermes gateway) for {:.1} s ({WRITE_ATTEMPTS} attempts of \
+                             {begin}); nothing was written, try again",
+                            self.path.display(),
+                            started.elapsed().as_secs_f64()
+                        ),
+                    ));
+                }
+                Err(e) => return Err(self.fail(doing, e)),
+            }
+        }
+    }
+
+    /// Whether table `name` exists (`sqlite_master`, a read).
+    ///
+    /// `sqlite_master` has no index: the query scans the whole schema (a v31
+    /// database has over a hundred entries), which measured as the largest
+    /// part of a `resolve` (`make bench`). So once `state_meta` or
+    /// `session_switch_sent` has been seen on this connection it is taken as
+    /// present from then on: Hermes creates `state_meta` and never drops
+    /// it, and `session_switch_sent` is ours and never dropped. Absence is
+    /// never cached (another connection may create the table at any time).
+    pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
+        let seen = match name {
+            "state_meta" => Some(&self.seen_state_meta),
+            "session_switch_sent" => Some(&self.seen_sent),
+            _ => None,
+        };
+        if seen.is_some_and(Cell::get) {
+            return Ok(true);
+        }
+        let exists = self.query_table_exists(name)?;
+        if let Some(seen) = seen {
+            seen.set(exists);
+        }
+        Ok(exists)
+    }
+
+    fn query_table_exists(&self, name: &str) -> Result<bool, Failure> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            )
+            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)))
+            .map_err(|e| self.fail("read the schema", e))
+    }
+
+    /// Map a SQLite error raised while `doing` to a [`Failure`].
+    pub(super) fn fail(&self, doing: &str, error: rusqlite::Error) -> Failure {
+        sqlite_failure(&self.path, self.busy_timeout, doing, error)
+    }
+
+    /// The first read of the file: it is SQLite (else `SQLITE_NOTADB`) and
+    /// has Hermes's two core tables.
+    fn check_hermes_tables(&self) -> Result<(), Failure> {
+        let found: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' \
+                 AND name IN ('sessions', 'messages')",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.fail("read the schema", e))?;
+        if found == 2 {
+            return Ok(());
+        }
+        Err(Failure::store(format!(
+            "{} is a SQLite database but not Hermes's: it has no `sessions` and `messages` \
+             tables; point at Hermes's state.db ($HERMES_HOME/state.db), or create one with \
+             `init-db` on a new path",
+            self.path.display()
+        )))
+    }
+
+    fn messages_has_column(&self, column: &str) -> Result<bool, Failure> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM pragma_table_info('messages') WHERE name = ?1)",
+                [column],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.fail("read the columns of messages", e))
+    }
+}
+
+/// Column `i` as text, bytes that are not UTF-8 replaced by U+FFFD; `None`
+/// for NULL.
+fn lossy_text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    Ok(row
+        .get_ref(i)?
+        .as_bytes_or_null()?
+        .map(|b| String::from_utf8_lossy(b).into_owned()))
+}
+
+/// Commit `tx`; a `SQLITE_BUSY` `COMMIT` (DELETE mode: readers still hold
+/// their shared locks past the busy timeout) leaves the transaction open,
+/// so it is tried again like `BEGIN`. Any final error rolls back (the
+/// transaction's drop) and is returned.
+pub(super) fn commit_with_retry(
+    tx: Transaction<'_>,
+    path: &Path,
+    busy_timeout: Duration,
+    doing: &str,
+) -> Result<(), Failure> {
+    let mut attempt = 1;
+    loop {
+        match tx.execute_batch("COMMIT") {
+            Ok(()) => return Ok(()),
+            Err(e) if is_busy(&e) && attempt < WRITE_ATTEMPTS => {
+                attempt += 1;
+                std::thread::sleep(jitter());
+            }
+            Err(e) => {
+                let failure = sqlite_failure(path, busy_timeout, doing, e);
+                return match tx.rollback() {
+                    Ok(()) => Err(failure),
+                    Err(r) => Err(Failure::new(
+                        failure.kind,
+                        format!("{failure}; the rollback failed too: {r}"),
+                    )),
+                };
+            }
+        }
+    }
+}
+
+/// Whether a `state_meta` key is ours to delete (`legacy_ok`) or write:
+/// `session_switch:` + at least one character, or the seed's key when
+/// `legacy_ok`. Else kind `bad-input`.
+pub(super) fn check_our_key(key: &str, legacy_ok: bool) -> Result<(), Failure> {
+    if is_prefixed_key(key) || (legacy_ok && is_our_meta_key(key)) {
+        return Ok(());
+    }
+    let allowed = if legacy_ok {
+        format!("keys starting with `{OUR_KEY_PREFIX}` and the seed's `{LEGACY_KEY}`")
+    } else {
+        format!("keys starting with `{OUR_KEY_PREFIX}`")
+    };
+    Err(Failure::bad_input(format!(
+        "refusing to change state_meta key {key:?}: it is not session-switch's (only {allowed}); \
+         Hermes's own keys are left alone"
+    )))
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn jitter() -> Duration {
+    Duration::from_millis(fastrand::u64(RETRY_JITTER_MS))
+}
+
+/// A clear `no Hermes database at …` before SQLite's generic "unable to
+/// open database file".
+fn check_exists(path: &Path) -> Result<(), Failure> {
+    let at = path.display();
+    let hint = "set HERMES_HOME or pass the database path, or create one with `init-db`";
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(Failure::store(format!(
+            "no Hermes database at {at}: that is a folder; {hint}"
+        ))),
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            let folder = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let problem = if folder.is_dir() {
+                "no such file".to_string()
+            } else if folder.exists() {
+                format!("{} is not a folder", folder.display())
+            } else {
+                format!("the folder {} does not exist", folder.display())
+            };
+            Err(Failure::store(format!(
+                "no Hermes database at {at}: {problem}; {hint}"
+            )))
+        }
+        Err(e) => Err(Failure::store(format!(
+            "no Hermes database at {at}: cannot read it ({e}); check the permissions of the \
+             file and its folders"
+        ))),
+    }
+}

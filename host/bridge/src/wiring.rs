@@ -1,0 +1,64 @@
+//! The config turned into what the other parts take: the policy's
+//! [`Settings`] and the ejabberd [`Transport`]. Each conversion is written
+//! here once; the CLI, the Python binding and the tests use these.
+
+use crate::config::{Config, TransportKind};
+use crate::transport::{self, EjabberdCtl, HttpApi, Transport};
+use session_switch_runtime::{Agent, Failure, Settings};
+use std::time::Duration;
+
+/// The policy's settings from the config (DESIGN §8: settings reach the
+/// guest as data, never compiled in).
+pub fn settings(config: &Config) -> Settings {
+    Settings {
+        room: config.xmpp.room.clone(),
+        ttl_seconds: config.redirect.ttl_seconds,
+        future_skew_seconds: config.redirect.future_skew_seconds,
+        max_body_chars: config.xmpp.max_body_chars,
+        legacy_agent: config.redirect.legacy_agent.clone(),
+        agents: config
+            .agents
+            .iter()
+            .map(|a| Agent {
+                name: a.name.clone(),
+                jid: a.jid.clone(),
+                nick: a.nick.clone(),
+                sessions: a.sessions.clone(),
+                aliases: a.aliases.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The configured ejabberd transport. The HTTP API's password is read from
+/// the variable `api_password_env` names; a missing variable is an error.
+pub fn transport(config: &Config) -> Result<Box<dyn Transport>, Failure> {
+    let x = &config.xmpp;
+    let timeout = x.timeout_seconds.map(|s| Duration::from_secs(s.into()));
+    Ok(match x.transport {
+        TransportKind::Ejabberdctl => Box::new(EjabberdCtl::new(
+            x.ejabberdctl.clone(),
+            timeout.unwrap_or(transport::EJABBERDCTL_TIMEOUT),
+        )?),
+        TransportKind::Http => {
+            let url = x
+                .api_url
+                .as_deref()
+                .expect("validated: http transport has api_url");
+            let credentials = match (&x.api_user, &x.api_password_env) {
+                (Some(user), Some(var)) => {
+                    let password = std::env::var(var).map_err(|_| {
+                        Failure::bad_input(format!("api_password_env names {var}, which is not set: export it with the API password"))
+                    })?;
+                    Some((user.clone(), password))
+                }
+                _ => None,
+            };
+            Box::new(HttpApi::new(
+                url,
+                credentials,
+                timeout.unwrap_or(transport::HTTP_TIMEOUT),
+            )?)
+        }
+    })
+}

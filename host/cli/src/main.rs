@@ -1,0 +1,95 @@
+//! `xmpp-session-bridge`: the command line of session-switch. It only
+//! parses ([`args`]), calls the [`session_switch::Bridge`] ([`run`]) and
+//! prints ([`output`]).
+//! Exit status (DESIGN §8): 0 done; 2 refused before posting (bad input,
+//! unknown agent, sender not accepted, database busy); 3 the room's answer
+//! is unknown; 1 any other error. A non-zero exit prints one line on stderr.
+
+use clap::Parser;
+mod args;
+mod output;
+mod run;
+
+use args::Cli;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    restore_sigpipe();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // clap's text is several lines (what is wrong, a tip, usage,
+            // "For more information"): keep what is wrong, on one line.
+            // Its tip about "--" is dropped: for `send` the "--" must come
+            // after the options, which `send --help` says.
+            let text = e.to_string();
+            let what = text
+                .split("\n\nUsage:")
+                .next()
+                .unwrap_or(&text)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.starts_with("tip:") && !l.starts_with("For more information"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let what = what
+                .trim_start_matches("error: ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let hint = if e.kind() == clap::error::ErrorKind::UnknownArgument {
+                "a message starting with '-' goes after the options and '--': \
+                 send --agent NAME -- TEXT SESSION_ID; see --help"
+            } else {
+                "see --help"
+            };
+            eprintln!("xmpp-session-bridge: {what} ({hint})");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(cli.global.verbose);
+    match run::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!(
+                "xmpp-session-bridge: {}",
+                failure.message.replace('\n', " ")
+            );
+            ExitCode::from(failure.exit_status())
+        }
+    }
+}
+
+/// Logs go to stderr, off by default (a failure is the one line above);
+/// `-v` shows warnings and info, `-vv` debug; `RUST_LOG` overrides.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "off",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}
+
+/// Rust ignores SIGPIPE, so `println!` panics when stdout is a closed pipe
+/// (`xmpp-session-bridge --json active | head -1`). Restore the default,
+/// as other Unix tools behave: the process ends quietly.
+fn restore_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: at the start of main, before any thread exists; SIG_DFL
+    // installs no handler code.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+}

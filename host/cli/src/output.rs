@@ -1,0 +1,216 @@
+//! What the CLI prints: text for a person, or with `--json` the shapes of
+//! DESIGN §8 (one JSON document on stdout).
+
+use serde_json::{Value, json};
+use session_switch::HistoryRow;
+use session_switch::config::Config;
+use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
+use std::path::Path;
+
+fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON values serialise")
+    );
+}
+
+fn decision_json(d: &Decision) -> Value {
+    json!({
+        "session_id": d.session_id,
+        "redirected": d.redirected,
+        "reason": d.reason.as_str(),
+        "detail": d.detail,
+    })
+}
+
+pub fn decision(asked: &str, d: &Decision, json: bool) {
+    if json {
+        return print_json(&decision_json(d));
+    }
+    if d.redirected {
+        println!(
+            "{asked} -> {} ({}: {})",
+            d.session_id,
+            d.reason.as_str(),
+            d.detail
+        );
+    } else {
+        println!("{} ({}: {})", d.session_id, d.reason.as_str(), d.detail);
+    }
+}
+
+/// One message as Hermes's loader returns it: `role`, `content`, and the
+/// tool fields when present (`tool_calls` parsed, as Hermes does).
+fn message_json(row: &HistoryRow) -> Value {
+    let mut m = json!({ "role": row.role, "content": row.content });
+    if let Some(calls) = &row.tool_calls {
+        m["tool_calls"] =
+            serde_json::from_str(calls).unwrap_or_else(|_| Value::String(calls.clone()));
+    }
+    if let Some(id) = &row.tool_call_id {
+        m["tool_call_id"] = json!(id);
+    }
+    if let Some(name) = &row.tool_name {
+        m["tool_name"] = json!(name);
+    }
+    m
+}
+
+pub fn context(asked: &str, answer: &ContextAnswer, json: bool) {
+    if json {
+        let mut v = decision_json(&answer.decision);
+        v["messages"] = answer.messages.iter().map(message_json).collect();
+        return print_json(&v);
+    }
+    decision(asked, &answer.decision, false);
+    for row in &answer.messages {
+        let mut text = row.content.replace('\n', "\n    ");
+        if let Some(name) = &row.tool_name {
+            text = format!("[{name}] {text}");
+        }
+        if let Some(calls) = &row.tool_calls {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(&tool_calls_text(calls));
+        }
+        println!("  {:>9}: {text}", row.role);
+    }
+}
+
+/// `[calls terminal {"command": …}]` for each OpenAI-style tool call; the
+/// raw text when it is not that JSON.
+fn tool_calls_text(calls: &str) -> String {
+    let Ok(Value::Array(list)) = serde_json::from_str::<Value>(calls) else {
+        return format!("[tool calls {calls}]");
+    };
+    list.iter()
+        .map(|c| {
+            let f = &c["function"];
+            let name = f["name"].as_str().unwrap_or("?");
+            let args = f["arguments"].as_str().unwrap_or_default();
+            format!("[calls {name} {args}]")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
+    if json {
+        return print_json(&json!({
+            "delivered": true,
+            "room": r.room,
+            "body": r.body,
+            "message_id": r.message_id,
+            "record_key": r.record_key,
+            "record_replaced": r.record_replaced,
+        }));
+    }
+    println!("sent to {}: {}", r.room, r.body);
+    println!(
+        "history row {} written; {} -> CLI session {cli_session}",
+        r.message_id, r.record_key
+    );
+    if !r.record_replaced {
+        println!("note: a newer record was already stored and was kept");
+    }
+}
+
+pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
+    if json {
+        let v: Vec<Value> = statuses
+            .iter()
+            .map(|s| {
+                json!({
+                    "agent": s.agent,
+                    "key": s.key,
+                    "session_id": s.session_id,
+                    "timestamp": s.timestamp,
+                    "age_seconds": s.age_seconds,
+                    "remaining_seconds": s.remaining_seconds,
+                    "valid": s.valid,
+                    "reason": s.reason.as_str(),
+                    "detail": s.detail,
+                })
+            })
+            .collect();
+        return print_json(&Value::Array(v));
+    }
+    if statuses.is_empty() {
+        match agent {
+            Some(a) => println!("no record for {a}: its bot loads its XMPP session"),
+            None => println!("no records: every bot loads its XMPP session"),
+        }
+    }
+    for s in statuses {
+        let session = s.session_id.as_deref().unwrap_or("?");
+        if s.valid {
+            let age = s.age_seconds.unwrap_or_default();
+            let left = s.remaining_seconds.unwrap_or_default();
+            println!(
+                "{}: {session} (valid: age {age:.0} s, {left:.0} s left; key {})",
+                s.agent, s.key
+            );
+        } else {
+            println!(
+                "{}: {session} ({}: {})",
+                s.agent,
+                s.reason.as_str(),
+                s.detail
+            );
+        }
+    }
+}
+
+pub fn cleared(keys: &[String], json: bool) {
+    if json {
+        return print_json(&json!({ "cleared": keys }));
+    }
+    if keys.is_empty() {
+        println!("nothing to clear");
+    }
+    for k in keys {
+        println!("cleared {k}");
+    }
+}
+
+pub fn is_own(from: &str, agent: &str, own: bool, json: bool) {
+    if json {
+        return print_json(&json!({ "own": own }));
+    }
+    let verdict = if own { "is" } else { "is not" };
+    println!("{from} {verdict} {agent}'s own message");
+}
+
+pub fn agents(config: &Config, json: bool) {
+    if json {
+        let v: Vec<Value> = config
+            .agents
+            .iter()
+            .map(|a| {
+                json!({
+                    "name": a.name, "jid": a.jid, "nick": a.nick, "sessions": a.sessions,
+                    "aliases": a.aliases, "http_port": a.http_port, "gateway_port": a.gateway_port,
+                    "mention": a.mention,
+                })
+            })
+            .collect();
+        return print_json(&Value::Array(v));
+    }
+    for a in &config.agents {
+        println!(
+            "{}: jid {}, nick {}, sessions {}",
+            a.name,
+            a.jid,
+            a.nick,
+            a.sessions.join(", ")
+        );
+    }
+}
+
+pub fn init_db(path: &Path, json: bool) {
+    if json {
+        return print_json(&json!({ "created": path }));
+    }
+    println!("created an empty Hermes database at {}", path.display());
+}

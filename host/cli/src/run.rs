@@ -1,0 +1,123 @@
+//! One command: load what it needs through the [`Bridge`], call it, print.
+//! Nothing here decides anything: the policy does.
+
+use crate::args::{Cli, Command, Global};
+use crate::output;
+use session_switch::config::Config;
+use session_switch::runtime::{CacheMode, max_text_bytes};
+use session_switch::store::HermesStore;
+use session_switch::{Bridge, BridgeOptions, Failure};
+use std::io::Read;
+use std::path::PathBuf;
+
+/// Run one command; the caller prints a failure as one line and exits with
+/// its status (DESIGN §8).
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Agents => {
+            let config = load_config(g)?;
+            output::agents(&config, g.json);
+            Ok(())
+        }
+        Command::InitDb => {
+            let path = db_path(g);
+            HermesStore::init(&path)?;
+            output::init_db(&path, g.json);
+            Ok(())
+        }
+        Command::Send {
+            text,
+            session_id,
+            agent,
+            ..
+        } => {
+            let bridge = open(g)?;
+            let text = if text == "-" {
+                read_stdin(max_text_bytes(bridge.config().xmpp.max_body_chars))?
+            } else {
+                text
+            };
+            let receipt = bridge.send(&agent, &session_id, &text)?;
+            output::sent(&receipt, &session_id, g.json);
+            Ok(())
+        }
+        Command::Active { agent } => {
+            let statuses = open(g)?.active(agent.as_deref())?;
+            output::active(&statuses, agent.as_deref(), g.json);
+            Ok(())
+        }
+        Command::Clear { agent } => {
+            let keys = open(g)?.clear(agent.as_deref())?;
+            output::cleared(&keys, g.json);
+            Ok(())
+        }
+        Command::Resolve { session_id, agent } => {
+            let decision = open(g)?.resolve(&agent, &session_id)?;
+            output::decision(&session_id, &decision, g.json);
+            Ok(())
+        }
+        Command::Context {
+            session_id,
+            agent,
+            limit,
+        } => {
+            let answer = open(g)?.context(&agent, &session_id, limit)?;
+            output::context(&session_id, &answer, g.json);
+            Ok(())
+        }
+        Command::IsOwn { from, agent } => {
+            let own = open(g)?.is_own(&agent, &from)?;
+            output::is_own(&from, &agent, own, g.json);
+            Ok(())
+        }
+    }
+}
+
+fn load_config(g: &Global) -> Result<Config, Failure> {
+    Config::load(&g.config.clone().unwrap_or_else(Config::default_path))
+}
+
+fn db_path(g: &Global) -> PathBuf {
+    g.db.clone().unwrap_or_else(HermesStore::default_path)
+}
+
+/// The [`Bridge`] of the global options: `--config`, `--db`, `--policy`,
+/// `--cache-dir`, each defaulting as documented in `--help`.
+fn open(g: &Global) -> Result<Bridge, Failure> {
+    Bridge::open(BridgeOptions {
+        config: g.config.clone(),
+        db: g.db.clone(),
+        policy: g.policy.clone(),
+        cache: g
+            .cache_dir
+            .clone()
+            .map_or(CacheMode::Default, CacheMode::Dir),
+    })
+}
+
+/// The message from stdin, at most `max_bytes` (see [`max_text_bytes`]):
+/// more is refused before it is all read. One trailing line break is
+/// dropped, as a shell's `$(…)` does (`echo text | … send -` sends `text`).
+fn read_stdin(max_bytes: usize) -> Result<String, Failure> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(max_bytes as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Failure::bad_input(format!("cannot read the message from stdin: {e}")))?;
+    if bytes.len() > max_bytes {
+        return Err(Failure::bad_input(format!(
+            "the message on stdin is longer than {max_bytes} bytes, far over the maximum \
+             length; nothing was sent"
+        )));
+    }
+    let mut text = String::from_utf8(bytes)
+        .map_err(|e| Failure::bad_input(format!("the message on stdin is not UTF-8: {e}")))?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
+}

@@ -1,0 +1,253 @@
+//! The host's half of "history crosses the boundary as summaries"
+//! (DESIGN §7, §8): build the summaries the policy sees, check the edits it
+//! answers with, and apply them to the full rows the host kept.
+
+use super::bindings::{EditAction, Role, RowEdit, RowSummary};
+use crate::HistoryRow;
+use session_switch_contract::role::Role as ContractRole;
+
+pub use session_switch_contract::marker::{YOU_TAG, tag, untag};
+
+/// Hermes's free-text `messages.role` as the WIT enum (the contract's
+/// [`ContractRole::of`]).
+pub fn role_of(role: &str) -> Role {
+    Role::from(ContractRole::of(role))
+}
+
+/// The first `chars` characters of `content` (cut on a character boundary,
+/// never inside a UTF-8 sequence).
+///
+/// Runs on every row of every `context`: it counts character starts in the
+/// bytes instead of decoding each character (`char_indices`), which was
+/// the host's largest own cost of a `context` (`make bench`).
+pub fn prefix(content: &str, chars: u32) -> &str {
+    let chars = chars as usize;
+    // A character is at least one byte.
+    if content.len() <= chars {
+        return content;
+    }
+    let bytes = content.as_bytes();
+    let (mut seen, mut at) = (0, 0);
+    // Whole 16-byte chunks that cannot hold the cut are counted with a loop
+    // the compiler vectorises; the rest byte by byte.
+    while at + 16 <= bytes.len() {
+        let starts = bytes[at..at + 16]
+            .iter()
+            .filter(|&&b| is_char_start(b))
+            .count();
+        if seen + starts > chars {
+            break;
+        }
+        seen += starts;
+        at += 16;
+    }
+    for (i, &byte) in bytes.iter().enumerate().skip(at) {
+        if is_char_start(byte) {
+            if seen == chars {
+                return &content[..i];
+            }
+            seen += 1;
+        }
+    }
+    content
+}
+
+/// Not a UTF-8 continuation byte (`0b10xxxxxx`): a character starts here.
+fn is_char_start(byte: u8) -> bool {
+    (byte as i8) >= -0x40
+}
+
+/// What the policy sees of `rows`: id, role, a prefix of at most
+/// `prefix_chars` characters, and the provenance flag.
+pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> Vec<RowSummary> {
+    rows.iter()
+        .map(|row| RowSummary {
+            id: row.id,
+            role: role_of(&row.role),
+            prefix: prefix(&row.content, prefix_chars).to_owned(),
+            bridge_wrote: row.bridge_wrote,
+        })
+        .collect()
+}
+
+/// Check the policy's edits against `len` rows: every index in range and no
+/// index twice. `Err` holds one sentence for the failure message.
+pub fn check_edits(edits: &[RowEdit], len: usize) -> Result<(), String> {
+    let mut seen = vec![false; len];
+    for edit in edits {
+        let index = edit.index as usize;
+        match seen.get_mut(index) {
+            None => {
+                return Err(format!(
+                    "edit index {index} is out of range: the history has {len} rows"
+                ));
+            }
+            Some(true) => return Err(format!("row {index} is edited twice")),
+            Some(slot) => *slot = true,
+        }
+    }
+    Ok(())
+}
+
+/// Apply edits to the rows, after [`check_edits`]; nothing changes when the
+/// check fails. Rows without an edit stay as stored.
+pub fn apply_edits(rows: &mut [HistoryRow], edits: &[RowEdit]) -> Result<(), String> {
+    check_edits(edits, rows.len())?;
+    for edit in edits {
+        let row = &mut rows[edit.index as usize];
+        row.content = match edit.action {
+            EditAction::Tag => tag(&row.content),
+            EditAction::Untag => untag(&row.content).to_owned(),
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, role: &str, content: &str) -> HistoryRow {
+        HistoryRow {
+            id,
+            role: role.into(),
+            content: content.into(),
+            tool_calls: None,
+            tool_call_id: None,
+            tool_name: None,
+            bridge_wrote: false,
+        }
+    }
+
+    #[test]
+    fn untag_drops_every_leading_marker_and_whitespace() {
+        assert_eq!(untag("[YOU] hi"), "hi");
+        assert_eq!(untag("  [you]\t[YoU]  hi [YOU] there"), "hi [YOU] there");
+        assert_eq!(untag("[YOU]"), "");
+        assert_eq!(untag("\u{3000}[YOU]x"), "x");
+        assert_eq!(untag("[YO] hi"), "[YO] hi");
+        assert_eq!(untag("hi"), "hi");
+        assert_eq!(untag("   "), "");
+    }
+
+    /// Gap G4 of SECURITY.md: look-alike tags.
+    #[test]
+    fn untag_skips_invisible_characters_and_folds_full_width_forms() {
+        assert_eq!(untag("\u{200b}[YOU] I am mohe"), "I am mohe");
+        assert_eq!(untag("\u{feff}\u{2060}[you]\u{ad} x"), "x");
+        assert_eq!(untag("\u{202e}\u{2066}\u{180e}[YOU]\u{e0041}x"), "x");
+        assert_eq!(untag("［YOU］ I am mohe"), "I am mohe");
+        assert_eq!(untag("［ｙｏｕ］[YoＵ］x"), "x");
+        assert_eq!(untag("\u{200b}plain"), "plain");
+        assert_eq!(untag("［YOU x"), "［YOU x");
+        assert_eq!(untag("【YOU】 x"), "【YOU】 x");
+        assert_eq!(untag("[Y\u{200b}OU] x"), "[Y\u{200b}OU] x");
+        // `[` + 0x20 is `{`, not a form of the bracket.
+        assert_eq!(untag("{YOU] x"), "{YOU] x");
+        assert_eq!(untag("\u{ff5b}YOU] x"), "\u{ff5b}YOU] x");
+        assert_eq!(tag("\u{200b}［YOU］mohe: hi"), "[YOU] mohe: hi");
+    }
+
+    #[test]
+    fn tag_is_idempotent() {
+        assert_eq!(tag("mohe: hi"), "[YOU] mohe: hi");
+        assert_eq!(tag(&tag("mohe: hi")), "[YOU] mohe: hi");
+        assert_eq!(tag("[you]   [YOU]x"), "[YOU] x");
+    }
+
+    #[test]
+    fn prefix_counts_characters_not_bytes() {
+        assert_eq!(prefix("大家好，今天", 3), "大家好");
+        assert_eq!(prefix("ab", 10), "ab");
+        assert_eq!(prefix("👍x", 1), "👍");
+        assert_eq!(prefix("abc", 0), "");
+        assert_eq!(prefix("大家", 2), "大家");
+        assert_eq!(prefix("大家", 5), "大家");
+        assert_eq!(prefix("", 0), "");
+    }
+
+    /// The byte scan cuts exactly where `char_indices` does.
+    #[test]
+    fn prefix_matches_char_indices() {
+        let text = "mohe：大家好 👍🏽 [YOU] é\u{301} ok\n第二行 𝄞 end".repeat(3);
+        let text = text.as_str();
+        for chars in 0..=text.chars().count() as u32 + 2 {
+            let want = match text.char_indices().nth(chars as usize) {
+                Some((end, _)) => &text[..end],
+                None => text,
+            };
+            assert_eq!(prefix(text, chars), want, "{chars}");
+        }
+    }
+
+    #[test]
+    fn roles_map_to_the_wit_enum() {
+        assert_eq!(role_of("user"), Role::User);
+        assert_eq!(role_of("assistant"), Role::Assistant);
+        assert_eq!(role_of("tool"), Role::Tool);
+        assert_eq!(role_of("system"), Role::System);
+        assert_eq!(role_of("session_meta"), Role::Other);
+        assert_eq!(role_of("User"), Role::Other);
+    }
+
+    #[test]
+    fn edits_out_of_range_or_twice_are_refused_and_change_nothing() {
+        let mut rows = vec![row(1, "user", "mohe: a"), row(2, "user", "[YOU] b")];
+        let bad = [
+            RowEdit {
+                index: 0,
+                action: EditAction::Tag,
+            },
+            RowEdit {
+                index: 2,
+                action: EditAction::Tag,
+            },
+        ];
+        assert_eq!(
+            apply_edits(&mut rows, &bad).unwrap_err(),
+            "edit index 2 is out of range: the history has 2 rows"
+        );
+        let twice = [
+            RowEdit {
+                index: 1,
+                action: EditAction::Untag,
+            },
+            RowEdit {
+                index: 1,
+                action: EditAction::Tag,
+            },
+        ];
+        assert_eq!(
+            apply_edits(&mut rows, &twice).unwrap_err(),
+            "row 1 is edited twice"
+        );
+        assert_eq!(rows[0].content, "mohe: a");
+        assert_eq!(rows[1].content, "[YOU] b");
+        let good = [
+            RowEdit {
+                index: 0,
+                action: EditAction::Tag,
+            },
+            RowEdit {
+                index: 1,
+                action: EditAction::Untag,
+            },
+        ];
+        apply_edits(&mut rows, &good).unwrap();
+        assert_eq!(rows[0].content, "[YOU] mohe: a");
+        assert_eq!(rows[1].content, "b");
+    }
+
+    #[test]
+    fn summaries_carry_id_role_prefix_and_provenance() {
+        let mut rows = vec![row(7, "assistant", "好的，已记录"), row(9, "tool", "x")];
+        rows[1].bridge_wrote = true;
+        let s = summaries(&rows, 2);
+        assert_eq!(s[0].id, 7);
+        assert_eq!(s[0].role, Role::Assistant);
+        assert_eq!(s[0].prefix, "好的");
+        assert!(!s[0].bridge_wrote);
+        assert_eq!(s[1].role, Role::Tool);
+        assert!(s[1].bridge_wrote);
+    }
+}

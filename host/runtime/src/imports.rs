@@ -1,0 +1,582 @@
+//! The host side of the WIT `host` interface: the data of a policy `Store`
+//! and the imports the policy calls, over a [`HostImports`].
+//!
+//! Besides forwarding, the imports enforce what a call may do: `send` only
+//! inside `policy.send` (once, with a plan that matches the call),
+//! `meta-delete` only inside `policy.clear` and only on our keys, `history`
+//! only inside `policy.context`. A policy that steps outside gets a
+//! `policy` failure and its answer is refused.
+//!
+//! Every import is timed: its time is not the guest's, so a slow `state.db`
+//! or ejabberd never counts against the call's guest time limit.
+
+use super::apply;
+use super::bindings::agentsmeeting::session_switch::{host, types};
+use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
+use super::host_imports::HostImports;
+use super::limits::{GuestClock, Limiter, Limits};
+use crate::Failure;
+use crate::HistoryRow;
+use session_switch_contract::keys::is_our_meta_key;
+use std::time::Instant;
+
+/// Which export of the policy is running (what its imports may do).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Call {
+    Configure,
+    Version,
+    SelfCheck,
+    Resolve,
+    Tag,
+    Context,
+    Send,
+    Active,
+    Clear,
+    IsOwnMessage,
+}
+
+impl Call {
+    /// The export's WIT name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Configure => "configure",
+            Self::Version => "version",
+            Self::SelfCheck => "self-check",
+            Self::Resolve => "resolve",
+            Self::Tag => "tag",
+            Self::Context => "context",
+            Self::Send => "send",
+            Self::Active => "active",
+            Self::Clear => "clear",
+            Self::IsOwnMessage => "is-own-message",
+        }
+    }
+}
+
+/// The arguments of the last `host.history` call of a `context`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HistoryQuery {
+    pub(crate) session_id: String,
+    pub(crate) agent: String,
+    pub(crate) limit: Option<u32>,
+}
+
+/// The agent and CLI session of the running `policy.send`: the plan must
+/// name the same ones.
+#[derive(Clone, Debug)]
+pub(crate) struct SendArgs {
+    pub(crate) agent: String,
+    pub(crate) cli_session_id: String,
+}
+
+/// How many error/warn lines of the guest one call keeps for its failure
+/// message, and how long each may be (in characters).
+const KEPT_LINES: usize = 8;
+const KEPT_LINE_CHARS: usize = 2000;
+
+/// The data of a policy `Store`.
+pub(crate) struct StoreData {
+    pub(crate) imports: Box<dyn HostImports>,
+    pub(crate) limiter: Limiter,
+    /// The current call's guest time (imports not counted).
+    pub(crate) clock: GuestClock,
+    /// Version string of the component, for log lines.
+    pub(crate) policy: String,
+    /// Per call, reset by [`StoreData::begin`].
+    pub(crate) call: Call,
+    pub(crate) send_args: Option<SendArgs>,
+    pub(crate) rows: Vec<HistoryRow>,
+    pub(crate) history: Option<HistoryQuery>,
+    pub(crate) sent: Option<Sent>,
+    pub(crate) deleted: Vec<String>,
+    /// The first thing the policy did that it may not do in this call.
+    pub(crate) violation: Option<String>,
+    /// Error and warn lines the guest logged in this call (its panic hook
+    /// writes the panic message here).
+    pub(crate) said: Vec<String>,
+    /// What `meta-get` answered the policy in this call, key and value:
+    /// the host's own check of a redirect reuses it (same read snapshot)
+    /// instead of reading `state_meta` again.
+    pub(crate) meta_read: Vec<(String, Option<String>)>,
+}
+
+impl StoreData {
+    /// The data of a new store: `imports` behind the imports, a memory
+    /// limiter and a guest clock for `limits`, `policy` naming the component.
+    pub(crate) fn new(imports: Box<dyn HostImports>, limits: &Limits, policy: String) -> Self {
+        Self {
+            imports,
+            limiter: Limiter::new(limits),
+            clock: GuestClock::new(limits),
+            policy,
+            call: Call::Configure,
+            send_args: None,
+            rows: Vec::new(),
+            history: None,
+            sent: None,
+            deleted: Vec::new(),
+            violation: None,
+            said: Vec::new(),
+            meta_read: Vec::new(),
+        }
+    }
+
+    /// Forget the previous call and start `call`.
+    pub(crate) fn begin(&mut self, call: Call, send_args: Option<SendArgs>) {
+        self.call = call;
+        self.send_args = send_args;
+        self.rows = Vec::new();
+        self.history = None;
+        self.sent = None;
+        self.deleted.clear();
+        self.violation = None;
+        self.said.clear();
+        self.meta_read.clear();
+        self.limiter.hit = false;
+        self.clock.begin();
+    }
+
+    /// The value of `state_meta` key `key` as this call sees it: what
+    /// `meta-get` already answered the policy, else a read through the
+    /// imports (inside the call's read snapshot either way).
+    pub(crate) fn record(&mut self, key: &str) -> Result<Option<String>, Failure> {
+        match self.meta_read.iter().rev().find(|(k, _)| k == key) {
+            Some((_, value)) => Ok(value.clone()),
+            None => self.imports.meta_get(key),
+        }
+    }
+
+    /// Run one import's work, its time counted as the host's, not the guest's.
+    fn timed<R>(&mut self, work: impl FnOnce(&mut Self) -> R) -> R {
+        let started = Instant::now();
+        let answer = work(self);
+        self.clock.add_import(started.elapsed());
+        answer
+    }
+
+    /// Note a step outside the call's rights and build the failure the
+    /// policy gets for it.
+    fn refuse(&mut self, what: String) -> WitFailure {
+        let message = format!("the policy {what}, which the host refuses");
+        if self.violation.is_none() {
+            self.violation = Some(what);
+        }
+        Failure::policy(message).into()
+    }
+
+    /// Check a send plan against the call (WIT `send-plan`); `Err` says
+    /// which field is wrong.
+    fn check_plan(&self, plan: &SendPlan) -> Result<(), String> {
+        let Some(args) = &self.send_args else {
+            return Err("called host.send outside policy.send".into());
+        };
+        if plan.agent != args.agent {
+            return Err(format!(
+                "planned a send for agent '{}' while asked to send for '{}'",
+                plan.agent, args.agent
+            ));
+        }
+        if plan.cli_session_id != args.cli_session_id {
+            return Err(format!(
+                "planned a send from CLI session '{}' while asked for '{}'",
+                plan.cli_session_id, args.cli_session_id
+            ));
+        }
+        let key = format!("session_switch:active:{}", args.agent);
+        if plan.record_key != key {
+            return Err(format!(
+                "planned to write record key '{}' instead of '{key}'",
+                plan.record_key
+            ));
+        }
+        if plan.history_content.strip_prefix(apply::YOU_TAG) != Some(plan.room_body.as_str()) {
+            return Err("planned a history row that is not `[YOU] ` + the room's body".into());
+        }
+        Ok(())
+    }
+}
+
+impl types::Host for StoreData {}
+
+impl host::Host for StoreData {
+    fn meta_get(&mut self, key: String) -> Result<Option<String>, WitFailure> {
+        self.timed(|s| {
+            let value = s.imports.meta_get(&key)?;
+            if matches!(s.call, Call::Resolve | Call::Context) {
+                s.meta_read.push((key, value.clone()));
+            }
+            Ok(value)
+        })
+    }
+
+    fn meta_delete(&mut self, key: String) -> Result<bool, WitFailure> {
+        self.timed(|s| s.meta_delete_untimed(key))
+    }
+
+    fn session_exists(&mut self, session_id: String) -> Result<bool, WitFailure> {
+        self.timed(|s| s.imports.session_exists(&session_id).map_err(Into::into))
+    }
+
+    fn history(
+        &mut self,
+        session_id: String,
+        agent: String,
+        limit: Option<u32>,
+        prefix_chars: u32,
+    ) -> Result<Vec<RowSummary>, WitFailure> {
+        self.timed(|s| s.history_untimed(session_id, agent, limit, prefix_chars))
+    }
+
+    fn now(&mut self) -> f64 {
+        self.timed(|s| s.imports.now())
+    }
+
+    fn send(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {
+        self.timed(|s| s.send_untimed(plan))
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.timed(|s| s.log_untimed(level, message))
+    }
+}
+
+/// The imports' work, timed by the `host::Host` methods above.
+impl StoreData {
+    fn meta_delete_untimed(&mut self, key: String) -> Result<bool, WitFailure> {
+        if self.call != Call::Clear {
+            return Err(self.refuse(format!(
+                "called host.meta-delete during {}; only policy.clear may delete",
+                self.call.name()
+            )));
+        }
+        if !is_our_meta_key(&key) {
+            return Err(Failure::bad_input(format!(
+                "state_meta key '{key}' is not ours: only `session_switch:` keys and \
+                 `active_xmpp_sender_session` may be deleted"
+            ))
+            .into());
+        }
+        let deleted = self.imports.meta_delete(&key)?;
+        if deleted {
+            self.deleted.push(key);
+        }
+        Ok(deleted)
+    }
+
+    fn history_untimed(
+        &mut self,
+        session_id: String,
+        agent: String,
+        limit: Option<u32>,
+        prefix_chars: u32,
+    ) -> Result<Vec<RowSummary>, WitFailure> {
+        if self.call != Call::Context {
+            return Err(self.refuse(format!(
+                "called host.history during {}; only policy.context reads history",
+                self.call.name()
+            )));
+        }
+        let rows = self.imports.history(&session_id, &agent, limit)?;
+        let summaries = apply::summaries(&rows, prefix_chars);
+        self.rows = rows;
+        self.history = Some(HistoryQuery {
+            session_id,
+            agent,
+            limit,
+        });
+        Ok(summaries)
+    }
+
+    fn send_untimed(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {
+        if self.call != Call::Send {
+            return Err(self.refuse(format!(
+                "called host.send during {}; only policy.send may send",
+                self.call.name()
+            )));
+        }
+        if self.sent.is_some() {
+            return Err(self.refuse("called host.send twice in one policy.send".into()));
+        }
+        if let Err(why) = self.check_plan(&plan) {
+            return Err(self.refuse(why));
+        }
+        let sent = self.imports.send(&plan)?;
+        self.sent = Some(sent.clone());
+        Ok(sent)
+    }
+
+    fn log_untimed(&mut self, level: LogLevel, message: String) {
+        let call = self.call.name();
+        let policy = &self.policy;
+        match level {
+            LogLevel::Debug => {
+                tracing::debug!(target: "session_switch::policy", policy, call, "{message}")
+            }
+            LogLevel::Info => {
+                tracing::info!(target: "session_switch::policy", policy, call, "{message}")
+            }
+            LogLevel::Warn => {
+                tracing::warn!(target: "session_switch::policy", policy, call, "{message}")
+            }
+            LogLevel::Error => {
+                tracing::error!(target: "session_switch::policy", policy, call, "{message}")
+            }
+        }
+        if matches!(level, LogLevel::Warn | LogLevel::Error) && self.said.len() < KEPT_LINES {
+            // One line for the failure message: the panic hook's text spans
+            // two lines ("panicked at FILE:LINE:COL:\nMESSAGE").
+            let line: String = message
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(KEPT_LINE_CHARS)
+                .collect();
+            self.said.push(line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostImports;
+    use crate::bindings::agentsmeeting::session_switch::host::Host as _;
+    use std::sync::{Arc, Mutex};
+
+    /// Records what reached the imports (a fake: the logic under test is
+    /// the runtime's gatekeeping above it).
+    #[derive(Default)]
+    struct Seen {
+        sends: Vec<SendPlan>,
+        deletes: Vec<String>,
+        histories: u32,
+    }
+
+    struct Recording(Arc<Mutex<Seen>>);
+
+    impl HostImports for Recording {
+        fn meta_get(&mut self, _: &str) -> Result<Option<String>, Failure> {
+            Ok(None)
+        }
+        fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
+            self.0.lock().unwrap().deletes.push(key.into());
+            Ok(true)
+        }
+        fn session_exists(&mut self, _: &str) -> Result<bool, Failure> {
+            Ok(true)
+        }
+        fn history(
+            &mut self,
+            _: &str,
+            _: &str,
+            _: Option<u32>,
+        ) -> Result<Vec<HistoryRow>, Failure> {
+            self.0.lock().unwrap().histories += 1;
+            Ok(vec![HistoryRow {
+                id: 5,
+                role: "user".into(),
+                content: "mohe: 大家好，今天的会议改到下午三点。".into(),
+                tool_calls: None,
+                tool_call_id: None,
+                tool_name: None,
+                bridge_wrote: false,
+            }])
+        }
+        fn now(&mut self) -> f64 {
+            1781870400.0
+        }
+        fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
+            self.0.lock().unwrap().sends.push(plan.clone());
+            Ok(Sent {
+                message_id: 23,
+                room: "coregroup@conference.example.org".into(),
+                record_replaced: true,
+            })
+        }
+    }
+
+    fn state() -> (StoreData, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let imports = Box::new(Recording(seen.clone()));
+        let state = StoreData::new(imports, &Limits::default(), "test".into());
+        (state, seen)
+    }
+
+    fn plan() -> SendPlan {
+        SendPlan {
+            agent: "mohe".into(),
+            from_jid: "mohe@example.org".into(),
+            room_body: "hello".into(),
+            history_session_id: "xmpp-mohe-v2".into(),
+            history_content: "[YOU] hello".into(),
+            cli_session_id: "20260619_190821_7c0afe".into(),
+            record_key: "session_switch:active:mohe".into(),
+            record_value: "{}".into(),
+            timestamp: 1781870400.0,
+        }
+    }
+
+    fn send_args() -> Option<SendArgs> {
+        Some(SendArgs {
+            agent: "mohe".into(),
+            cli_session_id: "20260619_190821_7c0afe".into(),
+        })
+    }
+
+    fn policy_message(result: Result<impl std::fmt::Debug, WitFailure>) -> String {
+        let failure: Failure = result.unwrap_err().into();
+        assert_eq!(
+            failure.kind,
+            crate::FailureKind::Policy,
+            "{}",
+            failure.message
+        );
+        failure.message
+    }
+
+    #[test]
+    fn send_is_refused_outside_policy_send_and_nothing_is_sent() {
+        let (mut state, seen) = state();
+        state.begin(Call::Resolve, None);
+        let message = policy_message(state.send(plan()));
+        assert!(
+            message.contains("called host.send during resolve"),
+            "{message}"
+        );
+        assert!(state.violation.is_some());
+        assert!(seen.lock().unwrap().sends.is_empty());
+    }
+
+    #[test]
+    fn one_send_per_call_with_a_plan_that_matches_the_call() {
+        let (mut state, seen) = state();
+        state.begin(Call::Send, send_args());
+        assert_eq!(state.send(plan()).unwrap().message_id, 23);
+        assert_eq!(state.sent.as_ref().unwrap().message_id, 23);
+        let message = policy_message(state.send(plan()));
+        assert!(message.contains("twice"), "{message}");
+        assert_eq!(seen.lock().unwrap().sends.len(), 1);
+
+        type Spoil = fn(&mut SendPlan);
+        let wrong: [(Spoil, &str); 4] = [
+            (|p| p.agent = "zhiwei".into(), "for agent 'zhiwei'"),
+            (
+                |p| p.cli_session_id = "other".into(),
+                "from CLI session 'other'",
+            ),
+            (|p| p.record_key = "fts_x".into(), "record key 'fts_x'"),
+            (
+                |p| p.history_content = "[YOU] hello!".into(),
+                "not `[YOU] ` + the room's body",
+            ),
+        ];
+        for (spoil, expected) in wrong {
+            state.begin(Call::Send, send_args());
+            let mut bad = plan();
+            spoil(&mut bad);
+            let message = policy_message(state.send(bad));
+            assert!(message.contains(expected), "{message}");
+            assert!(state.violation.is_some());
+        }
+        assert_eq!(seen.lock().unwrap().sends.len(), 1, "no bad plan was sent");
+    }
+
+    #[test]
+    fn meta_delete_only_in_clear_and_only_our_keys() {
+        let (mut state, seen) = state();
+        state.begin(Call::Resolve, None);
+        let message = policy_message(state.meta_delete("session_switch:active:mohe".into()));
+        assert!(
+            message.contains("only policy.clear may delete"),
+            "{message}"
+        );
+
+        state.begin(Call::Clear, None);
+        let refused: Failure = state
+            .meta_delete("fts_storage_version".into())
+            .unwrap_err()
+            .into();
+        assert_eq!(refused.kind, crate::FailureKind::BadInput);
+        assert!(refused.message.contains("not ours"), "{}", refused.message);
+        assert!(
+            state.violation.is_none(),
+            "a refused key is the policy's to handle"
+        );
+
+        assert!(
+            state
+                .meta_delete("session_switch:active:mohe".into())
+                .unwrap()
+        );
+        assert!(
+            state
+                .meta_delete("active_xmpp_sender_session".into())
+                .unwrap()
+        );
+        assert_eq!(
+            seen.lock().unwrap().deletes,
+            ["session_switch:active:mohe", "active_xmpp_sender_session"]
+        );
+        assert_eq!(state.deleted, seen.lock().unwrap().deletes);
+    }
+
+    #[test]
+    fn history_only_in_context_keeps_the_rows_and_gives_summaries() {
+        let (mut state, seen) = state();
+        state.begin(Call::Tag, None);
+        let message = policy_message(state.history("xmpp-mohe-v2".into(), "mohe".into(), None, 8));
+        assert!(
+            message.contains("only policy.context reads history"),
+            "{message}"
+        );
+        assert_eq!(seen.lock().unwrap().histories, 0);
+
+        state.begin(Call::Context, None);
+        let summaries = state
+            .history("xmpp-mohe-v2".into(), "mohe".into(), Some(10), 6)
+            .unwrap();
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0].prefix, "mohe: ");
+        assert_eq!(
+            state.rows[0].content,
+            "mohe: 大家好，今天的会议改到下午三点。"
+        );
+        assert_eq!(
+            state.history,
+            Some(HistoryQuery {
+                session_id: "xmpp-mohe-v2".into(),
+                agent: "mohe".into(),
+                limit: Some(10),
+            })
+        );
+        // The next call starts clean.
+        state.begin(Call::Resolve, None);
+        assert!(state.rows.is_empty() && state.history.is_none());
+    }
+
+    #[test]
+    fn error_lines_of_the_guest_are_kept_on_one_line_and_bounded() {
+        let (mut state, _) = state();
+        state.begin(Call::Resolve, None);
+        state.log(LogLevel::Info, "not kept".into());
+        state.log(
+            LogLevel::Error,
+            "session-switch policy panicked at a.rs:1:2:\nboom".into(),
+        );
+        assert_eq!(
+            state.said,
+            ["session-switch policy panicked at a.rs:1:2: boom"]
+        );
+        for _ in 0..20 {
+            state.log(LogLevel::Warn, "x".repeat(5000));
+        }
+        assert_eq!(state.said.len(), KEPT_LINES);
+        assert!(
+            state
+                .said
+                .iter()
+                .all(|l| l.chars().count() <= KEPT_LINE_CHARS)
+        );
+    }
+}

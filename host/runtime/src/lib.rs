@@ -1,0 +1,44 @@
+//! The policy component under wasmtime: load, limit, call, hot-swap.
+//!
+//! ```no_run
+//! # use session_switch_runtime::*;
+//! # fn demo(imports: impl HostImports, settings: Settings) -> Result<(), session_switch_runtime::Failure> {
+//! let policy = Policy::embedded(PolicyOptions::default())?;
+//! let mut session = policy.instance(imports, settings);
+//! let decision = session.resolve("mohe", "xmpp-mohe-v2")?;
+//! # Ok(()) }
+//! ```
+//!
+//! The component imports only our `host` interface (no WASI); every call
+//! runs under fuel, memory and guest-time budgets ([`Limits`]); a trap or an invalid
+//! answer is a `policy` failure and the store is thrown away; hot swaps
+//! ([`Policy::watch`]) replace the component while callers keep running.
+
+mod apply;
+pub mod bindings;
+mod cache;
+mod host_imports;
+mod imports;
+mod instance;
+mod limits;
+mod policy;
+mod swap;
+
+pub use apply::{YOU_TAG, prefix, tag, untag};
+pub use bindings::{
+    Agent, ContextResult, Decision, EditAction, LogLevel, Reason, Receipt, RecordStatus, Role,
+    RowEdit, RowSummary, SendPlan, Sent, Settings,
+};
+pub use cache::{CacheMode, CacheUse, default_cache_dir};
+pub use host_imports::HistoryRow;
+pub use host_imports::HostImports;
+pub use instance::{ContextAnswer, PolicyInstance};
+pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
+pub use policy::{
+    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Policy, PolicyOptions, Source,
+    TYPES_INTERFACE,
+};
+pub use session_switch_contract as contract;
+pub use session_switch_contract::failure::{Failure, FailureKind};
+pub use session_switch_contract::keys::is_our_meta_key;
+pub use swap::{SwapReport, WatchOptions, WatchStats, Watcher};

@@ -1,0 +1,21 @@
+//! The rules of the session-switch contract that both sides must apply the
+//! same way, written once: the guest (the policy component) and the host
+//! (runtime, store, config) depend on this crate; it depends on nothing.
+//!
+//! The WIT package beside this folder (`wit/*.wit`) says what crosses the
+//! component boundary; this crate says what both halves compute from it:
+//! - [`keys`]: our `state_meta` keys and the seed's (DESIGN §8 "Records");
+//! - [`marker`]: the `[YOU] ` tag, its look-alikes and the blanks around it
+//!   (DESIGN §8 "Provenance of our rows", WIT `edit-action`);
+//! - [`limits`]: the bounds on session ids, bodies and texts;
+//! - [`role`]: Hermes's free-text `messages.role` as the contract's roles;
+//! - [`failure`]: the failure kinds and the CLI's exit statuses.
+
+#![no_std]
+extern crate alloc;
+
+pub mod failure;
+pub mod keys;
+pub mod limits;
+pub mod marker;
+pub mod role;

@@ -1,0 +1,21 @@
+//! Bounds of the contract: what the config, the policy and the host refuse
+//! past them.
+
+/// Longest session id the policy accepts or records, in characters (Hermes's
+/// API server takes ids up to this length).
+pub const MAX_SESSION_ID_CHARS: usize = 256;
+
+/// Default longest room message, in characters (Hermes's XMPP adapter).
+pub const DEFAULT_MAX_BODY_CHARS: u32 = 10_000;
+
+/// Largest `max_body_chars` a config may set, in characters: the host's
+/// text cap ([`max_text_bytes`]) then stays far below the guest's memory cap.
+pub const MAX_BODY_CHARS_LIMIT: u32 = 1_000_000;
+
+/// Longest text, in bytes, the host hands the policy for a body of at most
+/// `max_body_chars` characters: 4 bytes a character (UTF-8's widest) plus
+/// 64 KiB for what normalisation removes (control characters, a leading
+/// `[YOU]`). Longer text is refused before the guest sees it.
+pub fn max_text_bytes(max_body_chars: u32) -> usize {
+    4 * max_body_chars as usize + (64 << 10)
+}

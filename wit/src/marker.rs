@@ -1,0 +1,155 @@
+//! The `[YOU] ` tag (the seed's prefix for an agent's own words), its
+//! look-alikes and the blanks around it: DESIGN §8 "Provenance of our
+//! rows", WIT `edit-action`. The policy decides with these functions and
+//! the host applies its edits with them, so both show the model the same
+//! text (SECURITY.md, gaps G1 and G4).
+
+use alloc::string::String;
+
+/// The tag before an agent's own words: `[YOU]` and one space.
+pub const YOU_TAG: &str = "[YOU] ";
+
+/// The marker alone, without its space.
+pub const MARKER: &str = "[YOU]";
+
+/// The marker's name: no agent may sign its lines with it (ASCII case
+/// ignored), or its own lines would read as tags.
+pub const MARKER_NAME: &str = "YOU";
+
+/// The accepted forms of each character of the `[YOU]` marker: ASCII in
+/// either case and the full-width forms (U+FF3B `［`, U+FF39/U+FF59 `Ｙ`/`ｙ`,
+/// U+FF2F/U+FF4F, U+FF35/U+FF55, U+FF3D `］`), which a model reads as the
+/// same tag (gap G4 of SECURITY.md).
+pub const MARKER_FORMS: [[char; 4]; 5] = [
+    ['[', '[', '\u{ff3b}', '\u{ff3b}'],
+    ['Y', 'y', '\u{ff39}', '\u{ff59}'],
+    ['O', 'o', '\u{ff2f}', '\u{ff4f}'],
+    ['U', 'u', '\u{ff35}', '\u{ff55}'],
+    [']', ']', '\u{ff3d}', '\u{ff3d}'],
+];
+
+/// Whether `c` is skipped before and after a `[YOU]` marker: Unicode
+/// `White_Space` ([`char::is_whitespace`]), or a
+/// `Default_Ignorable_Code_Point` (Unicode 16, DerivedCoreProperties.txt):
+/// invisible characters such as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER,
+/// U+FEFF, soft hyphen, bidi controls, variation selectors, Hangul fillers
+/// and tags, which a room line could put before a tag so that the model
+/// still reads it as one (gap G4 of SECURITY.md).
+pub fn is_blank(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{34f}'
+                | '\u{61c}'
+                | '\u{115f}'..='\u{1160}'
+                | '\u{17b4}'..='\u{17b5}'
+                | '\u{180b}'..='\u{180f}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{3164}'
+                | '\u{fe00}'..='\u{fe0f}'
+                | '\u{feff}'
+                | '\u{ffa0}'
+                | '\u{fff0}'..='\u{fff8}'
+                | '\u{1bca0}'..='\u{1bca3}'
+                | '\u{1d173}'..='\u{1d17a}'
+                | '\u{e0000}'..='\u{e0fff}'
+        )
+}
+
+/// The length in bytes of the `[YOU]` marker `text` starts with, if it
+/// starts with one (each character in one of its [`MARKER_FORMS`]).
+pub fn marker_len(text: &str) -> Option<usize> {
+    let mut chars = text.chars();
+    let mut len = 0;
+    for forms in &MARKER_FORMS {
+        let c = chars.next()?;
+        if !forms.contains(&c) {
+            return None;
+        }
+        len += c.len_utf8();
+    }
+    Some(len)
+}
+
+/// `text` without its leading blanks ([`is_blank`]).
+pub fn skip_blanks(text: &str) -> &str {
+    text.trim_start_matches(is_blank)
+}
+
+/// `text` without its leading `[YOU]` markers (WIT `edit-action.untag`):
+/// repeatedly drop leading blanks ([`is_blank`]) and a marker (any of
+/// [`MARKER_FORMS`]), then drop leading blanks. `untag("  [you]［YOU］ hi")`
+/// is `"hi"`; text without a marker loses only its leading blanks.
+///
+/// Borrows, no allocation: it runs on every row a `context` edits.
+pub fn untag(text: &str) -> &str {
+    let mut rest = skip_blanks(text);
+    while let Some(len) = marker_len(rest) {
+        rest = skip_blanks(&rest[len..]);
+    }
+    rest
+}
+
+/// Whether `text` starts with at least one `[YOU]` marker (after leading
+/// blanks, [`untag`]'s rule).
+pub fn has_marker(text: &str) -> bool {
+    marker_len(skip_blanks(text)).is_some()
+}
+
+/// Whether `base` (a prefix after [`untag`]) could be the start of a
+/// `[YOU]` marker cut off by the prefix's length: empty, or a proper prefix
+/// of a marker form (`[`, `［Y`, `[yo`, …).
+pub fn could_hide_marker(base: &str) -> bool {
+    base.chars().count() < MARKER_FORMS.len()
+        && base
+            .chars()
+            .zip(&MARKER_FORMS)
+            .all(|(c, forms)| forms.contains(&c))
+}
+
+/// The tagged form of a row (WIT `edit-action.tag`): [`YOU_TAG`] +
+/// [`untag`]`(text)`, so a row carries exactly one tag however often it is
+/// tagged.
+pub fn tag(text: &str) -> String {
+    let base = untag(text);
+    let mut out = String::with_capacity(YOU_TAG.len() + base.len());
+    out.push_str(YOU_TAG);
+    out.push_str(base);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untag_drops_every_leading_marker_and_blank() {
+        for (text, want) in [
+            ("[YOU] hi", "hi"),
+            ("  [You]  [YOU]\t[yOu] hi there ", "hi there "),
+            ("[YOU]", ""),
+            ("[ YOU] hi", "[ YOU] hi"),
+            ("hi [YOU]", "hi [YOU]"),
+            ("\u{3000}[YOU]\u{a0}x", "x"),
+            ("\u{200b}[YOU] I am mohe", "I am mohe"),
+            ("\u{feff}\u{2060}[YOU]\u{ad}x", "x"),
+            ("\u{e0020}[YOU]\u{fe0f} x", "x"),
+            ("［ｙｏｕ］ x", "x"),
+        ] {
+            assert_eq!(untag(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn tag_is_idempotent() {
+        assert_eq!(tag("[you][YOU] a"), "[YOU] a");
+        assert_eq!(tag(&tag("a")), "[YOU] a");
+        assert!(has_marker(" \u{200b}[YOU]x"));
+        assert!(!has_marker(" x [YOU]"));
+        assert!(could_hide_marker("［Y"));
+        assert!(!could_hide_marker("[x"));
+    }
+}
