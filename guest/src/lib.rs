@@ -21,6 +21,7 @@ pub mod echo;
 pub mod env;
 pub mod failure;
 pub mod host;
+pub mod loop_guard;
 pub mod memory;
 pub mod policy;
 pub mod redirect;

@@ -1,0 +1,681 @@
+//! The loop guard (DESIGN §9.3): whether an agent's bot should answer one
+//! live room message, so that agents in one room cannot answer each other
+//! forever.
+//!
+//! Per receiving agent and room, a hop counter counts the agent messages
+//! seen since the last human one. The rule is shaped by how guards
+//! elsewhere failed (issue 16):
+//! - every live message is classified first, before any other filter (a
+//!   counter placed after the self/bot filters never counts); the agent's
+//!   own reflections count too;
+//! - the counter counts *all* agent messages, not consecutive ones
+//!   (interleaving cannot break it), and no time resets it (a slow loop
+//!   still stops): only a live human message, or a send a bridge made for a
+//!   person (the human-origin marker, trusted only from an agent's real
+//!   JID), resets it;
+//! - one counter per receiving agent covers every sender (a three-agent
+//!   cycle is counted like a two-agent one);
+//! - the state lives in `state_meta` ([`GuardState::to_json`]), so a restart
+//!   does not reopen a capped chain.
+//!
+//! Bound: a reply to an agent is allowed only while the counter, this
+//! message included, is below `max_hops`. Every agent message reaches every
+//! bot once, so between two human messages each agent replies at most
+//! `max_hops` times (once to the person, `max_hops - 1` times to agents),
+//! and a room of `n` agents carries at most `n × max_hops` agent messages
+//! per human one, whatever the delivery order; when every bot sees the
+//! same order, at most `(n - 1) × max_hops + 1` (README "Loop guard").
+
+use crate::settings::AgentEntry;
+use session_switch_contract::marker::untag;
+
+/// The guard's settings (config `[loop_guard]`); defaults from DESIGN §9.3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuardSettings {
+    /// Agent messages since the last human one after which no agent
+    /// replies (default 6).
+    pub max_hops: u32,
+    /// At most this many agent messages in the room window (default 20)…
+    pub window_messages: u32,
+    /// …of this many seconds (default 300).
+    pub window_seconds: u32,
+    /// The same sender and normalised body within this many seconds is a
+    /// duplicate (default 600).
+    pub duplicate_seconds: u32,
+}
+
+impl Default for GuardSettings {
+    fn default() -> Self {
+        Self {
+            max_hops: 6,
+            window_messages: 20,
+            window_seconds: 300,
+            duplicate_seconds: 600,
+        }
+    }
+}
+
+/// One live room message as the receiving bot sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct RoomMessage<'a> {
+    /// The sender's nick in the room (the resource of its occupant JID
+    /// `room/nick`, XEP-0045).
+    pub nick: &'a str,
+    /// The sender's real bare JID, where the room exposes it (non-anonymous
+    /// rooms, XEP-0045 §7.2.3).
+    pub jid: Option<&'a str>,
+    pub body: &'a str,
+    /// Delayed delivery (XEP-0203): history the room replays on join.
+    pub delayed: bool,
+    /// The stanza carries the bridge's human-origin marker.
+    pub human_origin: bool,
+}
+
+/// Why the guard decided as it did (WIT `admit-reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdmitReason {
+    /// A live human message (or a trusted human-origin send): answer.
+    Human,
+    /// An agent message that names this agent, within every bound: answer.
+    Addressed,
+    /// The agent's own reflection: never answered.
+    OwnMessage,
+    /// An agent message that does not name this agent.
+    NotAddressed,
+    /// The same sender and body again within the duplicate window.
+    Duplicate,
+    /// The hop counter or the room window is exhausted.
+    LoopGuard,
+    /// Delayed history: never counted, never answered.
+    Delayed,
+}
+
+impl AdmitReason {
+    /// Kebab-case name, as in the WIT enum and the CLI's JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Human => "human",
+            Self::Addressed => "addressed",
+            Self::OwnMessage => "own-message",
+            Self::NotAddressed => "not-addressed",
+            Self::Duplicate => "duplicate",
+            Self::LoopGuard => "loop-guard",
+            Self::Delayed => "delayed",
+        }
+    }
+}
+
+/// The guard's answer for one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admission {
+    pub reply: bool,
+    pub reason: AdmitReason,
+    /// The hop counter after this message.
+    pub hops: u32,
+    /// One line for a person (the counts behind a `loop-guard`).
+    pub detail: String,
+}
+
+/// A recently seen message, for the duplicate rule.
+#[derive(Clone, Debug, PartialEq)]
+struct Seen {
+    sender: String,
+    digest: u64,
+    at: f64,
+}
+
+/// What the guard remembers per agent and room (in `state_meta`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GuardState {
+    /// Agent messages since the last human one.
+    pub hops: u32,
+    /// Unix seconds of the agent messages inside the room window.
+    window: Vec<f64>,
+    /// Messages inside the duplicate window.
+    seen: Vec<Seen>,
+}
+
+/// At most this many remembered messages: a flood cannot grow the record.
+const MAX_SEEN: usize = 128;
+
+impl GuardState {
+    /// The state as stored: `{"v":1,"hops":N,"window":[t,…],"seen":[[sender,digest,t],…]}`.
+    pub fn to_json(&self) -> String {
+        let seen: Vec<serde_json::Value> = self
+            .seen
+            .iter()
+            .map(|s| serde_json::json!([s.sender, format!("{:016x}", s.digest), s.at]))
+            .collect();
+        serde_json::json!({"v": 1, "hops": self.hops, "window": self.window, "seen": seen})
+            .to_string()
+    }
+
+    /// The stored state; `None` for text that is not a state of ours (the
+    /// caller starts afresh and says so: a malformed state never blocks a
+    /// human, and resets at the next human message anyway).
+    pub fn from_json(text: &str) -> Option<Self> {
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        if value.get("v")?.as_u64()? != 1 {
+            return None;
+        }
+        let hops = u32::try_from(value.get("hops")?.as_u64()?).ok()?;
+        let window = value
+            .get("window")?
+            .as_array()?
+            .iter()
+            .map(|t| t.as_f64().filter(|t| t.is_finite()))
+            .collect::<Option<Vec<f64>>>()?;
+        let seen = value
+            .get("seen")?
+            .as_array()?
+            .iter()
+            .map(|s| {
+                let s = s.as_array()?;
+                Some(Seen {
+                    sender: s.first()?.as_str()?.to_owned(),
+                    digest: u64::from_str_radix(s.get(1)?.as_str()?, 16).ok()?,
+                    at: s.get(2)?.as_f64().filter(|t| t.is_finite())?,
+                })
+            })
+            .collect::<Option<Vec<Seen>>>()?;
+        Some(Self { hops, window, seen })
+    }
+
+    /// Forget what fell out of the windows at `now`.
+    fn prune(&mut self, guard: &GuardSettings, now: f64) {
+        let window = f64::from(guard.window_seconds);
+        self.window
+            .retain(|&t| now - t < window && t <= now + window);
+        let duplicate = f64::from(guard.duplicate_seconds);
+        self.seen
+            .retain(|s| now - s.at < duplicate && s.at <= now + duplicate);
+        if self.seen.len() > MAX_SEEN {
+            self.seen.drain(..self.seen.len() - MAX_SEEN);
+        }
+    }
+
+    /// Whether `sender` said `digest` inside the duplicate window; then
+    /// remember it.
+    fn repeated(&mut self, sender: &str, digest: u64, now: f64) -> bool {
+        let seen = self
+            .seen
+            .iter()
+            .any(|s| s.sender == sender && s.digest == digest);
+        self.seen.push(Seen {
+            sender: sender.to_owned(),
+            digest,
+            at: now,
+        });
+        seen
+    }
+}
+
+/// Decide for `receiver` (one of `agents`) whether to answer `message` at
+/// `now` (Unix seconds), updating `state` (the receiver's, for this room).
+pub fn admit(
+    agents: &[AgentEntry],
+    receiver: &AgentEntry,
+    mention: Option<&str>,
+    guard: &GuardSettings,
+    message: &RoomMessage<'_>,
+    state: &mut GuardState,
+    now: f64,
+) -> Admission {
+    let answer = |reply, reason, hops, detail: String| Admission {
+        reply,
+        reason,
+        hops,
+        detail,
+    };
+    if message.delayed {
+        return answer(
+            false,
+            AdmitReason::Delayed,
+            state.hops,
+            "delayed history is never answered nor counted".into(),
+        );
+    }
+    state.prune(guard, now);
+    let sender_agent = agents.iter().find(|a| is_agent(a, message));
+    let jid_agent = message
+        .jid
+        .and_then(|jid| agents.iter().find(|a| jid_matches(&a.agent.jid, jid)));
+    // The marker says a person typed this through a bridge; only an agent's
+    // real JID can carry it (anyone can put the element on a stanza).
+    let human = sender_agent.is_none() || (message.human_origin && jid_agent.is_some());
+    let own = sender_agent.is_some_and(|a| a.agent.name == receiver.agent.name);
+    let sender = sender_agent.map_or_else(
+        || message.jid.unwrap_or(message.nick).to_ascii_lowercase(),
+        |a| a.agent.name.clone(),
+    );
+    let duplicate = state.repeated(&sender, digest(message.body), now);
+
+    if human {
+        if duplicate {
+            return answer(
+                false,
+                AdmitReason::Duplicate,
+                state.hops,
+                format!("'{sender}' said this within {} s", guard.duplicate_seconds),
+            );
+        }
+        state.hops = 0;
+        let (reply, reason) = if own {
+            (false, AdmitReason::OwnMessage)
+        } else {
+            (true, AdmitReason::Human)
+        };
+        return answer(
+            reply,
+            reason,
+            0,
+            "a person spoke: the hop counter is reset".into(),
+        );
+    }
+
+    // An agent message: counted before any other filter.
+    state.hops = state.hops.saturating_add(1);
+    state.window.push(now);
+    let hops = state.hops;
+    if own {
+        return answer(
+            false,
+            AdmitReason::OwnMessage,
+            hops,
+            "the agent's own message".into(),
+        );
+    }
+    if duplicate {
+        return answer(
+            false,
+            AdmitReason::Duplicate,
+            hops,
+            format!("'{sender}' said this within {} s", guard.duplicate_seconds),
+        );
+    }
+    if hops >= guard.max_hops {
+        return answer(
+            false,
+            AdmitReason::LoopGuard,
+            hops,
+            format!(
+                "{hops} agent messages since the last human one (max_hops {})",
+                guard.max_hops
+            ),
+        );
+    }
+    let in_window = state.window.len();
+    if in_window > guard.window_messages as usize {
+        return answer(
+            false,
+            AdmitReason::LoopGuard,
+            hops,
+            format!(
+                "{in_window} agent messages in the last {} s (at most {})",
+                guard.window_seconds, guard.window_messages
+            ),
+        );
+    }
+    if !addresses(message.body, &receiver.agent.nick, mention) {
+        return answer(
+            false,
+            AdmitReason::NotAddressed,
+            hops,
+            format!("'{sender}' did not name '{}'", receiver.agent.name),
+        );
+    }
+    answer(
+        true,
+        AdmitReason::Addressed,
+        hops,
+        format!("'{sender}' named '{}'", receiver.agent.name),
+    )
+}
+
+/// Whether `message` comes from `agent`: its nick in the room or its real
+/// bare JID (either suffices: a room may hide real JIDs).
+fn is_agent(agent: &AgentEntry, message: &RoomMessage<'_>) -> bool {
+    message.nick.trim().eq_ignore_ascii_case(&agent.agent.nick)
+        || message
+            .jid
+            .is_some_and(|jid| jid_matches(&agent.agent.jid, jid))
+}
+
+/// Whether `jid` (bare or full) is `bare`, case-folded as RFC 7622 compares.
+fn jid_matches(bare: &str, jid: &str) -> bool {
+    let jid = jid.trim();
+    let jid = jid.split_once('/').map_or(jid, |(b, _)| b);
+    jid.eq_ignore_ascii_case(bare)
+}
+
+/// Whether `body` names the agent: its `mention` (e.g. `@mohe`) or its nick
+/// as a whole word, ASCII case ignored (`mohe2` does not name `mohe`).
+pub fn addresses(body: &str, nick: &str, mention: Option<&str>) -> bool {
+    mention
+        .into_iter()
+        .chain([nick])
+        .filter(|name| !name.is_empty())
+        .any(|name| contains_word(body, name))
+}
+
+fn contains_word(text: &str, word: &str) -> bool {
+    let lower = text.to_lowercase();
+    let word = word.to_lowercase();
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    lower.match_indices(&word).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + word.len()..].chars().next();
+        before.is_none_or(|c| !is_word(c)) && after.is_none_or(|c| !is_word(c))
+    })
+}
+
+/// The body as the duplicate rule compares it: without `[YOU]` markers,
+/// blanks folded, lower case; FNV-1a 64 so the state stores no text.
+fn digest(body: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let folded = untag(body).to_lowercase();
+    let mut first = true;
+    for word in folded.split_whitespace() {
+        if !first {
+            hash = (hash ^ u64::from(b' ')).wrapping_mul(0x0100_0000_01b3);
+        }
+        first = false;
+        for byte in word.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples::sample_settings;
+    use crate::settings::ValidSettings;
+
+    fn msg<'a>(nick: &'a str, jid: Option<&'a str>, body: &'a str) -> RoomMessage<'a> {
+        RoomMessage {
+            nick,
+            jid,
+            body,
+            delayed: false,
+            human_origin: false,
+        }
+    }
+
+    struct Room {
+        settings: ValidSettings,
+        guard: GuardSettings,
+        states: Vec<GuardState>,
+    }
+
+    impl Room {
+        fn new() -> Self {
+            let settings = ValidSettings::new(sample_settings()).unwrap();
+            let n = settings.agents().len();
+            Self {
+                settings,
+                guard: GuardSettings::default(),
+                states: vec![GuardState::default(); n],
+            }
+        }
+        /// Every agent's decision on one message, in agent order.
+        fn deliver(&mut self, m: &RoomMessage<'_>, now: f64) -> Vec<Admission> {
+            let agents = self.settings.agents();
+            (0..agents.len())
+                .map(|i| {
+                    admit(
+                        agents,
+                        &agents[i],
+                        None,
+                        &self.guard,
+                        m,
+                        &mut self.states[i],
+                        now,
+                    )
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn two_agents_answering_each_other_stop_at_max_hops() {
+        let mut room = Room::new();
+        let a = room.deliver(
+            &msg("alice", Some("alice@example.org"), "hi mohe and zhiwei"),
+            0.0,
+        );
+        assert!(a[0].reply && a[1].reply, "{a:?}");
+        // mohe and zhiwei answer each other, naming the other.
+        let mut agent_messages = 0;
+        let mut speaker = ("mohe", "zhiwei");
+        for t in 1..100 {
+            let body = format!("{} turn {t}", speaker.1);
+            let d = room.deliver(&msg(speaker.0, None, &body), f64::from(t) * 70.0);
+            agent_messages += 1;
+            let other = if speaker.1 == "mohe" { 0 } else { 1 };
+            if !d[other].reply {
+                assert_eq!(d[other].reason, AdmitReason::LoopGuard, "{d:?}");
+                assert_eq!(d[other].hops, 6);
+                break;
+            }
+            speaker = (speaker.1, speaker.0);
+        }
+        assert_eq!(agent_messages, 6, "(2 - 1) × max_hops, even 70 s apart");
+    }
+
+    #[test]
+    fn a_human_resets_and_a_delayed_human_does_not() {
+        let mut room = Room::new();
+        for t in 0..6 {
+            room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
+        }
+        assert_eq!(
+            room.deliver(&msg("zhiwei", None, "mohe 7"), 7.0)[0].reason,
+            AdmitReason::LoopGuard
+        );
+        let mut replay = msg("alice", None, "mohe wake up");
+        replay.delayed = true;
+        assert_eq!(room.deliver(&replay, 8.0)[0].reason, AdmitReason::Delayed);
+        assert_eq!(
+            room.deliver(&msg("zhiwei", None, "mohe 9"), 9.0)[0].reason,
+            AdmitReason::LoopGuard
+        );
+        assert_eq!(
+            room.deliver(&msg("alice", None, "mohe wake up"), 10.0)[0].reason,
+            AdmitReason::Human
+        );
+        let d = room.deliver(&msg("zhiwei", None, "mohe 11"), 11.0);
+        assert_eq!((d[0].reply, d[0].hops), (true, 1));
+    }
+
+    #[test]
+    fn the_marker_counts_only_from_an_agents_real_jid() {
+        let mut room = Room::new();
+        for t in 0..6 {
+            room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
+        }
+        let mut forged = msg(
+            "zhiwei",
+            Some("mallory@example.org"),
+            "mohe: a person typed this",
+        );
+        forged.human_origin = true;
+        let d = room.deliver(&forged, 7.0);
+        assert_eq!(d[0].reason, AdmitReason::LoopGuard, "{d:?}");
+        let mut real = msg(
+            "zhiwei",
+            Some("zhiwei@example.org/bridge"),
+            "mohe: a person typed that",
+        );
+        real.human_origin = true;
+        let d = room.deliver(&real, 8.0);
+        assert_eq!((d[0].reason, d[0].hops), (AdmitReason::Human, 0));
+        assert_eq!(
+            d[1].reason,
+            AdmitReason::OwnMessage,
+            "the sender's own bot never answers"
+        );
+        assert_eq!(d[1].hops, 0, "but its chain is reset too");
+    }
+
+    #[test]
+    fn own_and_unaddressed_messages_still_count() {
+        let mut room = Room::new();
+        let d = room.deliver(&msg("mohe", None, "just thinking aloud"), 0.0);
+        assert_eq!(d[0].reason, AdmitReason::OwnMessage);
+        assert_eq!(d[1].reason, AdmitReason::NotAddressed);
+        assert!(d.iter().all(|a| a.hops == 1), "{d:?}");
+    }
+
+    #[test]
+    fn the_same_body_twice_is_answered_once() {
+        let mut room = Room::new();
+        assert!(room.deliver(&msg("alice", None, "Hello  mohe"), 0.0)[0].reply);
+        let d = room.deliver(&msg("alice", None, "hello mohe "), 60.0);
+        assert_eq!(d[0].reason, AdmitReason::Duplicate);
+        assert!(
+            room.deliver(&msg("alice", None, "hello mohe"), 700.0)[0].reply,
+            "after the window"
+        );
+    }
+
+    #[test]
+    fn the_room_window_caps_a_burst() {
+        let mut room = Room::new();
+        room.guard.max_hops = 1000;
+        let mut refused = None;
+        for t in 0..30 {
+            let d = room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
+            if !d[0].reply {
+                refused = Some((t, d[0].detail.clone()));
+                break;
+            }
+        }
+        let (t, detail) = refused.unwrap();
+        assert_eq!(t, 20, "the 21st agent message in 300 s");
+        assert!(detail.contains("in the last 300 s"), "{detail}");
+    }
+
+    #[test]
+    fn state_round_trips_through_json_and_refuses_foreign_text() {
+        let mut room = Room::new();
+        for t in 0..3 {
+            room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
+        }
+        let text = room.states[0].to_json();
+        assert_eq!(GuardState::from_json(&text).as_ref(), Some(&room.states[0]));
+        for bad in [
+            "",
+            "{}",
+            "[1]",
+            r#"{"v":2,"hops":1,"window":[],"seen":[]}"#,
+            r#"{"v":1,"hops":-1,"window":[],"seen":[]}"#,
+        ] {
+            assert_eq!(GuardState::from_json(bad), None, "{bad}");
+        }
+    }
+
+    /// Three agents that answer everything, naming the others, with a
+    /// random delivery order per bot (deciding apart from posting): each
+    /// agent replies at most `max_hops` times per human message and the room
+    /// stays within `n × max_hops`; with one order for all, within
+    /// `(n - 1) × max_hops + 1`.
+    #[test]
+    fn flooding_agents_stay_within_the_bound_in_any_delivery_order() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..300 {
+            let same_order = round % 3 == 0;
+            let mut room = Room::new();
+            room.guard.max_hops = 2 + (next() % 6) as u32;
+            let max_hops = room.guard.max_hops as usize;
+            let agents: Vec<String> = room
+                .settings
+                .agents()
+                .iter()
+                .map(|a| a.agent.nick.clone())
+                .collect();
+            let n = agents.len();
+            // Each bot's inbox: (sender index or None for the person, body).
+            let mut log: Vec<(Option<usize>, String)> =
+                vec![(None, "hello mohe zhiwei xiaoguo".into())];
+            let mut read = vec![0usize; n];
+            let mut replies = vec![0usize; n];
+            let mut now = 0.0;
+            loop {
+                // A bot with unread messages, chosen at random (or in turn).
+                let pending: Vec<usize> = (0..n).filter(|&i| read[i] < log.len()).collect();
+                if pending.is_empty() {
+                    break;
+                }
+                let i = if same_order {
+                    pending[0]
+                } else {
+                    pending[(next() % pending.len() as u64) as usize]
+                };
+                let (from, body) = log[read[i]].clone();
+                read[i] += 1;
+                now += 1.0 + (next() % 100) as f64;
+                let nick = from.map_or("alice", |f| agents[f].as_str());
+                let agents_all = room.settings.agents();
+                let d = admit(
+                    agents_all,
+                    &agents_all[i],
+                    None,
+                    &room.guard,
+                    &msg(nick, None, &body),
+                    &mut room.states[i],
+                    now,
+                );
+                if d.reply {
+                    replies[i] += 1;
+                    let others: Vec<&str> = (0..n)
+                        .filter(|&j| j != i)
+                        .map(|j| agents[j].as_str())
+                        .collect();
+                    log.push((
+                        Some(i),
+                        format!(
+                            "{} reply {} from {}",
+                            others.join(" "),
+                            replies[i],
+                            agents[i]
+                        ),
+                    ));
+                }
+                assert!(log.len() < 10_000, "the room never fell silent");
+            }
+            let total = log.len() - 1;
+            assert!(
+                replies.iter().all(|&r| r <= max_hops),
+                "round {round}: {replies:?}, max_hops {max_hops}"
+            );
+            assert!(
+                total <= n * max_hops,
+                "round {round}: {total} > {n} × {max_hops}"
+            );
+            if same_order {
+                assert!(
+                    total <= (n - 1) * max_hops + 1,
+                    "round {round}: {total}, max_hops {max_hops}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn addressing_is_by_whole_word() {
+        assert!(addresses("mohe, could you", "mohe", None));
+        assert!(addresses("Thanks MOHE!", "mohe", None));
+        assert!(addresses("ping @mohe", "mohe", Some("@mohe")));
+        assert!(!addresses("mohe2 said so", "mohe", None));
+        assert!(!addresses("nothing here", "mohe", Some("@mohe")));
+        assert!(addresses("墨河 mohe：好", "mohe", None));
+    }
+}
