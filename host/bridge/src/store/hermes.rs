@@ -544,7 +544,7 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-fn jitter() -> Duration {
+pub(super) fn jitter() -> Duration {
     Duration::from_millis(fastrand::u64(RETRY_JITTER_MS))
 }
 
