@@ -104,10 +104,10 @@ impl Live {
     /// and one read snapshot of the imports when the call only reads.
     ///
     /// `check` looks at an answer before that snapshot closes, so it sees
-    /// the state the policy saw; `Err` holds the sentence of a `policy`
-    /// failure. `Ok` holds the answer and what the call did; `Err` the
-    /// sentence of a `policy` failure (a trap, a budget spent, a step
-    /// outside the call's rights, a refused answer): drop this store then.
+    /// the state the policy saw; its `Err` refuses the answer. `Ok` holds
+    /// the answer and what the call did; `Err` the sentence of a `policy`
+    /// failure (a trap, a budget spent, a step outside the call's rights, a
+    /// refused answer): drop this store then.
     pub(crate) fn run<R>(
         &mut self,
         call: Call,
