@@ -29,8 +29,8 @@ pub struct HistoryRow {
 /// minus `log`, which the runtime itself routes to `tracing`.
 ///
 /// One `HostImports` belongs to one [`PolicyInstance`](super::PolicyInstance) and is only
-/// called from inside that session's calls, on the caller's thread; it is
-/// `Send` so a session may move between threads. A `Failure` returned here
+/// called from inside that instance's calls, on the caller's thread; it is
+/// `Send` so an instance may move between threads. A `Failure` returned here
 /// reaches the policy unchanged as a WIT `failure`, and the policy passes it
 /// back to the caller with the same kind.
 pub trait HostImports: Send + 'static {
@@ -68,7 +68,7 @@ pub trait HostImports: Send + 'static {
     /// A policy call that only reads (`resolve`, `context`, `active`) is
     /// about to run: the imports may serve all its imports from one read
     /// snapshot (one lock instead of one per read, and one consistent
-    /// state). A imports that cannot simply serves each read on its own.
+    /// state). Imports that cannot simply serve each read on their own.
     /// Default: nothing.
     fn begin_read(&mut self) {}
 
@@ -77,9 +77,9 @@ pub trait HostImports: Send + 'static {
     fn end_read(&mut self) {}
 }
 
-/// A imports with nothing behind it: every fallible import fails with kind
-/// `store`. The hot-swap check runs `self-check` and `configure` with it,
-/// neither of which may call the host.
+/// Imports with nothing behind them: every fallible import fails with kind
+/// `store`. The check of a new component runs `version`, `self-check` and
+/// `configure` with them, none of which may call the host.
 pub(crate) struct NoImports;
 
 impl NoImports {

@@ -17,12 +17,13 @@ use super::host_imports::HostImports;
 use super::limits::{GuestClock, Limiter, Limits};
 use crate::Failure;
 use crate::HistoryRow;
-use session_switch_contract::keys::is_our_meta_key;
+use session_switch_contract::keys::{is_our_meta_key, record_key};
 use std::time::Instant;
 
 /// Which export of the policy is running (what its imports may do).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Call {
+    #[default]
     Configure,
     Version,
     SelfCheck,
@@ -36,6 +37,12 @@ pub(crate) enum Call {
 }
 
 impl Call {
+    /// Whether the export only reads (`resolve`, `context`, `active`): the
+    /// imports serve it from one read snapshot ([`HostImports::begin_read`]).
+    pub(crate) fn only_reads(self) -> bool {
+        matches!(self, Self::Resolve | Self::Context | Self::Active)
+    }
+
     /// The export's WIT name.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -74,20 +81,21 @@ pub(crate) struct SendArgs {
 const KEPT_LINES: usize = 8;
 const KEPT_LINE_CHARS: usize = 2000;
 
-/// The data of a policy `Store`.
-pub(crate) struct StoreData {
-    pub(crate) imports: Box<dyn HostImports>,
-    pub(crate) limiter: Limiter,
-    /// The current call's guest time (imports not counted).
-    pub(crate) clock: GuestClock,
-    /// Version string of the component, for log lines.
-    pub(crate) policy: String,
-    /// Per call, reset by [`StoreData::begin`].
-    pub(crate) call: Call,
+/// What one call may do and what it did: the export that runs, the
+/// arguments its `host.send` must match, and what its imports read, sent,
+/// deleted, refused and logged. Replaced whole when a call begins
+/// ([`StoreData::begin`]) and taken whole when it ends
+/// ([`StoreData::finish`]), so nothing of one call reaches the next.
+#[derive(Debug, Default)]
+pub(crate) struct CallState {
+    /// Which export runs (what its imports may do).
+    pub(crate) export: Call,
     pub(crate) send_args: Option<SendArgs>,
+    /// The full rows `host.history` read, for the host to apply edits to.
     pub(crate) rows: Vec<HistoryRow>,
     pub(crate) history: Option<HistoryQuery>,
     pub(crate) sent: Option<Sent>,
+    /// The `state_meta` keys `host.meta-delete` removed.
     pub(crate) deleted: Vec<String>,
     /// The first thing the policy did that it may not do in this call.
     pub(crate) violation: Option<String>,
@@ -100,47 +108,58 @@ pub(crate) struct StoreData {
     pub(crate) meta_read: Vec<(String, Option<String>)>,
 }
 
+/// The data of a policy `Store`.
+pub(crate) struct StoreData {
+    pub(crate) imports: Box<dyn HostImports>,
+    pub(crate) limiter: Limiter,
+    /// The current call's guest time (imports not counted).
+    pub(crate) clock: GuestClock,
+    /// The component's version (what its `version` export answered), naming
+    /// it in log lines and failure messages.
+    pub(crate) policy_version: String,
+    /// The running call.
+    pub(crate) call: CallState,
+}
+
 impl StoreData {
     /// The data of a new store: `imports` behind the imports, a memory
-    /// limiter and a guest clock for `limits`, `policy` naming the component.
-    pub(crate) fn new(imports: Box<dyn HostImports>, limits: &Limits, policy: String) -> Self {
+    /// limiter and a guest clock for `limits`, `policy_version` naming the
+    /// component.
+    pub(crate) fn new(
+        imports: Box<dyn HostImports>,
+        limits: &Limits,
+        policy_version: String,
+    ) -> Self {
         Self {
             imports,
             limiter: Limiter::new(limits),
             clock: GuestClock::new(limits),
-            policy,
-            call: Call::Configure,
-            send_args: None,
-            rows: Vec::new(),
-            history: None,
-            sent: None,
-            deleted: Vec::new(),
-            violation: None,
-            said: Vec::new(),
-            meta_read: Vec::new(),
+            policy_version,
+            call: CallState::default(),
         }
     }
 
-    /// Forget the previous call and start `call`.
-    pub(crate) fn begin(&mut self, call: Call, send_args: Option<SendArgs>) {
-        self.call = call;
-        self.send_args = send_args;
-        self.rows = Vec::new();
-        self.history = None;
-        self.sent = None;
-        self.deleted.clear();
-        self.violation = None;
-        self.said.clear();
-        self.meta_read.clear();
+    /// Forget the previous call and start `export`.
+    pub(crate) fn begin(&mut self, export: Call, send_args: Option<SendArgs>) {
+        self.call = CallState {
+            export,
+            send_args,
+            ..CallState::default()
+        };
         self.limiter.hit = false;
         self.clock.begin();
+    }
+
+    /// End the call: what it did, leaving an empty state behind.
+    pub(crate) fn finish(&mut self) -> CallState {
+        std::mem::take(&mut self.call)
     }
 
     /// The value of `state_meta` key `key` as this call sees it: what
     /// `meta-get` already answered the policy, else a read through the
     /// imports (inside the call's read snapshot either way).
     pub(crate) fn record(&mut self, key: &str) -> Result<Option<String>, Failure> {
-        match self.meta_read.iter().rev().find(|(k, _)| k == key) {
+        match self.call.meta_read.iter().rev().find(|(k, _)| k == key) {
             Some((_, value)) => Ok(value.clone()),
             None => self.imports.meta_get(key),
         }
@@ -158,8 +177,8 @@ impl StoreData {
     /// policy gets for it.
     fn refuse(&mut self, what: String) -> WitFailure {
         let message = format!("the policy {what}, which the host refuses");
-        if self.violation.is_none() {
-            self.violation = Some(what);
+        if self.call.violation.is_none() {
+            self.call.violation = Some(what);
         }
         Failure::policy(message).into()
     }
@@ -167,7 +186,7 @@ impl StoreData {
     /// Check a send plan against the call (WIT `send-plan`); `Err` says
     /// which field is wrong.
     fn check_plan(&self, plan: &SendPlan) -> Result<(), String> {
-        let Some(args) = &self.send_args else {
+        let Some(args) = &self.call.send_args else {
             return Err("called host.send outside policy.send".into());
         };
         if plan.agent != args.agent {
@@ -182,7 +201,7 @@ impl StoreData {
                 plan.cli_session_id, args.cli_session_id
             ));
         }
-        let key = format!("session_switch:active:{}", args.agent);
+        let key = record_key(&args.agent);
         if plan.record_key != key {
             return Err(format!(
                 "planned to write record key '{}' instead of '{key}'",
@@ -202,8 +221,8 @@ impl host::Host for StoreData {
     fn meta_get(&mut self, key: String) -> Result<Option<String>, WitFailure> {
         self.timed(|s| {
             let value = s.imports.meta_get(&key)?;
-            if matches!(s.call, Call::Resolve | Call::Context) {
-                s.meta_read.push((key, value.clone()));
+            if matches!(s.call.export, Call::Resolve | Call::Context) {
+                s.call.meta_read.push((key, value.clone()));
             }
             Ok(value)
         })
@@ -243,10 +262,10 @@ impl host::Host for StoreData {
 /// The imports' work, timed by the `host::Host` methods above.
 impl StoreData {
     fn meta_delete_untimed(&mut self, key: String) -> Result<bool, WitFailure> {
-        if self.call != Call::Clear {
+        if self.call.export != Call::Clear {
             return Err(self.refuse(format!(
                 "called host.meta-delete during {}; only policy.clear may delete",
-                self.call.name()
+                self.call.export.name()
             )));
         }
         if !is_our_meta_key(&key) {
@@ -258,7 +277,7 @@ impl StoreData {
         }
         let deleted = self.imports.meta_delete(&key)?;
         if deleted {
-            self.deleted.push(key);
+            self.call.deleted.push(key);
         }
         Ok(deleted)
     }
@@ -270,16 +289,16 @@ impl StoreData {
         limit: Option<u32>,
         prefix_chars: u32,
     ) -> Result<Vec<RowSummary>, WitFailure> {
-        if self.call != Call::Context {
+        if self.call.export != Call::Context {
             return Err(self.refuse(format!(
                 "called host.history during {}; only policy.context reads history",
-                self.call.name()
+                self.call.export.name()
             )));
         }
         let rows = self.imports.history(&session_id, &agent, limit)?;
         let summaries = apply::summaries(&rows, prefix_chars);
-        self.rows = rows;
-        self.history = Some(HistoryQuery {
+        self.call.rows = rows;
+        self.call.history = Some(HistoryQuery {
             session_id,
             agent,
             limit,
@@ -288,26 +307,26 @@ impl StoreData {
     }
 
     fn send_untimed(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {
-        if self.call != Call::Send {
+        if self.call.export != Call::Send {
             return Err(self.refuse(format!(
                 "called host.send during {}; only policy.send may send",
-                self.call.name()
+                self.call.export.name()
             )));
         }
-        if self.sent.is_some() {
+        if self.call.sent.is_some() {
             return Err(self.refuse("called host.send twice in one policy.send".into()));
         }
         if let Err(why) = self.check_plan(&plan) {
             return Err(self.refuse(why));
         }
         let sent = self.imports.send(&plan)?;
-        self.sent = Some(sent.clone());
+        self.call.sent = Some(sent.clone());
         Ok(sent)
     }
 
     fn log_untimed(&mut self, level: LogLevel, message: String) {
-        let call = self.call.name();
-        let policy = &self.policy;
+        let call = self.call.export.name();
+        let policy = &self.policy_version;
         match level {
             LogLevel::Debug => {
                 tracing::debug!(target: "session_switch::policy", policy, call, "{message}")
@@ -322,7 +341,7 @@ impl StoreData {
                 tracing::error!(target: "session_switch::policy", policy, call, "{message}")
             }
         }
-        if matches!(level, LogLevel::Warn | LogLevel::Error) && self.said.len() < KEPT_LINES {
+        if matches!(level, LogLevel::Warn | LogLevel::Error) && self.call.said.len() < KEPT_LINES {
             // One line for the failure message: the panic hook's text spans
             // two lines ("panicked at FILE:LINE:COL:\nMESSAGE").
             let line: String = message
@@ -332,7 +351,7 @@ impl StoreData {
                 .chars()
                 .take(KEPT_LINE_CHARS)
                 .collect();
-            self.said.push(line);
+            self.call.said.push(line);
         }
     }
 }
@@ -444,7 +463,7 @@ mod tests {
             message.contains("called host.send during resolve"),
             "{message}"
         );
-        assert!(state.violation.is_some());
+        assert!(state.call.violation.is_some());
         assert!(seen.lock().unwrap().sends.is_empty());
     }
 
@@ -453,7 +472,7 @@ mod tests {
         let (mut state, seen) = state();
         state.begin(Call::Send, send_args());
         assert_eq!(state.send(plan()).unwrap().message_id, 23);
-        assert_eq!(state.sent.as_ref().unwrap().message_id, 23);
+        assert_eq!(state.call.sent.as_ref().unwrap().message_id, 23);
         let message = policy_message(state.send(plan()));
         assert!(message.contains("twice"), "{message}");
         assert_eq!(seen.lock().unwrap().sends.len(), 1);
@@ -477,7 +496,7 @@ mod tests {
             spoil(&mut bad);
             let message = policy_message(state.send(bad));
             assert!(message.contains(expected), "{message}");
-            assert!(state.violation.is_some());
+            assert!(state.call.violation.is_some());
         }
         assert_eq!(seen.lock().unwrap().sends.len(), 1, "no bad plan was sent");
     }
@@ -500,7 +519,7 @@ mod tests {
         assert_eq!(refused.kind, crate::FailureKind::BadInput);
         assert!(refused.message.contains("not ours"), "{}", refused.message);
         assert!(
-            state.violation.is_none(),
+            state.call.violation.is_none(),
             "a refused key is the policy's to handle"
         );
 
@@ -518,7 +537,7 @@ mod tests {
             seen.lock().unwrap().deletes,
             ["session_switch:active:mohe", "active_xmpp_sender_session"]
         );
-        assert_eq!(state.deleted, seen.lock().unwrap().deletes);
+        assert_eq!(state.call.deleted, seen.lock().unwrap().deletes);
     }
 
     #[test]
@@ -539,11 +558,11 @@ mod tests {
         assert_eq!(summaries.len(), 1);
         assert_eq!(summaries[0].prefix, "mohe: ");
         assert_eq!(
-            state.rows[0].content,
+            state.call.rows[0].content,
             "mohe: 大家好，今天的会议改到下午三点。"
         );
         assert_eq!(
-            state.history,
+            state.call.history,
             Some(HistoryQuery {
                 session_id: "xmpp-mohe-v2".into(),
                 agent: "mohe".into(),
@@ -552,7 +571,7 @@ mod tests {
         );
         // The next call starts clean.
         state.begin(Call::Resolve, None);
-        assert!(state.rows.is_empty() && state.history.is_none());
+        assert!(state.call.rows.is_empty() && state.call.history.is_none());
     }
 
     #[test]
@@ -565,15 +584,16 @@ mod tests {
             "session-switch policy panicked at a.rs:1:2:\nboom".into(),
         );
         assert_eq!(
-            state.said,
+            state.call.said,
             ["session-switch policy panicked at a.rs:1:2: boom"]
         );
         for _ in 0..20 {
             state.log(LogLevel::Warn, "x".repeat(5000));
         }
-        assert_eq!(state.said.len(), KEPT_LINES);
+        assert_eq!(state.call.said.len(), KEPT_LINES);
         assert!(
             state
+                .call
                 .said
                 .iter()
                 .all(|l| l.chars().count() <= KEPT_LINE_CHARS)

@@ -4,19 +4,35 @@
 //! # use session_switch_runtime::*;
 //! # fn demo(imports: impl HostImports, settings: Settings) -> Result<(), session_switch_runtime::Failure> {
 //! let policy = Policy::embedded(PolicyOptions::default())?;
-//! let mut session = policy.instance(imports, settings);
-//! let decision = session.resolve("mohe", "xmpp-mohe-v2")?;
+//! let mut instance = policy.instance(imports, settings);
+//! let decision = instance.resolve("mohe", "xmpp-mohe-v2")?;
 //! # Ok(()) }
 //! ```
 //!
 //! The component imports only our `host` interface (no WASI); every call
-//! runs under fuel, memory and guest-time budgets ([`Limits`]); a trap or an invalid
-//! answer is a `policy` failure and the store is thrown away; hot swaps
-//! ([`Policy::watch`]) replace the component while callers keep running.
+//! runs under fuel, memory and guest-time budgets ([`Limits`]); a trap or an
+//! invalid answer is a `policy` failure and the store is thrown away; hot
+//! swaps ([`Policy::watch`]) replace the component while callers keep
+//! running.
+//!
+//! The modules, each depending only on those listed before it:
+//! `bindings` (the one `bindgen!`), `limits`, `host_imports` (the trait),
+//! `apply` (summaries and edits), `imports` (the store's data and the WIT
+//! host interface), `cache`, `call` (the one call path in a store),
+//! `answers` (checks of the policy's answers), `engine` (engine, linker,
+//! options), `component` (compile, check, probe), `current` (what hot swaps
+//! replace), `instance` (a caller's store), `exports` (each export as a
+//! method), `policy` (the façade), `swap` (reload and watch).
 
+mod answers;
 mod apply;
 pub mod bindings;
 mod cache;
+mod call;
+mod component;
+mod current;
+mod engine;
+mod exports;
 mod host_imports;
 mod imports;
 mod instance;
@@ -30,14 +46,16 @@ pub use bindings::{
     RowEdit, RowSummary, SendPlan, Sent, Settings,
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
+pub use component::{
+    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Source, TYPES_INTERFACE,
+};
+pub use engine::PolicyOptions;
+pub use exports::ContextAnswer;
 pub use host_imports::HistoryRow;
 pub use host_imports::HostImports;
-pub use instance::{ContextAnswer, PolicyInstance};
+pub use instance::PolicyInstance;
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
-pub use policy::{
-    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Policy, PolicyOptions, Source,
-    TYPES_INTERFACE,
-};
+pub use policy::Policy;
 pub use session_switch_contract as contract;
 pub use session_switch_contract::failure::{Failure, FailureKind};
 pub use session_switch_contract::keys::is_our_meta_key;

@@ -13,9 +13,8 @@ pub use session_switch_contract::limits::{MAX_BODY_CHARS_LIMIT, max_text_bytes};
 /// Fuel counts WebAssembly work only (roughly one unit per instruction),
 /// never time spent in host imports: a slow `state.db` or ejabberd cannot
 /// make a good policy fail, while a loop in the guest stops after a bounded
-/// amount of work. Fuel does not bound time for bulk instructions
-/// (`memory.copy`/`memory.fill` cost one unit whatever their length), so a
-/// call is also stopped when its own running time passes
+/// amount of work. Fuel does not bound time (an instruction that misses
+/// the cache costs what any other costs), so a call is also stopped when its own running time passes
 /// [`Limits::guest_time_per_call`]; time in host imports is not counted
 /// there either. See [`Limits::default`] for how the numbers were chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,24 +37,22 @@ pub struct Limits {
 impl Default for Limits {
     /// 2,000,000,000 fuel per call, a 64 MiB memory and 2 s of guest time.
     ///
-    /// Chosen from measurements of the real policy (release host, 2-core
-    /// VM, `measure_costs` in `tests/runtime.rs`): `context` over 10,000
-    /// rows burns about 9.8 M fuel and grows the guest's memory to about
-    /// 4.3 MiB; `resolve` burns about 5,000. The budgets leave 200× (fuel)
-    /// and 15× (memory) headroom over a 10k-row history, while the `loop`
-    /// variant exhausts the fuel in 0.17–0.27 s (0.08 s before the epoch
-    /// checks of the guest time limit were compiled in), and a runaway
-    /// allocation stops at 64 MiB per store.
+    /// Chosen from what the real policy costs (`measure_costs` in
+    /// `tests/runtime.rs` prints it):
+    /// its largest honest call, `context` over 10,000 rows, stays two orders
+    /// of magnitude under the fuel, more than one under the memory and
+    /// tens of times under the guest time even in a debug host (the
+    /// canonical ABI's copying of the summaries counts as guest time),
+    /// while the test variants that loop or allocate without end stop
+    /// within a fraction of a second, and a runaway allocation at 64 MiB
+    /// per store.
     ///
     /// Fuel is charged per WebAssembly instruction (and, in wasmtime 48,
     /// per byte of `memory.copy`/`memory.fill`), whatever the instruction
     /// costs in time: a walk through memory that misses the cache on every
-    /// step burns a few units per ~100 ns, so the `chase` test variant runs
-    /// for about 33 s on its fuel. The guest time limit of 2 s bounds such
-    /// code: `chase` stops after 2.0 s (`tests/sandbox.rs`), while
-    /// `context` over 10,000 rows spends 50–70 ms of guest time in a debug
-    /// host (the canonical ABI's copying of the summaries counts as guest
-    /// time): 30× headroom.
+    /// step burns only a few units per cache miss, so the `chase` test
+    /// variant would run for tens of seconds on its fuel. The guest time
+    /// limit bounds such code: `chase` stops after 2 s (`tests/sandbox.rs`).
     fn default() -> Self {
         Self {
             fuel_per_call: 2_000_000_000,
@@ -70,11 +67,10 @@ impl Default for Limits {
 /// policy checks the epoch at function entries and loop heads, and calls
 /// back only when the deadline passed).
 ///
-/// What the checks and the timing of imports cost, measured on the real
-/// policy (release host, 2-core VM, `measure_costs`, A/B builds):
-/// `resolve` with a redirect 7.3 → 8.1 µs, a pass-through `resolve`
-/// 1.35 → 1.42 µs, `context` over 10,000 rows 3.6 → 4.1 ms; a pure
-/// arithmetic loop runs about half as fast per fuel unit.
+/// The checks and the timing of imports cost about a microsecond per
+/// `resolve` and a few percent of a large `context` (README "Reliability"
+/// has the A/B figures); one tick of 10 ms keeps the overshoot of the limit
+/// small against its 2 s.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Advance `engine`'s epoch every [`EPOCH_TICK`] on a thread of its own,
@@ -149,9 +145,8 @@ impl GuestClock {
 
     /// The epoch callback: stop the call once its guest time passed the
     /// limit, else look again at the next tick. Not fewer looks: ticks come
-    /// late on a loaded machine (a 10 ms sleep took ~15 ms during the
-    /// tests), so a deadline counted in ticks would overshoot; one look
-    /// costs well under a microsecond per tick.
+    /// late on a loaded machine, so a deadline counted in ticks would
+    /// overshoot; one look costs well under a microsecond per tick.
     pub(crate) fn on_deadline(&mut self) -> UpdateDeadline {
         if self.guest_time() >= self.limit {
             self.hit = true;

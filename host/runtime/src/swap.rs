@@ -2,12 +2,13 @@
 //! component is compiled (through the cache), type-checked, instantiated
 //! once and made to pass `self-check` and `configure` off the hot path;
 //! then one `Arc` is swapped. Calls in flight finish on the old component;
-//! each session picks up the new one at its next call. Anything that fails
+//! each instance picks up the new one at its next call. Anything that fails
 //! a check is rejected with a `tracing` line and the old policy keeps
 //! serving.
 
 use super::bindings::Settings;
-use super::policy::{LoadInfo, Policy, Source, prepare, read_component};
+use super::component::{LoadInfo, Source, prepare, read_component};
+use super::policy::Policy;
 use crate::Failure;
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::MetadataExt;

@@ -1,0 +1,258 @@
+//! A policy component, from bytes to ready: compiled (through the
+//! precompiled cache), refused unless it imports only our interfaces (no
+//! WASI), exports our `policy` interface and type-checks against the host's
+//! WIT, then probed in stores of its own — `version`, `self-check`, and
+//! `configure` when settings are given — before anyone calls it.
+
+use super::bindings::{SessionSwitchPre, Settings};
+use super::cache::{self, CacheUse};
+use super::call::{Live, NotReady, no_check, one_line, policy_failure};
+use super::engine::Runtime;
+use super::host_imports::NoImports;
+use super::imports::{Call, StoreData};
+use crate::Failure;
+use crate::answers;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The component `make component` built (`target/policy/session_switch.wasm`
+/// when the host was compiled; `host/runtime/build.rs` finds it).
+pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(env!("SESSION_SWITCH_POLICY_WASM"));
+
+/// The host interface the policy may import (WIT `host`).
+pub const HOST_INTERFACE: &str = "agentsmeeting:session-switch/host@0.1.0";
+/// The type-only interface the policy may import (WIT `types`).
+pub const TYPES_INTERFACE: &str = "agentsmeeting:session-switch/types@0.1.0";
+/// The interface the policy must export (WIT `policy`).
+pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.1.0";
+
+/// Where a component came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// [`EMBEDDED_COMPONENT`].
+    Embedded,
+    /// A file (the path as given).
+    File(PathBuf),
+    /// Bytes handed to [`Policy::from_bytes`](crate::Policy::from_bytes).
+    Bytes,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Embedded => f.write_str("the embedded policy component"),
+            Self::File(path) => write!(f, "policy component {}", path.display()),
+            Self::Bytes => f.write_str("the policy component given as bytes"),
+        }
+    }
+}
+
+/// What was loaded, and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadInfo {
+    pub source: Source,
+    /// Hex SHA-256 of the component's bytes.
+    pub sha256: String,
+    /// Size of the component in bytes.
+    pub size: usize,
+    /// What the component's `version` export answered.
+    pub version: String,
+    /// The component's imports (interface names), as declared.
+    pub imports: Vec<String>,
+    /// The component's exports (interface or function names), as declared.
+    pub exports: Vec<String>,
+    /// Whether the precompiled cache was used.
+    pub cache: CacheUse,
+    /// Time to compile the component or load it from the cache.
+    pub compile_time: Duration,
+    /// Time to check it: imports/exports, type-check, instantiate, `version`
+    /// and `self-check` (and `configure` for a hot swap).
+    pub check_time: Duration,
+}
+
+/// A compiled, checked component, ready to instantiate.
+pub(crate) struct Loaded {
+    pub(crate) pre: SessionSwitchPre<StoreData>,
+    pub(crate) info: LoadInfo,
+}
+
+/// One line on what to do about a refused component.
+const REBUILD: &str = "build it with `make component` (wasm32-unknown-unknown, our WIT only)";
+
+/// The component's imports and exports, or why it cannot be ours: any
+/// import but [`HOST_INTERFACE`] and [`TYPES_INTERFACE`] (WASI included), or
+/// no [`POLICY_INTERFACE`] export.
+fn check_interfaces(
+    engine: &Engine,
+    component: &Component,
+    source: &Source,
+) -> Result<(Vec<String>, Vec<String>), Failure> {
+    let ty = component.component_type();
+    let imports: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let exports: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let foreign: Vec<&str> = imports
+        .iter()
+        .map(String::as_str)
+        .filter(|name| *name != HOST_INTERFACE && *name != TYPES_INTERFACE)
+        .collect();
+    if let Some(first) = foreign.first() {
+        let more = match foreign.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        return Err(Failure::policy(format!(
+            "refusing {source}: it imports `{first}`{more}, but a policy may import only \
+             `{HOST_INTERFACE}` and `{TYPES_INTERFACE}` (no WASI, no files, no network); {REBUILD}"
+        )));
+    }
+    if !exports.iter().any(|name| name == POLICY_INTERFACE) {
+        let found = if exports.is_empty() {
+            "nothing".to_owned()
+        } else {
+            exports
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(Failure::policy(format!(
+            "refusing {source}: it does not export `{POLICY_INTERFACE}` (it exports {found}); \
+             it is not a session-switch policy of this version; {REBUILD}"
+        )));
+    }
+    Ok((imports, exports))
+}
+
+/// Compile, check and probe `bytes` (SHA-256 `sha`) from `source`.
+/// `settings`: the probe also runs `configure` with them (hot swap);
+/// `self_check`: it runs the component's `self-check`.
+///
+/// Errors (kind `policy`, the message starting with `refusing SOURCE`): not
+/// a component, foreign imports, no `policy` export, a WIT mismatch, or a
+/// probe that traps, fails its self-check or refuses the settings.
+pub(crate) fn prepare(
+    runtime: &Runtime,
+    bytes: &[u8],
+    sha: &[u8; 32],
+    source: Source,
+    settings: Option<&Settings>,
+    self_check: bool,
+) -> Result<Arc<Loaded>, Failure> {
+    let started = Instant::now();
+    let (component, cache) = cache::compile(&runtime.engine, bytes, sha, &runtime.options.cache)
+        .map_err(|e| {
+            Failure::policy(format!(
+                "refusing {source}: it is not a valid WebAssembly component ({}); {REBUILD}",
+                one_line(&e)
+            ))
+        })?;
+    let compile_time = started.elapsed();
+
+    let started = Instant::now();
+    let (imports, exports) = check_interfaces(&runtime.engine, &component, &source)?;
+    let pre = runtime
+        .linker
+        .instantiate_pre(&component)
+        .and_then(SessionSwitchPre::new)
+        .map_err(|e| {
+            Failure::policy(format!(
+                "refusing {source}: it does not match the host's WIT contract ({}); {REBUILD}",
+                one_line(&e)
+            ))
+        })?;
+    let version = probe(runtime, &pre, &source, settings, self_check)?;
+    Ok(Arc::new(Loaded {
+        pre,
+        info: LoadInfo {
+            source,
+            sha256: cache::hex(sha),
+            size: bytes.len(),
+            version,
+            imports,
+            exports,
+            cache,
+            compile_time,
+            check_time: started.elapsed(),
+        },
+    }))
+}
+
+/// How a component is named before it answered `version`.
+const UNCHECKED: &str = "unchecked component";
+
+/// Run the fresh component `pre` with nothing behind its imports
+/// ([`NoImports`]: no state.db): `version`, then `self-check` when
+/// `self_check`, in one store; then `configure` with `settings`, when
+/// given, in a new store, as an instance's first call runs it. Each call
+/// takes the one call path ([`Live::run`]). `Ok` holds the version.
+fn probe(
+    runtime: &Runtime,
+    pre: &SessionSwitchPre<StoreData>,
+    source: &Source,
+    settings: Option<&Settings>,
+    self_check: bool,
+) -> Result<String, Failure> {
+    let limits = runtime.options.limits;
+    let data = || StoreData::new(Box::new(NoImports), &limits, UNCHECKED.into());
+    let refuse = |f: Failure| Failure::policy(format!("refusing {source}: {}", f.message));
+    let mut live = Live::start(&runtime.engine, pre, data(), &limits)
+        .map_err(|(what, _)| refuse(policy_failure(UNCHECKED, Call::Configure, &what)))?;
+    let (version, _) = live
+        .run(
+            Call::Version,
+            None,
+            &limits,
+            |g, s| g.call_version(s),
+            no_check,
+        )
+        .map_err(|what| refuse(policy_failure(UNCHECKED, Call::Version, &what)))?;
+    live.data_mut().policy_version = version.clone();
+    if self_check {
+        let broke = |what: String| refuse(policy_failure(&version, Call::SelfCheck, &what));
+        let (verdict, _) = live
+            .run(
+                Call::SelfCheck,
+                None,
+                &limits,
+                |g, s| g.call_self_check(s),
+                no_check,
+            )
+            .map_err(broke)?;
+        answers::self_check(verdict).map_err(broke)?;
+    }
+    if let Some(settings) = settings {
+        let mut data = data();
+        data.policy_version = version.clone();
+        Live::configured(&runtime.engine, pre, data, &limits, settings).map_err(|(why, _)| {
+            let failure = match why {
+                NotReady::Broke(what) => policy_failure(&version, Call::Configure, &what),
+                NotReady::Refused(failure) => failure,
+            };
+            Failure::policy(format!(
+                "refusing {source}: it does not accept the current settings: {}",
+                failure.message
+            ))
+        })?;
+    }
+    Ok(version)
+}
+
+/// Read a component file; kind `bad-input` naming the path on failure.
+pub(crate) fn read_component(path: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(path).map_err(|e| {
+        Failure::bad_input(format!(
+            "cannot read policy component {}: {e}; check the path",
+            path.display()
+        ))
+    })
+}

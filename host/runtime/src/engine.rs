@@ -1,0 +1,81 @@
+//! What every component of one [`Policy`](crate::Policy) runs on and never
+//! changes: the wasmtime engine (fuel metering, epoch interruption and its
+//! ticker), the linker (our host interface only, no WASI) and the options.
+
+use super::bindings::SessionSwitch;
+use super::cache::CacheMode;
+use super::imports::StoreData;
+use super::limits::{Limits, start_ticker};
+use crate::Failure;
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+/// How a [`Policy`](crate::Policy) loads and runs its component.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyOptions {
+    /// Fuel, memory and guest-time budgets of every call.
+    pub limits: Limits,
+    /// Where precompiled components are cached.
+    pub cache: CacheMode,
+    /// Keep an instance's `Store` between calls that ended well (`true`,
+    /// the default), or make a fresh store and instance, and run
+    /// `configure` again, for every call. A `Store` is never reused after a
+    /// trap or an invalid answer either way.
+    ///
+    /// Reuse is the default because a fresh store per call costs several
+    /// times a whole `resolve` (README "Performance" has the figures).
+    pub reuse_store: bool,
+    /// Run the component's `self-check` before using it (a load is refused
+    /// when it fails). Hot swaps always run it.
+    pub self_check: bool,
+    /// How many characters of each row
+    /// [`PolicyInstance::tag`](crate::PolicyInstance::tag) shows the policy
+    /// (`context` lets the policy choose). 256 covers several `[YOU] `
+    /// markers, any sensible agent name and a delimiter.
+    pub tag_prefix_chars: u32,
+}
+
+impl Default for PolicyOptions {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            cache: CacheMode::Default,
+            reuse_store: true,
+            self_check: true,
+            tag_prefix_chars: 256,
+        }
+    }
+}
+
+/// What all instances of one [`Policy`](crate::Policy) share, across hot
+/// swaps: the engine, the linker and the options.
+pub(crate) struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<StoreData>,
+    pub(crate) options: PolicyOptions,
+}
+
+impl Runtime {
+    /// An engine with fuel metering and epoch interruption on (both are part
+    /// of the precompiled cache's key) and a ticker thread advancing the
+    /// epoch ([`start_ticker`]); a linker with the host interface only.
+    ///
+    /// Errors (kind `policy`): wasmtime cannot be set up, the ticker thread
+    /// cannot start, or the host interface cannot be linked.
+    pub(crate) fn new(options: PolicyOptions) -> Result<Self, Failure> {
+        let mut config = Config::new();
+        config.consume_fuel(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)
+            .map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))?;
+        start_ticker(&engine)?;
+        let mut linker = Linker::new(&engine);
+        SessionSwitch::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)
+            .map_err(|e| Failure::policy(format!("cannot link the host interface: {e}")))?;
+        Ok(Self {
+            engine,
+            linker,
+            options,
+        })
+    }
+}
