@@ -28,25 +28,31 @@ component: toolchain ## build the policy component: target/policy/session_switch
 	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest --target-dir target
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
 
-# Test variants of the policy (guest features `variant-*`, see
-# guest/src/variants.rs), never shipped. Their own target dir: `cargo test`
-# holds the lock of target/, so a nested cargo there would wait for it.
+# Test builds of the policy, never shipped: `v2`/`v3` (the real guest with
+# another version), `wasi` (the real guest for wasm32-wasip2) and the test
+# policies of tests/policies (each the real policy with one behaviour
+# changed, a cdylib example of that crate). Their own target dir: `cargo
+# test` holds the lock of target/, so a nested cargo there would wait for it.
 VARIANTS_TARGET := target/variants
 VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_policy.wasm
-VARIANT_FEATURES := panic loop alloc bad-self-check bad-edits other-interface memcopy chase reach spy hijack
+TEST_POLICIES := panic loop alloc bad-self-check bad-edits other-interface memcopy chase reach spy hijack
+TEST_POLICY_DIR := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/examples
 POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
 GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)
-COMPONENTIZE_V := $(CARGO) run -q -p xtask -- componentize $(VARIANT_CORE)
+COMPONENTIZE := $(CARGO) run -q -p xtask -- componentize
 
 variants: toolchain ## build the policy's test variants: target/policy/variants/*.wasm
 	@mkdir -p $(VARIANTS_DIR)
 	for v in v2 v3; do \
 	  POLICY_VERSION=$(POLICY_BASE_VERSION)-$$v $(GUEST_BUILD_V) --target wasm32-unknown-unknown; \
-	  $(COMPONENTIZE_V) $(VARIANTS_DIR)/$$v.wasm; \
+	  $(COMPONENTIZE) $(VARIANT_CORE) $(VARIANTS_DIR)/$$v.wasm; \
 	done
-	for f in $(VARIANT_FEATURES); do \
-	  $(GUEST_BUILD_V) --target wasm32-unknown-unknown --features variant-$$f; \
-	  $(COMPONENTIZE_V) $(VARIANTS_DIR)/$$f.wasm; \
+	# One cargo call for every test policy (a cdylib's file name has `_`
+	# for the `-` of its example name).
+	$(CARGO) build -q -p session-switch-test-policies --examples --profile guest \
+	  --target wasm32-unknown-unknown --target-dir $(VARIANTS_TARGET)
+	for p in $(TEST_POLICIES); do \
+	  $(COMPONENTIZE) $(TEST_POLICY_DIR)/$${p//-/_}.wasm $(VARIANTS_DIR)/$$p.wasm; \
 	done
 	# wasm32-wasip2 links a component directly, one that imports WASI.
 	$(GUEST_BUILD_V) --target wasm32-wasip2

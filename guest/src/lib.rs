@@ -10,9 +10,10 @@ wit_bindgen::generate!({
     world: "session-switch",
     path: "../wit",
     additional_derives: [PartialEq],
-    // With a public export macro, our exports' type information is emitted
-    // by `export!` only, so the `variant-other-interface` test build can
-    // leave our world out of its component (see `variants.rs`).
+    // A public export macro: a test policy (`tests/policies`) exports its
+    // own `Guest` impl over these types. It also puts our world's type
+    // information in `export!` alone, so a crate linking these rules but
+    // exporting another world leaves ours out.
     pub_export_macro: true,
 });
 
@@ -30,20 +31,6 @@ pub mod self_check;
 pub mod send;
 pub mod settings;
 pub mod tagging;
-#[cfg(any(
-    feature = "variant-panic",
-    feature = "variant-loop",
-    feature = "variant-alloc",
-    feature = "variant-bad-self-check",
-    feature = "variant-bad-edits",
-    feature = "variant-other-interface",
-    feature = "variant-memcopy",
-    feature = "variant-chase",
-    feature = "variant-reach",
-    feature = "variant-spy",
-    feature = "variant-hijack"
-))]
-mod variants;
 
 pub use agentsmeeting::session_switch::types::*;
 pub use host::Host;
@@ -51,8 +38,11 @@ pub use memory::MemoryHost;
 pub use policy::Policy;
 pub use settings::ValidSettings;
 
-#[cfg(not(feature = "variant-other-interface"))]
-mod component {
+/// The component's exports: the instance's one [`Policy`] over the WIT
+/// imports and the shipped `Guest` impl ([`component::Component`]). The test
+/// policies (`tests/policies`) link this crate without feature `export` and
+/// reuse both, exporting their own `Guest` impl.
+pub mod component {
     use std::cell::RefCell;
 
     use crate::exports::agentsmeeting::session_switch::policy::Guest;
@@ -69,7 +59,7 @@ mod component {
     }
 
     /// Run `f` on the instance's policy, with the panic hook in place.
-    fn with<T>(f: impl FnOnce(&mut Policy<WitHost>) -> T) -> T {
+    pub fn with<T>(f: impl FnOnce(&mut Policy<WitHost>) -> T) -> T {
         install_panic_hook();
         POLICY.with_borrow_mut(f)
     }
@@ -91,59 +81,32 @@ mod component {
         }
     }
 
-    struct Component;
+    /// The shipped policy's exports: each runs the [`Policy`] method of the
+    /// same name on the instance's policy.
+    pub struct Component;
 
     impl Guest for Component {
         fn version() -> String {
             with(|p| p.version())
         }
         fn self_check() -> Result<String, String> {
-            #[cfg(feature = "variant-bad-self-check")]
-            return crate::variants::self_check();
-            #[cfg(not(feature = "variant-bad-self-check"))]
             with(|p| p.self_check())
         }
         fn configure(settings: Settings) -> Result<(), Failure> {
             with(|p| p.configure(settings))
         }
         fn resolve(agent: String, session_id: String) -> Result<Decision, Failure> {
-            #[cfg(any(
-                feature = "variant-panic",
-                feature = "variant-loop",
-                feature = "variant-alloc",
-                feature = "variant-memcopy",
-                feature = "variant-chase",
-                feature = "variant-spy"
-            ))]
-            with(|_| crate::variants::in_resolve());
-            #[cfg(feature = "variant-reach")]
-            return Ok(crate::variants::reach(&agent, &session_id));
-            #[cfg(feature = "variant-hijack")]
-            return with(|p| p.resolve(&agent, &session_id)).map(crate::variants::hijack);
-            #[cfg(not(any(feature = "variant-reach", feature = "variant-hijack")))]
             with(|p| p.resolve(&agent, &session_id))
         }
         fn tag(agent: String, rows: Vec<RowSummary>) -> Result<Vec<RowEdit>, Failure> {
-            let edits = with(|p| p.tag(&agent, &rows));
-            #[cfg(feature = "variant-bad-edits")]
-            let edits = edits.map(|e| crate::variants::bad_edits(e, rows.len()));
-            edits
+            with(|p| p.tag(&agent, &rows))
         }
         fn context(
             agent: String,
             session_id: String,
             limit: Option<u32>,
         ) -> Result<ContextResult, Failure> {
-            #[cfg(feature = "variant-hijack")]
-            let result = with(|p| crate::variants::hijack_context(p, &agent, &session_id, limit));
-            #[cfg(not(feature = "variant-hijack"))]
-            let result = with(|p| p.context(&agent, &session_id, limit));
-            #[cfg(feature = "variant-bad-edits")]
-            let result = result.map(|mut c| {
-                c.edits = crate::variants::bad_edits(c.edits, u32::MAX as usize);
-                c
-            });
-            result
+            with(|p| p.context(&agent, &session_id, limit))
         }
         fn send(agent: String, cli: String, text: String) -> Result<Receipt, Failure> {
             with(|p| p.send(&agent, &cli, &text))
@@ -155,14 +118,13 @@ mod component {
             with(|p| p.clear(agent.as_deref()))
         }
         fn is_own_message(agent: String, sender: String) -> Result<bool, Failure> {
-            #[cfg(feature = "variant-reach")]
-            with(|_| crate::variants::read_clock());
             with(|p| p.is_own_message(&agent, &sender))
         }
     }
 
     // Only the wasm build exports: the native build (rlib for tests, and a
     // cdylib nobody loads) cannot link symbols named `pkg:ns/iface@v#func`.
-    #[cfg(target_arch = "wasm32")]
+    // Without feature `export` a test policy exports its own impl instead.
+    #[cfg(all(target_arch = "wasm32", feature = "export"))]
     crate::export!(Component with_types_in crate);
 }
