@@ -494,7 +494,7 @@ fn per_call(n: u32, mut f: impl FnMut()) -> Duration {
 }
 
 /// The figures of the runtime report; run in release:
-/// `cargo test --release -p session-switch-tests --test runtime -- --ignored --nocapture`.
+/// `cargo test --release -p session-switch-tests --test all runtime::measure_costs -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement: run in release with --ignored --nocapture"]
 fn measure_costs() {

@@ -125,7 +125,7 @@ fn the_default_limits_stop_the_random_walk_and_the_bulk_copies_in_seconds() {
 
 /// How long the random walk runs on its fuel alone (no time limit); the
 /// figure behind [`Limits::guest_time_per_call`]'s docs:
-/// `cargo test -p session-switch-tests --test sandbox -- --ignored --nocapture`.
+/// `cargo test -p session-switch-tests --test all sandbox::measure -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement: runs for tens of seconds"]
 fn measure_the_random_walk_on_fuel_alone() {

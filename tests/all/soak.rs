@@ -32,7 +32,8 @@ use serde_json::{Value, json};
 use session_switch::FailureKind;
 use session_switch::HermesImports;
 use session_switch::runtime::{
-    Agent, CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, untag,
+    Agent, CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher,
+    untag,
 };
 use session_switch::store::HermesStore;
 use session_switch_policy::body::clean;
@@ -453,8 +454,11 @@ fn install(bytes: &[u8], path: &Path) {
 
 /// Replace the gateway's policy file every 1.5 s: the v2 and v3 builds of
 /// the real policy, garbage, and a component importing WASI (both must be
-/// rejected while the current policy keeps serving).
-fn swapper(path: &Path, counters: &Counters, stop: &AtomicBool) {
+/// rejected while the current policy keeps serving). Each file is written
+/// once the watcher has judged the one before (swapped or rejected), so a
+/// loaded machine, where compiling takes longer than 1.5 s, cannot make
+/// the watcher see two files as one.
+fn swapper(path: &Path, watcher: &Watcher, counters: &Counters, stop: &AtomicBool) {
     let files: Vec<(Vec<u8>, bool)> = vec![
         (std::fs::read(variant_path("v2")).unwrap(), true),
         (b"\0asm garbage, not a component".to_vec(), false),
@@ -476,6 +480,14 @@ fn swapper(path: &Path, counters: &Counters, stop: &AtomicBool) {
             counters.bad_files_written.fetch_add(1, Ordering::Relaxed);
         }
         i += 1;
+        let judged = || {
+            let s = watcher.stats();
+            s.swaps + s.rejections >= i as u64
+        };
+        let until = Instant::now() + Duration::from_secs(60);
+        while !judged() && Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -846,6 +858,7 @@ fn check_database(conn: &Connection, report: &mut Report) {
 
 #[test]
 fn soak() {
+    let _heavy = session_switch_tests::heavy();
     let plan = Plan::from_env();
     let own = if plan.own_ejabberd {
         Some(Mutex::new(OwnEjabberd::start_fresh("soak")))
@@ -922,7 +935,7 @@ fn soak() {
             })
             .collect();
         let faults = s.spawn(|| chaos(plan, &world.db, &proxy, own.as_ref(), &counters, &stop));
-        let swaps = s.spawn(|| swapper(&world.live_policy, &counters, &stop));
+        let swaps = s.spawn(|| swapper(&world.live_policy, &watcher, &counters, &stop));
         let hermes = s.spawn(|| hermes_writer(&world.db, &stop));
         thread::sleep(Duration::from_secs(plan.seconds));
         stop.store(true, Ordering::SeqCst);
