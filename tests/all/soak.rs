@@ -31,16 +31,18 @@ use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Value, json};
 use session_switch::FailureKind;
 use session_switch::HermesImports;
+use session_switch::config::Config;
 use session_switch::runtime::{
-    Agent, CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher,
-    untag,
+    CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher, untag,
 };
 use session_switch::store::HermesStore;
+use session_switch_contract::keys::record_key;
 use session_switch_policy::body::clean;
 use session_switch_tests::archive::read_archive;
 use session_switch_tests::fault_proxy::{Fate, FaultProxy};
 use session_switch_tests::hostile::starts_with_tag;
 use session_switch_tests::instance::OwnEjabberd;
+use session_switch_tests::sample::unix_now;
 use session_switch_tests::xmpp::Ejabberd;
 use session_switch_tests::{bin_path, component_path, fixture_copy, variant_path, workspace_root};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -50,7 +52,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// The agents that send and whose bots load context; each has its own CLI
 /// sessions, so a bot that loads another agent's CLI session shows up.
@@ -60,13 +62,6 @@ const CLI_PER_AGENT: usize = 2;
 /// The time limit of one call to ejabberd (config `timeout_seconds`): a
 /// lost answer becomes exit 3 after it.
 const HTTP_TIMEOUT_S: u32 = 2;
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
 
 fn cli_session(agent: &str, i: usize) -> String {
     format!("soak-cli-{agent}-{i}")
@@ -134,35 +129,11 @@ struct World {
     _dir: tempfile::TempDir,
     db: PathBuf,
     config: PathBuf,
+    /// The config's settings (`wiring::settings`), what the gateway runs
+    /// on: the CLI and the gateway read the same file.
+    settings: Settings,
     cache: PathBuf,
     live_policy: PathBuf,
-}
-
-fn settings(ej: &Ejabberd) -> Settings {
-    Settings {
-        room: ej.room.clone(),
-        ttl_seconds: 3600,
-        future_skew_seconds: 120,
-        max_body_chars: 10_000,
-        legacy_agent: None,
-        agents: AGENTS
-            .iter()
-            .map(|name| Agent {
-                name: name.to_string(),
-                jid: ej.jid(name),
-                nick: name.to_string(),
-                sessions: vec![xmpp_session(name)],
-                aliases: vec![],
-            })
-            .chain([Agent {
-                name: "intruder".into(),
-                jid: ej.jid(ej.outsider()),
-                nick: "intruder".into(),
-                sessions: vec!["xmpp-intruder-soak".into()],
-                aliases: vec![],
-            }])
-            .collect(),
-    }
 }
 
 impl World {
@@ -173,7 +144,7 @@ impl World {
             conn.execute(
                 "INSERT INTO sessions (id, source, started_at, message_count) \
                  VALUES (?1, 'xmpp', ?2, 0)",
-                rusqlite::params![xmpp_session(agent), now()],
+                rusqlite::params![xmpp_session(agent), unix_now()],
             )
             .unwrap();
             for i in 0..CLI_PER_AGENT {
@@ -181,7 +152,7 @@ impl World {
                 conn.execute(
                     "INSERT INTO sessions (id, source, started_at, message_count) \
                      VALUES (?1, 'cli', ?2, 2)",
-                    rusqlite::params![id, now()],
+                    rusqlite::params![id, unix_now()],
                 )
                 .unwrap();
                 for (role, content) in [
@@ -191,7 +162,7 @@ impl World {
                     conn.execute(
                         "INSERT INTO messages (session_id, role, content, timestamp) \
                          VALUES (?1, ?2, ?3, ?4)",
-                        rusqlite::params![id, role, content, now()],
+                        rusqlite::params![id, role, content, unix_now()],
                     )
                     .unwrap();
                 }
@@ -204,13 +175,23 @@ impl World {
              timeout_seconds = {HTTP_TIMEOUT_S}\n\n[redirect]\nttl_seconds = 3600\n",
             ej.room
         );
-        for a in settings(ej).agents {
+        // The seed's agents with the soak's sessions, and an intruder: an
+        // agent whose JID is no subscriber of the room.
+        let agents = AGENTS
+            .iter()
+            .map(|name| (name.to_string(), ej.jid(name), xmpp_session(name)))
+            .chain([(
+                "intruder".to_string(),
+                ej.jid(ej.outsider()),
+                "xmpp-intruder-soak".to_string(),
+            )]);
+        for (name, jid, session) in agents {
             text.push_str(&format!(
-                "\n[[agents]]\nname = \"{}\"\njid = \"{}\"\nnick = \"{}\"\nsessions = [\"{}\"]\n",
-                a.name, a.jid, a.nick, a.sessions[0]
+                "\n[[agents]]\nname = \"{name}\"\njid = \"{jid}\"\nnick = \"{name}\"\nsessions = [\"{session}\"]\n"
             ));
         }
         std::fs::write(&config, text).unwrap();
+        let settings = session_switch::wiring::settings(&Config::load(&config).unwrap());
         let live_policy = dir.path().join("policy.wasm");
         std::fs::copy(component_path(), &live_policy).unwrap();
         let cache = dir.path().join("cache");
@@ -218,6 +199,7 @@ impl World {
             _dir: dir,
             db,
             config,
+            settings,
             cache,
             live_policy,
         })
@@ -327,15 +309,15 @@ fn fastrand_ms(n: usize, max: u64) -> u64 {
 fn gateway(
     policy: &Policy,
     db: &Path,
-    ej: &Ejabberd,
+    settings: &Settings,
     agent: &str,
     sent_bodies: &Mutex<HashMap<String, HashSet<String>>>,
     counters: &Counters,
     stop: &AtomicBool,
 ) -> (Vec<String>, HashSet<String>) {
     let store = HermesStore::open(db).unwrap();
-    let backend = HermesImports::new(store, None, ej.room.clone());
-    let mut session: PolicyInstance = policy.instance(backend, settings(ej));
+    let backend = HermesImports::new(store, None, settings.room.clone());
+    let mut session: PolicyInstance = policy.instance(backend, settings.clone());
     let own_cli: Vec<String> = (0..CLI_PER_AGENT).map(|i| cli_session(agent, i)).collect();
     let xmpp = xmpp_session(agent);
     let reader = HermesStore::open(db).unwrap();
@@ -428,7 +410,7 @@ fn hermes_writer(db: &Path, stop: &AtomicBool) -> u64 {
             tx.execute(
                 "INSERT INTO messages (session_id, role, content, timestamp) \
                  VALUES (?1, 'user', ?2, ?3)",
-                rusqlite::params![xmpp_session(agent), line, now()],
+                rusqlite::params![xmpp_session(agent), line, unix_now()],
             )
             .unwrap();
             tx.execute(
@@ -785,7 +767,7 @@ fn check_database(conn: &Connection, report: &mut Report) {
         let record: Option<String> = conn
             .query_row(
                 "SELECT value FROM state_meta WHERE key = ?1",
-                [format!("session_switch:active:{agent}")],
+                [record_key(agent)],
                 |r| r.get(0),
             )
             .optional()
@@ -891,7 +873,7 @@ fn soak() {
         &world.live_policy,
         WatchOptions {
             interval: Duration::from_millis(100),
-            settings: Some(settings(&ej)),
+            settings: Some(world.settings.clone()),
         },
     );
 
@@ -925,7 +907,7 @@ fn soak() {
                     gateway(
                         &policy,
                         &world.db,
-                        &ej,
+                        &world.settings,
                         agent,
                         &sent_bodies,
                         &counters,

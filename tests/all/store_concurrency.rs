@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use session_switch_tests::fixture_copy;
+use session_switch_tests::sample::unix_now;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
 const SENDS: u32 = 50;
 const READS: u32 = 50;
 /// Timestamps of the sends: `BASE + index`, so the last index is newest.
 const BASE: f64 = 1_781_900_000.0;
-
 
 fn query<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> T {
     conn.query_row(sql, [], |r| r.get(0))
@@ -222,12 +222,4 @@ fn sends_and_reads_beside_a_gateway_writer_wal() {
 #[test]
 fn sends_and_reads_beside_a_gateway_writer_delete() {
     run("hermes-latest.db", "delete");
-}
-
-/// Unix seconds, as the gateway writer stamps its rows.
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 pub mod archive;
+pub mod fake_host;
 pub mod fault_proxy;
 pub mod hostile;
 pub mod instance;
-pub mod memory_backend;
-pub mod twin;
+pub mod sample;
 pub mod wit_convert;
 pub mod xmpp;
 
