@@ -19,9 +19,11 @@
 //!   matches, and `PRAGMA integrity_check`, `foreign_key_check` and the
 //!   FTS5 `integrity-check`s pass.
 //!
-//! `make test` runs the short soak (`SOAK_SECONDS`, default 12) on the
-//! run's shared ejabberd, with outages at the HTTP layer (a proxy this test
-//! controls), so the other tests keep their server. `make soak` runs the
+//! `make test` runs the short soak (`SOAK_SECONDS`, default 12; on a
+//! machine too loaded to deliver ten sends by then, up to as long again
+//! until it has) on the run's shared ejabberd, with outages at the HTTP
+//! layer (a proxy this test controls), so the other tests keep their
+//! server. `make soak` runs the
 //! long one (`SOAK_SECONDS=240 SOAK_OWN_EJABBERD=1`): an ejabberd of its
 //! own that it really stops and restarts, and a lock longer than the
 //! store's retries (busy refusals). The figures are printed and written to
@@ -59,6 +61,8 @@ use std::time::{Duration, Instant};
 const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
 /// CLI sessions per agent.
 const CLI_PER_AGENT: usize = 2;
+/// Delivered sends a soak must have made to count.
+const MIN_DELIVERED: u64 = 10;
 /// The time limit of one call to ejabberd (config `timeout_seconds`): a
 /// lost answer becomes exit 3 after it.
 const HTTP_TIMEOUT_S: u32 = 2;
@@ -95,6 +99,8 @@ impl Plan {
 /// Counters shared by the threads.
 #[derive(Default)]
 struct Counters {
+    /// Sends that exited 0.
+    delivered: AtomicU64,
     resolves: AtomicU64,
     contexts: AtomicU64,
     redirected: AtomicU64,
@@ -245,6 +251,7 @@ fn sender(
     world: &World,
     agent: &str,
     sent_bodies: &Mutex<HashMap<String, HashSet<String>>>,
+    counters: &Counters,
     stop: &AtomicBool,
 ) -> Vec<Attempt> {
     let mut attempts = Vec::new();
@@ -289,6 +296,9 @@ fn sender(
             .or_default()
             .insert(body);
         let attempt = world.send(agent, &session, &text);
+        if attempt.status == Some(0) {
+            counters.delivered.fetch_add(1, Ordering::Relaxed);
+        }
         // A person tries again after a moment, not in a tight loop.
         let pause = if attempt.status == Some(0) { 0 } else { 300 };
         attempts.push(attempt);
@@ -885,7 +895,7 @@ fn soak() {
     let (attempts, gateway_results) = thread::scope(|s| {
         let senders: Vec<_> = AGENTS
             .iter()
-            .map(|agent| s.spawn(|| sender(&world, agent, &sent_bodies, &stop)))
+            .map(|agent| s.spawn(|| sender(&world, agent, &sent_bodies, &counters, &stop)))
             .chain([s.spawn(|| {
                 // The intruder: not a subscriber, refused before posting.
                 let mut attempts = Vec::new();
@@ -920,6 +930,13 @@ fn soak() {
         let swaps = s.spawn(|| swapper(&world.live_policy, &watcher, &counters, &stop));
         let hermes = s.spawn(|| hermes_writer(&world.db, &stop));
         thread::sleep(Duration::from_secs(plan.seconds));
+        // A machine so loaded that the short soak delivers fewer sends than
+        // the checks below ask for gets up to as long again to deliver them
+        // (the faults keep coming; the checks are the same).
+        let grace = Instant::now() + Duration::from_secs(plan.seconds);
+        while counters.delivered.load(Ordering::Relaxed) < MIN_DELIVERED && Instant::now() < grace {
+            thread::sleep(Duration::from_millis(100));
+        }
         stop.store(true, Ordering::SeqCst);
         faults.join().expect("the fault thread panicked");
         swaps.join().expect("the swap thread panicked");
@@ -1026,7 +1043,10 @@ fn soak() {
     );
     // The run exercised what it claims.
     let delivered = report.by_status.get("0").copied().unwrap_or(0);
-    assert!(delivered >= 10, "only {delivered} sends delivered");
+    assert!(
+        delivered >= MIN_DELIVERED,
+        "only {delivered} sends delivered"
+    );
     assert!(report.by_status.contains_key("2"), "no refusal");
     assert!(report.by_status.contains_key("3"), "no lost answer");
     assert!(swap_stats.swaps >= 1 && swap_stats.rejections >= 1);
