@@ -120,13 +120,13 @@ fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
 	    -max_total_time=$(FUZZ_SECONDS) -dict=$$dict -print_final_stats=1; \
 	done
 
-# The long soak (tests/soak.rs): SOAK_SECONDS of load and faults with an
+# The long soak (tests/all/soak.rs): SOAK_SECONDS of load and faults with an
 # ejabberd of its own that it stops and restarts; prints the figures and
 # writes them to target/soak-report.json (the README's Reliability section).
 SOAK_SECONDS ?= 240
 
 soak: build venv variants ## the long soak (SOAK_SECONDS, default 240) with real ejabberd restarts
-	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OWN_EJABBERD=1 $(CARGO) test -p session-switch-tests --test soak -- --nocapture
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OWN_EJABBERD=1 $(CARGO) test -p session-switch-tests --test all soak:: -- --nocapture
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

@@ -2,7 +2,7 @@
 //! kind the outside world controls — a `state_meta` value, a config file, a
 //! message body, history rows — runs it through the real rules, and panics
 //! with a sentence naming the property that broke. The proptest pass
-//! (`tests/hostile_input.rs`, in `make test`) and the cargo-fuzz targets
+//! (`tests/all/hostile_input.rs`, in `make test`) and the cargo-fuzz targets
 //! (`fuzz/`, `make fuzz`) share them, so both check the same things.
 //!
 //! The properties restate DESIGN §3 and §8 independently of the code under
@@ -10,13 +10,13 @@
 //! check recomputes which rows are the agent's own), so a rule that drifts
 //! from the design shows up, not only a crash.
 
-use crate::wit_convert::{settings_to_guest, settings_to_host};
+use crate::fake_host::FakeHost;
+use crate::sample::ROOM;
+use crate::wit_convert::settings_to_guest;
+use session_switch::FailureKind as HostKind;
 use session_switch::HistoryRow;
 use session_switch::config::Config;
-use session_switch::runtime::{
-    CacheMode, HostImports, Policy as HostPolicy, PolicyInstance, PolicyOptions, SendPlan, Sent,
-};
-use session_switch::{Failure as HostFailure, FailureKind as HostKind};
+use session_switch::runtime::{CacheMode, Policy as HostPolicy, PolicyInstance, PolicyOptions};
 use session_switch_policy::body::{clean, normalise, xml_allows};
 use session_switch_policy::redirect::{LEGACY_KEY, parse_record, record_key};
 use session_switch_policy::samples::{SAMPLE_CLI, sample_settings};
@@ -25,9 +25,6 @@ use session_switch_policy::tagging::{self, signed_by, untag};
 use session_switch_policy::{
     EditAction, FailureKind, MemoryHost, Policy, Reason, Role, RowSummary,
 };
-
-/// The room of the samples.
-const ROOM: &str = "coregroup@conference.example.org";
 
 // ---------------------------------------------------------------- records
 
@@ -602,36 +599,6 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
 
 // ------------------------------------------------ history rows, component
 
-/// A backend for `tag` calls, which use no host import: every import
-/// fails (kind `store`), so a policy that calls one shows up.
-struct NoImports;
-
-impl HostImports for NoImports {
-    fn meta_get(&mut self, _: &str) -> Result<Option<String>, HostFailure> {
-        Err(HostFailure::store("tag must not read state_meta"))
-    }
-    fn meta_delete(&mut self, _: &str) -> Result<bool, HostFailure> {
-        Err(HostFailure::store("tag must not delete"))
-    }
-    fn session_exists(&mut self, _: &str) -> Result<bool, HostFailure> {
-        Err(HostFailure::store("tag must not look up sessions"))
-    }
-    fn history(
-        &mut self,
-        _: &str,
-        _: &str,
-        _: Option<u32>,
-    ) -> Result<Vec<HistoryRow>, HostFailure> {
-        Err(HostFailure::store("tag must not read history"))
-    }
-    fn now(&mut self) -> f64 {
-        0.0
-    }
-    fn send(&mut self, _: &SendPlan) -> Result<Sent, HostFailure> {
-        Err(HostFailure::store("tag must not send"))
-    }
-}
-
 /// A session of the embedded (shipped) policy component, configured with
 /// the samples' settings, for [`check_history_rows`]. Uncached: nothing is
 /// written outside the process.
@@ -641,16 +608,19 @@ pub fn component_tagger() -> PolicyInstance {
         ..PolicyOptions::default()
     };
     let policy = HostPolicy::embedded(options).expect("the embedded component loads");
-    let mut session = policy.instance(NoImports, host_settings());
+    // `tag` uses no host import: the fake refuses them all, so a policy
+    // that calls one shows up.
+    let mut session = policy.instance(FakeHost::refusing("tag"), host_settings());
     session
         .configure()
         .expect("the samples' settings are valid");
     session
 }
 
-/// The samples' settings as the host's bindings type.
+/// The samples' settings as the host's bindings type (the tests' sample
+/// config, which equals the guest's samples: `tests/all/config.rs`).
 pub fn host_settings() -> session_switch::runtime::Settings {
-    settings_to_host(&sample_settings())
+    crate::sample::sample_settings()
 }
 
 /// Hermes's role text as the policy's enum (what the host's summaries say).

@@ -7,15 +7,25 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 pub mod archive;
+pub mod fake_host;
 pub mod fault_proxy;
 pub mod hostile;
 pub mod instance;
-pub mod memory_backend;
-pub mod twin;
+pub mod sample;
 pub mod wit_convert;
 pub mod xmpp;
+
+/// Held by the tests that load the whole machine for seconds (the soak, the
+/// store's hundred-process runs, the Python gateway's suite): no two of
+/// them overlap, as when each had a test binary of its own. The other tests
+/// run beside them on libtest's threads.
+pub fn heavy() -> MutexGuard<'static, ()> {
+    static HEAVY: Mutex<()> = Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The workspace root (parent of `tests/`).
 pub fn workspace_root() -> PathBuf {

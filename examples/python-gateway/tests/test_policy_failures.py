@@ -214,7 +214,7 @@ class Hijack(unittest.TestCase):
     """SECURITY.md H1: a policy that redirects a bot to a session no record
     of the agent names (the `hijack` variant: always another person's CLI
     session, with a well-formed decision) is refused; a redirect a record
-    names is honoured. The Rust host's test: tests/sandbox.rs."""
+    names is honoured. The Rust host's test: tests/all/sandbox.rs."""
 
     def setUp(self):
         self.dir = support.tempdir(self)

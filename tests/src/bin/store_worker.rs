@@ -1,5 +1,5 @@
-//! A separate process on a Hermes `state.db`, for `tests/store.rs` and
-//! `tests/store_concurrency.rs`: what another user, another CLI call or a
+//! A separate process on a Hermes `state.db`, for `tests/all/store.rs` and
+//! `tests/all/store_concurrency.rs`: what another user, another CLI call or a
 //! running Hermes gateway does to the same file.
 //!
 //! ```text
@@ -19,6 +19,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use serde_json::json;
 use session_switch::store::{HermesStore, SendWrite, cjk_extension_path};
+use session_switch_contract::keys::record_key;
+use session_switch_tests::sample::unix_now;
 
 /// The agent, sessions and content every worker send uses.
 const AGENT: &str = "mohe";
@@ -56,22 +58,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs_f64()
-}
-
 fn record(timestamp: f64) -> String {
-    json!({"session_id": CLI_SESSION, "timestamp": timestamp, "source": "cli", "agent": AGENT})
-        .to_string()
+    session_switch_tests::sample::record(CLI_SESSION, timestamp, Some(AGENT))
 }
 
 /// One send with a post that succeeds; prints `{"ok": true, "message_id"}`
 /// or `{"ok": false, "kind", "message"}` (open failures included).
 fn try_send(db: &Path) {
-    let timestamp = now();
+    let timestamp = unix_now();
     let value = record(timestamp);
     let outcome = HermesStore::open(db).and_then(|mut store| {
         let write = SendWrite {
@@ -79,7 +73,7 @@ fn try_send(db: &Path) {
             history_session_id: XMPP_SESSION,
             history_content: "[YOU] a send from another process",
             cli_session_id: CLI_SESSION,
-            record_key: "session_switch:active:mohe",
+            record_key: &record_key(AGENT),
             record_value: &value,
             timestamp,
         };
@@ -106,7 +100,7 @@ fn send(db: &Path, index: &str, base: &str) -> Result<(), String> {
         history_session_id: XMPP_SESSION,
         history_content: &content,
         cli_session_id: CLI_SESSION,
-        record_key: "session_switch:active:mohe",
+        record_key: &record_key(AGENT),
         record_value: &value,
         timestamp,
     };
@@ -129,9 +123,7 @@ fn read(db: &Path) -> Result<(), String> {
     store
         .history(GATEWAY_SESSION, AGENT, Some(5))
         .map_err(|f| f.message)?;
-    store
-        .meta_get("session_switch:active:mohe")
-        .map_err(|f| f.message)?;
+    store.meta_get(&record_key(AGENT)).map_err(|f| f.message)?;
     store.meta_list_ours().map_err(|f| f.message)?;
     if !store.session_exists(CLI_SESSION).map_err(|f| f.message)? {
         return Err(format!("session {CLI_SESSION} is missing"));
@@ -186,7 +178,7 @@ fn gateway_write(conn: &Connection, n: u64) -> rusqlite::Result<()> {
         conn.execute(
             "INSERT INTO messages (session_id, role, content, timestamp) \
              VALUES (?1, 'assistant', ?2, ?3)",
-            rusqlite::params![GATEWAY_SESSION, format!("gateway write {n}"), now()],
+            rusqlite::params![GATEWAY_SESSION, format!("gateway write {n}"), unix_now()],
         )?;
         conn.execute(
             "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1",

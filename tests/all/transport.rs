@@ -766,7 +766,7 @@ fn an_http_connection_closed_without_answer_gives_unknown_outcome_for_post() {
 
 /// One send (check + post) per transport, repeated; run by hand:
 /// `tests/ejabberd/with-ejabberd.sh cargo test -p session-switch-tests
-/// --test transport -- --ignored --nocapture` (`SSW_ROUNDS`, default 21).
+/// --test all transport::measure -- --ignored --nocapture` (`SSW_ROUNDS`, default 21).
 /// Every timed body is then seen in the room, so no dropped post is timed.
 #[test]
 #[ignore = "timing; run by hand (see the README's Transports section)"]

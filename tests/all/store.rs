@@ -12,6 +12,8 @@ use rusqlite::Connection;
 use serde_json::json;
 use session_switch::store::{HermesStore, SendWrite, Written};
 use session_switch::{Failure, FailureKind};
+use session_switch_contract::keys::record_key;
+use session_switch_tests::sample::{self, SAMPLE_CLI};
 use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
@@ -60,10 +62,11 @@ fn query_i64(path: &Path, sql: &str) -> i64 {
 }
 
 fn record(timestamp: f64) -> String {
-    json!({"session_id": "20260619_190821_7c0afe", "timestamp": timestamp,
-           "source": "cli", "agent": "mohe"})
-    .to_string()
+    sample::record(SAMPLE_CLI, timestamp, Some("mohe"))
 }
+
+/// mohe's record key.
+static MOHE_KEY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| record_key("mohe"));
 
 /// A send of mohe into `xmpp-mohe-v2` with `content` at `timestamp`.
 fn write<'a>(content: &'a str, record_value: &'a str, timestamp: f64) -> SendWrite<'a> {
@@ -71,8 +74,8 @@ fn write<'a>(content: &'a str, record_value: &'a str, timestamp: f64) -> SendWri
         agent: "mohe",
         history_session_id: "xmpp-mohe-v2",
         history_content: content,
-        cli_session_id: "20260619_190821_7c0afe",
-        record_key: "session_switch:active:mohe",
+        cli_session_id: SAMPLE_CLI,
+        record_key: &MOHE_KEY,
         record_value,
         timestamp,
     }
@@ -326,7 +329,7 @@ fn meta_get_reads_the_seed_record_of_the_fixtures() {
 fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
     use session_switch::HermesImports;
     use session_switch::runtime::{CacheMode, Policy, PolicyOptions, Reason};
-    use session_switch_tests::memory_backend::room_settings;
+    use session_switch_tests::sample::sample_settings;
 
     let (_dir, db) = fixture!("hermes-latest.db");
     let conn = Connection::open(&db).unwrap();
@@ -364,8 +367,8 @@ fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
         ..PolicyOptions::default()
     };
     let policy = Policy::embedded(options).unwrap();
-    let backend = HermesImports::new(store, None, "coregroup@conference.example.org");
-    let mut session = policy.instance(backend, room_settings());
+    let backend = HermesImports::new(store, None, sample::ROOM);
+    let mut session = policy.instance(backend, sample_settings());
     let d = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!(
         (d.redirected, d.reason),

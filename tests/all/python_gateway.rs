@@ -16,6 +16,7 @@ fn python_gateway_suite() {
     let Some(fixtures) = fixtures_dir() else {
         return;
     };
+    let _heavy = session_switch_tests::heavy();
     let root = workspace_root();
     let python = venv_python();
     let gateway = root.join("examples/python-gateway");

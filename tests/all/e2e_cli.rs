@@ -3,6 +3,7 @@
 //! XMPP occupant watches the room for every body.
 
 use serde_json::Value;
+use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver, unused_port};
 use session_switch_tests::{bin_path, fixture_copy, table_snapshot};
 use std::io::Write;
@@ -11,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-const CLI_SESSION: &str = "20260619_190821_7c0afe";
+const CLI_SESSION: &str = SAMPLE_CLI;
 const ROOM_WAIT: Duration = Duration::from_secs(20);
 
 /// One test's world: a fixture copy, a config for the test ejabberd, a
@@ -69,35 +70,13 @@ impl World {
             .legacy_agent
             .map(|a| format!("legacy_agent = \"{a}\"\n"))
             .unwrap_or_default();
-        let mohe_jid = setup.mohe_jid.clone().unwrap_or_else(|| ej.jid("mohe"));
-        let text = format!(
-            r#"[xmpp]
-room = "{room}"
-transport = "{transport}"
-ejabberdctl = [{ctl}]
-api_url = "{api_url}"
-timeout_seconds = {timeout}
-
-[redirect]
-ttl_seconds = {ttl}
-{legacy}
-[[agents]]
-name = "mohe"
-jid = "{mohe_jid}"
-nick = "mohe"
-sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
-
-[[agents]]
-name = "zhiwei"
-jid = "{zhiwei}"
-sessions = ["xmpp-zhiwei"]
-
-[[agents]]
-name = "xiaoguo"
-jid = "{xiaoguo}"
-sessions = ["xmpp-xiaoguo"]
-"#,
-            room = ej.room,
+        let jid = |name: &str| match (name, &setup.mohe_jid) {
+            ("mohe", Some(jid)) => jid.clone(),
+            _ => ej.jid(name),
+        };
+        let xmpp = format!(
+            "transport = \"{transport}\"\nejabberdctl = [{ctl}]\napi_url = \"{api_url}\"\n\
+             timeout_seconds = {timeout}\n",
             transport = setup.transport,
             ctl = if ctl.is_empty() {
                 "\"ejabberdctl\"".to_string()
@@ -105,10 +84,9 @@ sessions = ["xmpp-xiaoguo"]
                 ctl
             },
             timeout = setup.timeout_seconds,
-            ttl = setup.ttl_seconds,
-            zhiwei = ej.jid("zhiwei"),
-            xiaoguo = ej.jid("xiaoguo"),
         );
+        let redirect = format!("ttl_seconds = {}\n{legacy}", setup.ttl_seconds);
+        let text = sample_config_text(&ej.room, &jid, &xmpp, &redirect);
         std::fs::write(&config, text).unwrap();
         let cache = dir.path().join("cache");
         Some(World {

@@ -7,20 +7,17 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use session_switch_tests::fixture_copy;
+use session_switch_tests::sample::unix_now;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
 const SENDS: u32 = 50;
 const READS: u32 = 50;
 /// Timestamps of the sends: `BASE + index`, so the last index is newest.
 const BASE: f64 = 1_781_900_000.0;
-
-/// The two runs share two cores: one at a time keeps both honest.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn query<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> T {
     conn.query_row(sql, [], |r| r.get(0))
@@ -38,7 +35,8 @@ fn wait_ok(name: &str, child: Child) -> String {
 }
 
 fn run(fixture: &str, mode: &str) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The runs share two cores: one heavy test at a time keeps them honest.
+    let _heavy = session_switch_tests::heavy();
     let Some((dir, db)) = fixture_copy(fixture) else {
         return;
     };
@@ -224,12 +222,4 @@ fn sends_and_reads_beside_a_gateway_writer_wal() {
 #[test]
 fn sends_and_reads_beside_a_gateway_writer_delete() {
     run("hermes-latest.db", "delete");
-}
-
-/// Unix seconds, as the gateway writer stamps its rows.
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }

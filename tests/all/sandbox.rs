@@ -17,7 +17,9 @@
 
 use session_switch::FailureKind;
 use session_switch::runtime::*;
-use session_switch_tests::memory_backend::{MemoryBackend, room_settings};
+use session_switch_contract::keys::{LEGACY_KEY, record_key};
+use session_switch_tests::fake_host::{FakeHost, FakeRow};
+use session_switch_tests::sample::{record, sample_settings, unix_now};
 use session_switch_tests::{component_path, fixture_copy, variant_path};
 use std::time::{Duration, Instant};
 
@@ -31,9 +33,9 @@ fn options(limits: Limits) -> PolicyOptions {
 
 /// A backend over a copy of the newest real Hermes fixture; `None` (skip)
 /// when the fixtures are missing.
-fn backend() -> Option<(MemoryBackend, tempfile::TempDir)> {
+fn backend() -> Option<(FakeHost, tempfile::TempDir)> {
     let (dir, db) = fixture_copy("hermes-latest.db")?;
-    Some((MemoryBackend::from_fixture(&db), dir))
+    Some((FakeHost::from_fixture(&db), dir))
 }
 
 /// Run `resolve` on test variant `variant` under `limits`: the failure, how
@@ -42,10 +44,10 @@ fn backend() -> Option<(MemoryBackend, tempfile::TempDir)> {
 fn stop(
     variant: &str,
     limits: Limits,
-    backend: &MemoryBackend,
+    backend: &FakeHost,
 ) -> (session_switch::Failure, Duration, u64) {
     let policy = Policy::load(variant_path(variant), options(limits)).unwrap();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
     let started = Instant::now();
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
@@ -125,7 +127,7 @@ fn the_default_limits_stop_the_random_walk_and_the_bulk_copies_in_seconds() {
 
 /// How long the random walk runs on its fuel alone (no time limit); the
 /// figure behind [`Limits::guest_time_per_call`]'s docs:
-/// `cargo test -p session-switch-tests --test sandbox -- --ignored --nocapture`.
+/// `cargo test -p session-switch-tests --test all sandbox::measure -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement: runs for tens of seconds"]
 fn measure_the_random_walk_on_fuel_alone() {
@@ -155,17 +157,17 @@ fn a_host_import_slower_than_the_guest_time_limit_still_succeeds() {
         }),
     )
     .unwrap();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
     // Every import sleeps twice the whole limit (an ejabberdctl send takes
     // ~0.5 s): only the guest's own time counts.
     let delay = limit * 2;
     backend.state().import_delay = delay;
-    let before = backend.state().import_calls;
+    let before = backend.state().import_calls();
     let started = Instant::now();
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     let took = started.elapsed();
-    let imports = backend.state().import_calls - before;
+    let imports = backend.state().import_calls() - before;
     assert_eq!(answer.messages.len(), 8);
     assert!(imports >= 2, "context reads the record and the history");
     assert!(
@@ -196,7 +198,7 @@ fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
         return;
     };
     let base = backend.state().histories["xmpp-mohe-v2"].clone();
-    let rows: Vec<_> = (0..10_000)
+    let rows: Vec<FakeRow> = (0..10_000)
         .map(|i| {
             let mut row = base[i % base.len()].clone();
             row.id = i as i64 + 1000;
@@ -209,7 +211,7 @@ fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
         .histories
         .insert("xmpp-mohe-v2".into(), rows);
     let policy = Policy::load(component_path(), options(Limits::default())).unwrap();
-    let mut session = policy.instance(backend, room_settings());
+    let mut session = policy.instance(backend, sample_settings());
     session.configure().unwrap();
     let mut guest = Vec::new();
     for _ in 0..5 {
@@ -236,7 +238,7 @@ fn std_inside_the_policy_reaches_no_file_socket_environment_process_or_clock() {
     imports.sort();
     assert_eq!(imports, [HOST_INTERFACE, TYPES_INTERFACE]);
 
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     let decision = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!(
         decision.detail,
@@ -281,10 +283,10 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
     std::fs::copy(component_path(), &live).unwrap();
     let policy = Policy::load(&live, options(Limits::default())).unwrap();
     let serving = policy.info().sha256;
-    let mut session = policy.instance(backend, room_settings());
+    let mut session = policy.instance(backend, sample_settings());
     for variant in ["spy", "wasi"] {
         std::fs::copy(variant_path(variant), &live).unwrap();
-        let err = policy.reload(&live, Some(&room_settings())).unwrap_err();
+        let err = policy.reload(&live, Some(&sample_settings())).unwrap_err();
         assert!(err.message.contains("it imports"), "{}", err.message);
         assert_eq!(policy.info().sha256, serving);
         assert_eq!(
@@ -300,20 +302,12 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
 const CLI_A: &str = "20260619_190821_7c0afe";
 const HIJACKED: &str = "20260619_193000_a1b2c3";
 
-/// Unix seconds now.
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
-
 /// A session of `component` over the real Hermes store of `db` (read
 /// snapshots and all), mohe being the legacy agent.
 fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> PolicyInstance {
     let policy = Policy::load(component, options(Limits::default())).unwrap();
     let store = session_switch::store::HermesStore::open(db).unwrap();
-    let mut settings = room_settings();
+    let mut settings = sample_settings();
     settings.legacy_agent = Some("mohe".into());
     let backend = session_switch::HermesImports::new(store, None, settings.room.clone());
     policy.instance(backend, settings)
@@ -321,17 +315,13 @@ fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> Policy
 
 /// Write `state_meta` key `key` as the bridge (or the seed) does.
 fn set_record(db: &std::path::Path, key: &str, session_id: &str) {
-    let value = serde_json::json!({
-        "session_id": session_id,
-        "timestamp": unix_now() - 60.0,
-        "source": "cli",
-    });
+    let value = record(session_id, unix_now() - 60.0, None);
     rusqlite::Connection::open(db)
         .unwrap()
         .execute(
             "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
              ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [key, &value.to_string()],
+            [key, &value],
         )
         .unwrap();
 }
@@ -396,19 +386,19 @@ fn a_redirect_no_record_names_is_refused_by_the_host() {
     assert_eq!(std::fs::read(&db).unwrap(), before);
 
     // A valid record for another session: still refused.
-    set_record(&db, "session_switch:active:mohe", CLI_A);
+    set_record(&db, &record_key("mohe"), CLI_A);
     let e = s.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert!(e.message.ends_with(&want), "{}", e.message);
     // zhiwei's record naming the target does not vouch for mohe.
-    set_record(&db, "session_switch:active:zhiwei", HIJACKED);
+    set_record(&db, &record_key("zhiwei"), HIJACKED);
     assert!(s.resolve("mohe", "xmpp-mohe-v2").is_err());
     // The seed's key counts for the legacy agent only.
-    set_record(&db, "active_xmpp_sender_session", HIJACKED);
+    set_record(&db, LEGACY_KEY, HIJACKED);
     let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!((d.session_id.as_str(), d.redirected), (HIJACKED, true));
     // Once mohe's own record names it, the redirect is honoured; the
     // context is the target's history.
-    set_record(&db, "session_switch:active:mohe", HIJACKED);
+    set_record(&db, &record_key("mohe"), HIJACKED);
     let c = s.context("mohe", "xmpp-mohe-v2", None).unwrap();
     assert_eq!(
         (c.decision.session_id.as_str(), c.decision.redirected),
@@ -425,7 +415,7 @@ fn honest_redirects_pass_the_hosts_check() {
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
         return;
     };
-    set_record(&db, "session_switch:active:mohe", CLI_A);
+    set_record(&db, &record_key("mohe"), CLI_A);
     let mut s = hermes_session(component_path(), &db);
     let d = s.resolve("mohe", "xmpp-mohe").unwrap();
     assert_eq!(
@@ -442,7 +432,7 @@ fn honest_redirects_pass_the_hosts_check() {
         [],
     )
     .unwrap();
-    set_record(&db, "active_xmpp_sender_session", HIJACKED);
+    set_record(&db, LEGACY_KEY, HIJACKED);
     let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!(
         (d.session_id.as_str(), d.reason),

@@ -3,6 +3,7 @@
 
 use session_switch::config::{Config, TransportKind};
 use session_switch::{Failure, FailureKind};
+use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 
 const MINIMAL: &str = r#"
 [xmpp]
@@ -398,14 +399,21 @@ fn control_characters_and_padding_in_nicks_and_aliases_are_refused_with_their_li
 
 #[test]
 fn jids_and_session_ids_the_policy_would_refuse_are_refused_with_their_line() {
-    let long = "s".repeat(257);
+    let long = "s".repeat(MAX_SESSION_ID_CHARS + 1);
     let e = err(&MINIMAL.replace("xmpp-mohe-v2", &long));
     assert_eq!(
         e.message,
-        "config test.toml, line 8: session id is 257 characters long, the maximum is 256 \
-         (Hermes refuses longer ids)"
+        format!(
+            "config test.toml, line 8: session id is {} characters long, the maximum is \
+             {MAX_SESSION_ID_CHARS} (Hermes refuses longer ids)",
+            MAX_SESSION_ID_CHARS + 1
+        )
     );
-    Config::parse(&MINIMAL.replace("xmpp-mohe-v2", &"s".repeat(256)), "t").unwrap();
+    Config::parse(
+        &MINIMAL.replace("xmpp-mohe-v2", &"s".repeat(MAX_SESSION_ID_CHARS)),
+        "t",
+    )
+    .unwrap();
     // What the policy refuses in a JID, the `jid` crate's nodeprep and IDNA
     // checks refuse already.
     for (jid, why) in [
@@ -463,7 +471,7 @@ fn configs_the_parser_accepts_the_policy_accepts() {
         std::fs::read_to_string(example).unwrap(),
         MINIMAL.to_string(),
         two_agents("nick = \"zhi wei\"\naliases = [\"知微\", \"ZW\", \"zhiwei\"]\n"),
-        MINIMAL.replace("xmpp-mohe-v2", &"s".repeat(256)),
+        MINIMAL.replace("xmpp-mohe-v2", &"s".repeat(MAX_SESSION_ID_CHARS)),
     ];
     for text in texts {
         assert!(
@@ -471,4 +479,18 @@ fn configs_the_parser_accepts_the_policy_accepts() {
             "{text}"
         );
     }
+}
+
+/// The tests' sample config (`tests/src/sample.rs`), through the product's
+/// one config → settings conversion, is the guest's sample
+/// (`session_switch_policy::samples`): the native and the compiled sides of
+/// the tests start from the same three agents.
+#[test]
+fn the_tests_sample_config_is_the_guests_sample() {
+    use session_switch_tests::sample::sample_config;
+    use session_switch_tests::wit_convert::settings_to_host;
+    assert_eq!(
+        session_switch::wiring::settings(&sample_config()),
+        settings_to_host(&session_switch_policy::samples::sample_settings())
+    );
 }

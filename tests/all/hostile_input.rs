@@ -186,7 +186,7 @@ fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
     let now = SAMPLE_NOW;
     let mohe = record_value(SAMPLE_CLI, &format!("{}", now - 3372.031), Some("mohe"));
     let legacy = record_value("O", &format!("{}", now - 2704.463), None);
-    let mut host = session_switch_policy::MemoryHost::new(now, "coregroup@conference.example.org");
+    let mut host = session_switch_policy::MemoryHost::new(now, session_switch_tests::sample::ROOM);
     host.add_session(SAMPLE_CLI);
     host.meta.insert("session_switch:active:mohe".into(), mohe);
     host.meta

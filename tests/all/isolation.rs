@@ -16,52 +16,24 @@
 use rusqlite::params;
 use session_switch::HermesImports;
 use session_switch::runtime::{
-    Agent, CacheMode, Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag,
+    CacheMode, Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag,
 };
 use session_switch::store::{HermesStore, SendWrite};
 use session_switch::transport::{HttpApi, Transport};
+use session_switch_contract::keys::{LEGACY_KEY, record_key};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::starts_with_tag;
+use session_switch_tests::sample::{
+    DOMAIN, ROOM, SAMPLE_CLI, record, sample_settings_in, unix_now,
+};
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-const ROOM: &str = "coregroup@conference.example.org";
 /// CLI sessions of the fixtures.
-const CLI_A: &str = "20260619_190821_7c0afe";
+const CLI_A: &str = SAMPLE_CLI;
 const CLI_B: &str = "20260619_193000_a1b2c3";
 const CLI_C: &str = "20260619_194500_c0ffee";
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
-
-/// The three agents of DESIGN §8 in `room` at `domain`; mohe is the legacy
-/// agent when `legacy`.
-fn settings(room: &str, domain: &str, legacy: bool) -> Settings {
-    let agent = |name: &str, sessions: &[&str]| Agent {
-        name: name.into(),
-        jid: format!("{name}@{domain}"),
-        nick: name.into(),
-        sessions: sessions.iter().map(|s| s.to_string()).collect(),
-        aliases: vec![],
-    };
-    Settings {
-        room: room.into(),
-        ttl_seconds: 3600,
-        future_skew_seconds: 120,
-        max_body_chars: 10_000,
-        legacy_agent: legacy.then(|| "mohe".into()),
-        agents: vec![
-            agent("mohe", &["xmpp-mohe-v2", "xmpp-mohe"]),
-            agent("zhiwei", &["xmpp-zhiwei"]),
-            agent("xiaoguo", &["xmpp-xiaoguo"]),
-        ],
-    }
-}
 
 /// A private copy of the newest real fixture and a gateway's session of
 /// the shipped policy on it.
@@ -113,24 +85,11 @@ impl World {
             .query_row(
                 "INSERT INTO messages (session_id, role, content, timestamp) \
                  VALUES (?1, ?2, ?3, ?4) RETURNING id",
-                params![session, role, content, now()],
+                params![session, role, content, unix_now()],
                 |r| r.get(0),
             )
             .unwrap()
     }
-}
-
-/// A record value as the bridge writes it (DESIGN §8).
-fn record(session_id: &str, timestamp: f64, agent: Option<&str>) -> String {
-    let mut value = serde_json::json!({
-        "session_id": session_id,
-        "timestamp": timestamp,
-        "source": "cli",
-    });
-    if let Some(agent) = agent {
-        value["agent"] = agent.into();
-    }
-    value.to_string()
 }
 
 fn decide(session: &mut PolicyInstance, agent: &str, asked: &str) -> (String, bool, Reason) {
@@ -141,14 +100,11 @@ fn decide(session: &mut PolicyInstance, agent: &str, asked: &str) -> (String, bo
 #[test]
 fn one_agents_record_never_moves_another_agents_bot() {
     let Some(w) = World::new() else { return };
-    let t = now();
-    w.set_meta(
-        "session_switch:active:mohe",
-        &record(CLI_A, t - 10.0, Some("mohe")),
-    );
+    let t = unix_now();
+    w.set_meta(&record_key("mohe"), &record(CLI_A, t - 10.0, Some("mohe")));
     // The seed's fixed key, newer, names another CLI session.
-    w.set_meta("active_xmpp_sender_session", &record(CLI_B, t - 5.0, None));
-    let mut s = w.instance(settings(ROOM, "example.org", true));
+    w.set_meta(LEGACY_KEY, &record(CLI_B, t - 5.0, None));
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, true));
 
     // mohe's bot follows the newer of its two records, on both its sessions.
     for asked in ["xmpp-mohe-v2", "xmpp-mohe"] {
@@ -186,10 +142,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
     assert!(c.messages[0].content.starts_with("[YOU] zhiwei: "));
 
     // A record under zhiwei's key that claims to be mohe's is nobody's.
-    w.set_meta(
-        "session_switch:active:zhiwei",
-        &record(CLI_C, t, Some("mohe")),
-    );
+    w.set_meta(&record_key("zhiwei"), &record(CLI_C, t, Some("mohe")));
     assert_eq!(
         decide(&mut s, "zhiwei", "xmpp-zhiwei"),
         ("xmpp-zhiwei".into(), false, Reason::MalformedRecord)
@@ -198,10 +151,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
 
     // zhiwei's own record moves zhiwei's bot only; clearing it leaves
     // mohe's records.
-    w.set_meta(
-        "session_switch:active:zhiwei",
-        &record(CLI_C, t, Some("zhiwei")),
-    );
+    w.set_meta(&record_key("zhiwei"), &record(CLI_C, t, Some("zhiwei")));
     assert_eq!(
         decide(&mut s, "zhiwei", "xmpp-zhiwei"),
         (CLI_C.into(), true, Reason::Redirected)
@@ -214,7 +164,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
     assert_eq!(decide(&mut s, "mohe", "xmpp-mohe-v2").0, CLI_B);
 
     // Without a legacy agent, the seed's key moves nobody.
-    let mut s = w.instance(settings(ROOM, "example.org", false));
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
     assert_eq!(
         decide(&mut s, "mohe", "xmpp-mohe-v2"),
         (CLI_A.into(), true, Reason::Redirected)
@@ -239,7 +189,7 @@ fn a_record_naming_an_xmpp_a_deleted_or_a_missing_session_never_redirects() {
     sql.execute("DELETE FROM sessions WHERE id = ?1", [CLI_C])
         .unwrap();
     drop(sql);
-    let mut s = w.instance(settings(ROOM, "example.org", false));
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
     let cases = [
         (
             "xmpp-zhiwei",
@@ -260,8 +210,8 @@ fn a_record_naming_an_xmpp_a_deleted_or_a_missing_session_never_redirects() {
     ];
     for (target, reason, why) in cases {
         w.set_meta(
-            "session_switch:active:mohe",
-            &record(target, now() - 1.0, Some("mohe")),
+            &record_key("mohe"),
+            &record(target, unix_now() - 1.0, Some("mohe")),
         );
         let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert_eq!(
@@ -325,16 +275,16 @@ fn a_room_line_imitating_the_tag_never_reaches_the_model_as_the_agents_own() {
                 history_session_id: session,
                 history_content: "[YOU] the real one",
                 cli_session_id: CLI_A,
-                record_key: "session_switch:active:mohe",
-                record_value: &record(CLI_A, now(), Some("mohe")),
-                timestamp: now(),
+                record_key: &record_key("mohe"),
+                record_value: &record(CLI_A, unix_now(), Some("mohe")),
+                timestamp: unix_now(),
             },
             || Ok(()),
         )
         .unwrap();
     // The record just written would redirect mohe: clear it to load the
     // XMPP session itself.
-    let mut s = w.instance(settings(ROOM, "example.org", false));
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
     s.clear(Some("mohe")).unwrap();
 
     for agent in ["mohe", "zhiwei", "xiaoguo"] {
@@ -397,7 +347,7 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
         .iter()
         .map(|l| w.room_line("xmpp-mohe-v2", "user", l))
         .collect();
-    let mut s = w.instance(settings(ROOM, "example.org", false));
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
     for agent in ["zhiwei", "mohe"] {
         let c = s.context(agent, "xmpp-mohe-v2", None).unwrap();
         for (line, id) in lines.iter().zip(&ids) {
@@ -442,7 +392,7 @@ fn look_alike_tags_are_removed_too() {
         .iter()
         .map(|l| w.room_line("xmpp-mohe-v2", "user", l))
         .collect();
-    let mut s = w.instance(settings(ROOM, "example.org", false));
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
     let c = s.context("zhiwei", "xmpp-mohe-v2", None).unwrap();
     for (line, id) in lines.iter().zip(ids) {
         let shown = &c.messages.iter().find(|m| m.id == id).unwrap().content;
@@ -457,7 +407,7 @@ fn live_session(w: &World, ej: &Ejabberd) -> PolicyInstance {
         Box::new(HttpApi::new(&ej.api_url, None, Duration::from_secs(10)).unwrap());
     let backend = HermesImports::new(store, Some(transport), ej.room.clone());
     w.policy
-        .instance(backend, settings(&ej.room, &ej.domain, false))
+        .instance(backend, sample_settings_in(&ej.room, &ej.domain, false))
 }
 
 #[test]

@@ -8,7 +8,9 @@
 use session_switch::FailureKind;
 use session_switch::HistoryRow;
 use session_switch::runtime::*;
-use session_switch_tests::memory_backend::{MemoryBackend, room_settings};
+use session_switch_contract::keys::{LEGACY_KEY, record_key};
+use session_switch_tests::fake_host::{FakeHost, FakeRow, Import};
+use session_switch_tests::sample::{ROOM, record, sample_settings, unix_now};
 use session_switch_tests::{component_path, fixture_copy, variant_path};
 use std::time::{Duration, Instant};
 
@@ -24,10 +26,10 @@ fn options() -> PolicyOptions {
 
 /// The policy file `path` and a backend over a copy of the newest real
 /// Hermes fixture; `None` (skip) when the fixtures are missing.
-fn setup(path: std::path::PathBuf) -> Option<(Policy, MemoryBackend, tempfile::TempDir)> {
+fn setup(path: std::path::PathBuf) -> Option<(Policy, FakeHost, tempfile::TempDir)> {
     let (dir, db) = fixture_copy("hermes-latest.db")?;
     let policy = Policy::load(path, options()).expect("policy loads");
-    Some((policy, MemoryBackend::from_fixture(&db), dir))
+    Some((policy, FakeHost::from_fixture(&db), dir))
 }
 
 fn contents(rows: &[HistoryRow]) -> Vec<&str> {
@@ -47,8 +49,8 @@ fn context_tags_the_agents_own_rows_of_a_real_history() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
-    let stored = backend.state().histories["xmpp-mohe-v2"].clone();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let stored = backend.state().rows("xmpp-mohe-v2", "mohe");
+    let mut session = policy.instance(backend.clone(), sample_settings());
 
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     assert!(!answer.decision.redirected);
@@ -75,7 +77,7 @@ fn context_tags_the_agents_own_rows_of_a_real_history() {
     // (tool_calls, tool_call_id, tool_name) comes back as stored.
     let tools = session.context("mohe", TOOLS, None).unwrap();
     assert_eq!(tools.decision.reason, Reason::NotAgentSession);
-    assert_eq!(tools.messages, backend.state().histories[TOOLS]);
+    assert_eq!(tools.messages, backend.state().rows(TOOLS, "mohe"));
     assert!(
         tools.messages[1]
             .tool_calls
@@ -98,12 +100,12 @@ fn send_records_then_resolve_redirects_and_clear_removes_the_record() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
 
     let receipt = session.send("mohe", CLI, "  [YOU] hello room\r\n").unwrap();
     assert_eq!(receipt.body, "hello room\n");
     assert_eq!(receipt.record_key, "session_switch:active:mohe");
-    assert_eq!(receipt.room, "coregroup@conference.example.org");
+    assert_eq!(receipt.room, ROOM);
     {
         let state = backend.state();
         assert_eq!(state.sent.len(), 1);
@@ -161,12 +163,15 @@ fn failures_of_the_backend_and_refusals_of_the_policy_keep_their_kind() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
 
-    backend.state().send_failure = Some(session_switch::Failure::new(
-        FailureKind::NotAccepted,
-        "the room does not accept mohe@example.org as a sender",
-    ));
+    backend.state().fail.insert(
+        Import::Send,
+        session_switch::Failure::new(
+            FailureKind::NotAccepted,
+            "the room does not accept mohe@example.org as a sender",
+        ),
+    );
     let err = session.send("mohe", CLI, "hello").unwrap_err();
     assert_eq!(err.kind, FailureKind::NotAccepted);
     assert_eq!(err.exit_status(), 2);
@@ -181,7 +186,7 @@ fn failures_of_the_backend_and_refusals_of_the_policy_keep_their_kind() {
     assert!(session.is_live());
     assert!(
         session
-            .is_own_message("mohe", "coregroup@conference.example.org/mohe")
+            .is_own_message("mohe", &format!("{ROOM}/mohe"))
             .unwrap()
     );
 }
@@ -191,7 +196,7 @@ fn settings_the_policy_refuses_fail_every_call_with_its_reason() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
-    let mut bad = room_settings();
+    let mut bad = sample_settings();
     bad.agents.clear();
     let mut session = policy.instance(backend, bad);
     let err = session.configure().unwrap_err();
@@ -203,7 +208,7 @@ fn settings_the_policy_refuses_fail_every_call_with_its_reason() {
     let decision = session.resolve_or_fallback("mohe", "xmpp-mohe-v2");
     assert_eq!(decision.reason, Reason::PolicyError);
 
-    session.set_settings(room_settings());
+    session.set_settings(sample_settings());
     assert!(session.resolve("mohe", "xmpp-mohe-v2").is_ok());
 }
 
@@ -212,8 +217,8 @@ fn a_panic_is_a_policy_failure_with_the_guests_message_and_the_next_call_works()
     let Some((policy, backend, _dir)) = setup(variant_path("panic")) else {
         return;
     };
-    let stored = backend.state().histories["xmpp-mohe-v2"].clone();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let stored = backend.state().rows("xmpp-mohe-v2", "mohe");
+    let mut session = policy.instance(backend.clone(), sample_settings());
     assert!(session.version().is_ok());
     assert!(session.is_live());
 
@@ -261,8 +266,8 @@ fn a_panic_is_a_policy_failure_with_the_guests_message_and_the_next_call_works()
 }
 
 /// How long the loop variant runs before its fuel is gone (measured).
-fn loop_stop_time(policy: &Policy, backend: &MemoryBackend) -> Duration {
-    let mut session = policy.instance(backend.clone(), room_settings());
+fn loop_stop_time(policy: &Policy, backend: &FakeHost) -> Duration {
+    let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
     let started = Instant::now();
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
@@ -285,7 +290,7 @@ fn an_endless_loop_stops_in_bounded_time_and_the_next_call_works() {
     // Generous for a loaded 2-core machine: about 0.1 s when idle.
     assert!(took < Duration::from_secs(20), "took {took:?}");
 
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     assert!(session.resolve("mohe", "xmpp-mohe-v2").is_err());
     assert!(
         session
@@ -310,17 +315,17 @@ fn time_spent_in_host_imports_does_not_count_against_the_fuel() {
     let budget_time = loop_stop_time(&loop_policy, &backend);
 
     let policy = Policy::load(component_path(), options()).unwrap();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
     // Each import now sleeps as long as the whole fuel budget lasts in a
     // loop; an epoch deadline of that length would have stopped the call.
     let delay = budget_time.max(Duration::from_millis(200));
     backend.state().import_delay = delay;
-    let calls_before = backend.state().import_calls;
+    let calls_before = backend.state().import_calls();
     let started = Instant::now();
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     let took = started.elapsed();
-    let imports = backend.state().import_calls - calls_before;
+    let imports = backend.state().import_calls() - calls_before;
     assert_eq!(answer.messages.len(), 8);
     assert!(imports >= 2, "context reads the record and the history");
     assert!(
@@ -340,7 +345,7 @@ fn unbounded_allocation_hits_the_memory_cap_and_the_next_call_works() {
     let Some((policy, backend, _dir)) = setup(variant_path("alloc")) else {
         return;
     };
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     let started = Instant::now();
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     eprintln!("alloc stopped after {:?}", started.elapsed());
@@ -366,7 +371,7 @@ fn unbounded_allocation_hits_the_memory_cap_and_the_next_call_works() {
         ..options()
     };
     let policy = Policy::load(variant_path("alloc"), small).unwrap();
-    let mut session = policy.instance(backend, room_settings());
+    let mut session = policy.instance(backend, sample_settings());
     let err = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert!(
         err.message.contains("memory cap of 8 MiB"),
@@ -380,8 +385,8 @@ fn edits_out_of_range_are_refused_and_the_fallback_serves_rows_as_stored() {
     let Some((policy, backend, _dir)) = setup(variant_path("bad-edits")) else {
         return;
     };
-    let stored = backend.state().histories["xmpp-mohe-v2"].clone();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let stored = backend.state().rows("xmpp-mohe-v2", "mohe");
+    let mut session = policy.instance(backend.clone(), sample_settings());
 
     let err = session.context("mohe", "xmpp-mohe-v2", None).unwrap_err();
     assert_eq!(err.kind, FailureKind::Policy);
@@ -420,8 +425,8 @@ fn a_fresh_store_per_call_gives_the_same_answers() {
         },
     )
     .unwrap();
-    let mut reused = policy.instance(backend.clone(), room_settings());
-    let mut each = fresh.instance(backend.clone(), room_settings());
+    let mut reused = policy.instance(backend.clone(), sample_settings());
+    let mut each = fresh.instance(backend.clone(), sample_settings());
     for _ in 0..3 {
         let a = reused.context("mohe", "xmpp-mohe-v2", None).unwrap();
         let b = each.context("mohe", "xmpp-mohe-v2", None).unwrap();
@@ -432,7 +437,7 @@ fn a_fresh_store_per_call_gives_the_same_answers() {
 }
 
 /// A long history: the fixture's rows repeated, padded to ~500 characters.
-fn long_history(backend: &MemoryBackend, rows: usize) -> Vec<HistoryRow> {
+fn long_history(backend: &FakeHost, rows: usize) -> Vec<FakeRow> {
     let base = backend.state().histories["xmpp-mohe-v2"].clone();
     (0..rows)
         .map(|i| {
@@ -454,7 +459,8 @@ fn a_ten_thousand_row_history_fits_the_default_budgets() {
         .state()
         .histories
         .insert("xmpp-mohe-v2".into(), rows.clone());
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let rows: Vec<HistoryRow> = rows.iter().map(|r| r.for_agent("mohe")).collect();
+    let mut session = policy.instance(backend.clone(), sample_settings());
     let started = Instant::now();
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     let took = started.elapsed();
@@ -494,7 +500,7 @@ fn per_call(n: u32, mut f: impl FnMut()) -> Duration {
 }
 
 /// The figures of the runtime report; run in release:
-/// `cargo test --release -p session-switch-tests --test runtime -- --ignored --nocapture`.
+/// `cargo test --release -p session-switch-tests --test all runtime::measure_costs -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement: run in release with --ignored --nocapture"]
 fn measure_costs() {
@@ -533,7 +539,7 @@ fn measure_costs() {
 
     // A fresh record, so `resolve` takes the longest path (redirect).
     let policy = Policy::load(component_path(), cached.clone()).unwrap();
-    let mut session = policy.instance(backend.clone(), room_settings());
+    let mut session = policy.instance(backend.clone(), sample_settings());
     session.send("mohe", CLI, "hello").unwrap();
     let fresh_policy = Policy::load(
         component_path(),
@@ -543,7 +549,7 @@ fn measure_costs() {
         },
     )
     .unwrap();
-    let mut fresh = fresh_policy.instance(backend.clone(), room_settings());
+    let mut fresh = fresh_policy.instance(backend.clone(), sample_settings());
     assert!(session.resolve("mohe", "xmpp-mohe-v2").unwrap().redirected);
     for round in 0..3 {
         let reuse = per_call(20_000, || {
@@ -570,7 +576,7 @@ fn measure_costs() {
             session.context("mohe", "long", None).unwrap();
         });
         let fuel = session.last_call_fuel();
-        let tag_rows = backend.state().histories["long"].clone();
+        let tag_rows = backend.state().rows("long", "mohe");
         let tag = per_call(n, || {
             session.tag("mohe", tag_rows.clone()).unwrap();
         });
@@ -595,7 +601,7 @@ fn measure_costs() {
     for name in ["v2", "v3", "v2"] {
         std::fs::copy(variant_path(name), &live).unwrap();
         let report = swapping
-            .reload(&live, Some(&room_settings()))
+            .reload(&live, Some(&sample_settings()))
             .unwrap()
             .unwrap();
         eprintln!(
@@ -620,14 +626,8 @@ fn the_read_snapshot_is_closed_after_a_trap() {
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
         return;
     };
-    let key = "session_switch:active:mohe";
-    let record = format!(
-        r#"{{"session_id": "{CLI}", "timestamp": {}, "source": "cli", "agent": "mohe"}}"#,
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64()
-    );
+    let key = &record_key("mohe");
+    let record = record(CLI, unix_now(), Some("mohe"));
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute(
@@ -635,16 +635,11 @@ fn the_read_snapshot_is_closed_after_a_trap() {
             [key, record.as_str()],
         )
         .unwrap();
-    let backend = |db: &std::path::Path| {
-        HermesImports::new(
-            HermesStore::open(db).unwrap(),
-            None,
-            "coregroup@conference.example.org",
-        )
-    };
+    let backend =
+        |db: &std::path::Path| HermesImports::new(HermesStore::open(db).unwrap(), None, ROOM);
 
     let good = Policy::load(component_path(), options()).unwrap();
-    let mut session = good.instance(backend(&db), room_settings());
+    let mut session = good.instance(backend(&db), sample_settings());
     let d = session.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert!(d.redirected, "{}", d.detail);
     assert_eq!(d.session_id, CLI);
@@ -652,12 +647,12 @@ fn the_read_snapshot_is_closed_after_a_trap() {
     assert_eq!(ctx.messages.len(), 4);
 
     let panics = Policy::load(variant_path("panic"), options()).unwrap();
-    let mut session = panics.instance(backend(&db), room_settings());
+    let mut session = panics.instance(backend(&db), sample_settings());
     let failure = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert_eq!(failure.kind, FailureKind::Policy);
-    // mohe is the legacy agent of `room_settings`: the seed's key goes too.
+    // mohe is the legacy agent of `sample_settings`: the seed's key goes too.
     assert_eq!(
         session.clear(Some("mohe")).unwrap(),
-        [key, "active_xmpp_sender_session"]
+        [key.as_str(), LEGACY_KEY]
     );
 }

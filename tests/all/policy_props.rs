@@ -12,6 +12,7 @@ use session_switch_policy::redirect::{LEGACY_KEY, record_key, resolve};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_policy::tagging::{apply, is_blank, tag, untag};
 use session_switch_policy::{EditAction, Host, Reason, Role, RowSummary, Settings, ValidSettings};
+use session_switch_tests::fake_host::FakeHost;
 use session_switch_tests::hostile::{oracle_blank, starts_with_tag, strip_tags};
 
 fn settings() -> ValidSettings {
@@ -283,7 +284,7 @@ fn meta() -> impl Strategy<Value = Vec<(String, String)>> {
 }
 
 fn host(meta: &[(String, String)]) -> MemoryHost {
-    let mut h = MemoryHost::new(SAMPLE_NOW, "coregroup@conference.example.org");
+    let mut h = MemoryHost::new(SAMPLE_NOW, session_switch_tests::sample::ROOM);
     for s in [
         "xmpp-mohe-v2",
         "xmpp-mohe",
@@ -452,76 +453,14 @@ proptest! {
 
 // ------------------------------------------------ the real Hermes fixtures
 
-/// A [`MemoryHost`] holding what a Hermes fixture holds: its sessions, the
-/// active rows of every session in id order (as Hermes's loader sees them),
-/// and `state_meta` when the table exists (not in the earliest schema).
-fn fixture_host(name: &str, clock: f64) -> Option<MemoryHost> {
+/// The tests' fake host holding what a Hermes fixture holds (its sessions,
+/// the active rows of every session in id order as Hermes's loader sees
+/// them, `state_meta` when the table exists: not in the earliest schema),
+/// its clock at `clock`.
+fn fixture_host(name: &str, clock: f64) -> Option<FakeHost> {
     let (_dir, path) = session_switch_tests::fixture_copy(name)?;
-    let db =
-        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("fixture opens");
-    let mut h = MemoryHost::new(clock, "coregroup@conference.example.org");
-    let ids: Vec<String> = db
-        .prepare("SELECT id FROM sessions ORDER BY id")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let has_active: bool = db
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('messages') WHERE name = 'active'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap()
-        > 0;
-    let filter = if has_active { "AND active = 1" } else { "" };
-    for id in &ids {
-        h.add_session(id);
-        let sql = format!(
-            "SELECT role, coalesce(content, '') FROM messages WHERE session_id = ?1 {filter} ORDER BY id"
-        );
-        let mut stmt = db.prepare(&sql).unwrap();
-        let rows = stmt
-            .query_map([id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-            })
-            .unwrap()
-            .map(Result::unwrap);
-        for (role, content) in rows {
-            let role = match role.as_str() {
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                "tool" => Role::Tool,
-                "system" => Role::System,
-                _ => Role::Other,
-            };
-            h.push_row(id, role, &content, None);
-        }
-    }
-    let has_meta: bool = db
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE name = 'state_meta'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap()
-        > 0;
-    if has_meta {
-        let mut stmt = db.prepare("SELECT key, value FROM state_meta").unwrap();
-        let pairs = stmt
-            .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
-            })
-            .unwrap()
-            .map(Result::unwrap);
-        for (k, v) in pairs {
-            if let Some(v) = v {
-                h.meta.insert(k, v);
-            }
-        }
-    }
+    let h = FakeHost::from_fixture(&path);
+    h.state().now = clock;
     Some(h)
 }
 
@@ -575,14 +514,14 @@ fn fixture_xmpp_mohe_v2_is_tagged_per_agent() {
 /// than the TTL, never zhiwei; the earliest schema has no `state_meta`.
 #[test]
 fn fixture_legacy_record_redirects_the_legacy_agent_only() {
-    let cli = "20260619_190821_7c0afe";
+    let cli = SAMPLE_CLI;
     let written = 1_781_867_301.0;
     let s = fixture_settings();
     for name in session_switch_tests::FIXTURES {
         let Some(mut h) = fixture_host(name, written + 12.0) else {
             return;
         };
-        let has_record = h.meta.contains_key(LEGACY_KEY);
+        let has_record = h.state().meta.contains_key(LEGACY_KEY);
         assert_eq!(has_record, name != "hermes-early.db", "{name}");
         let d = resolve(&s, &mut h, "mohe", "xmpp-mohe-v2").unwrap();
         if has_record {
@@ -600,7 +539,7 @@ fn fixture_legacy_record_redirects_the_legacy_agent_only() {
             Reason::NoRecord,
             "{name}: zhiwei never reads the seed's key"
         );
-        h.clock = written + 3600.0;
+        h.state().now = written + 3600.0;
         let d = resolve(&s, &mut h, "mohe", "xmpp-mohe-v2").unwrap();
         let want = if has_record {
             Reason::Expired

@@ -61,8 +61,8 @@ fn the_embedded_component_is_the_built_one_and_answers_version() {
     assert_eq!(info.version, file.version());
 
     // `version` also answers through a session, without settings problems.
-    let backend = session_switch_tests::memory_backend::MemoryBackend::default();
-    let settings = session_switch_tests::memory_backend::room_settings();
+    let backend = session_switch_tests::fake_host::FakeHost::default();
+    let settings = session_switch_tests::sample::sample_settings();
     let mut session = policy.instance(backend, settings);
     assert_eq!(session.version().unwrap(), info.version);
     assert!(session.self_check().unwrap().contains("passed"));
@@ -138,8 +138,8 @@ fn a_component_failing_its_self_check_is_refused_unless_the_check_is_skipped() {
         ..no_cache()
     };
     let policy = Policy::load(variant_path("bad-self-check"), options).expect("loads unchecked");
-    let backend = session_switch_tests::memory_backend::MemoryBackend::default();
-    let settings = session_switch_tests::memory_backend::room_settings();
+    let backend = session_switch_tests::fake_host::FakeHost::default();
+    let settings = session_switch_tests::sample::sample_settings();
     let mut session = policy.instance(backend, settings);
     let err = session.self_check().unwrap_err();
     assert_eq!(err.kind, FailureKind::Policy);
@@ -218,8 +218,8 @@ fn a_corrupted_cache_entry_is_recompiled_not_fatal() {
         CacheUse::Replaced(why) => assert!(why.contains("corrupted"), "{why}"),
         other => panic!("expected a replaced entry, got {other:?}"),
     }
-    let backend = session_switch_tests::memory_backend::MemoryBackend::default();
-    let settings = session_switch_tests::memory_backend::room_settings();
+    let backend = session_switch_tests::fake_host::FakeHost::default();
+    let settings = session_switch_tests::sample::sample_settings();
     assert!(policy.instance(backend, settings).version().is_ok());
 
     // Truncated to nothing: recompiled; then the rewritten entry is a hit

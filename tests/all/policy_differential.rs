@@ -9,7 +9,7 @@
 //! the plans the backend received included.
 //!
 //! Both sides are served by one implementation of the WIT `host` interface
-//! ([`Twin`]), each from its own clone of one generated [`TwinState`], so
+//! ([`FakeHost`], the tests' one fake), each from its own clone of one generated [`FakeState`], so
 //! the inputs are identical by construction. The native side's `context`
 //! and `tag` edits are applied with the guest's own `tagging::apply`; the
 //! component's by the host runtime (`runtime::apply`), so the two rule
@@ -32,13 +32,15 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use session_switch::HistoryRow;
 use session_switch::runtime::{
-    Agent, CacheMode, ContextAnswer, Decision, Policy, PolicyInstance, PolicyOptions, Reason,
-    Receipt, RecordStatus, Settings,
+    CacheMode, ContextAnswer, Decision, Policy, PolicyInstance, PolicyOptions, Reason, Receipt,
+    RecordStatus, Settings,
 };
 use session_switch::{Failure, FailureKind};
+use session_switch_contract::keys::{LEGACY_KEY, record_key};
+use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 use session_switch_policy as guest;
-use session_switch_tests::memory_backend::MemoryBackend;
-use session_switch_tests::twin::{Import, ImportCall, Twin, TwinRow, TwinState, summary};
+use session_switch_tests::fake_host::{FakeHost, FakeRow, FakeState, Import, ImportCall, summary};
+use session_switch_tests::sample::{self, AGENTS, ROOM, SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_tests::wit_convert::{
     decision_from_guest, failure_from_guest, receipt_from_guest, record_status_from_guest,
     settings_to_guest,
@@ -49,15 +51,12 @@ use std::ops::Range;
 use std::sync::LazyLock;
 
 /// The clock of most cases: 2027-01-15 08:00:00 UTC.
-const NOW: f64 = 1_800_000_000.0;
-const ROOM: &str = "coregroup@conference.example.org";
+const NOW: f64 = SAMPLE_NOW;
 /// CLI sessions (the ids of the Hermes fixtures).
-const CLI_A: &str = "20260619_190821_7c0afe";
+const CLI_A: &str = SAMPLE_CLI;
 const CLI_B: &str = "20260619_193000_a1b2c3";
 const CLI_CJK: &str = "会话-1";
-const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
 const XMPP: [&str; 4] = ["xmpp-mohe-v2", "xmpp-mohe", "xmpp-zhiwei", "xmpp-xiaoguo"];
-const LEGACY_KEY: &str = "active_xmpp_sender_session";
 
 /// The compiled component, loaded once for every test of this file
 /// (compiling it is the slowest step of a case); each case gets its own
@@ -70,35 +69,17 @@ static POLICY: LazyLock<Policy> = LazyLock::new(|| {
     .expect("the embedded policy component loads")
 });
 
-fn record_key(agent: &str) -> String {
-    format!("session_switch:active:{agent}")
-}
-
 // ------------------------------------------------------------- settings
 
-/// The seed's room, with names that exercise tagging and own-echo beyond
+/// The sample config (`sample_settings`), with names that exercise tagging and own-echo beyond
 /// the plain ones: mohe signs as `墨河` too, zhiwei's nick differs in case
 /// from its name, xiaoguo's nick is `果果` and it signs as `XG`.
 fn base_settings() -> Settings {
-    let agent = |name: &str, nick: &str, sessions: &[&str], aliases: &[&str]| Agent {
-        name: name.into(),
-        jid: format!("{name}@example.org"),
-        nick: nick.into(),
-        sessions: sessions.iter().map(|s| s.to_string()).collect(),
-        aliases: aliases.iter().map(|s| s.to_string()).collect(),
-    };
-    Settings {
-        room: ROOM.into(),
-        ttl_seconds: 3600,
-        future_skew_seconds: 120,
-        max_body_chars: 10_000,
-        legacy_agent: Some("mohe".into()),
-        agents: vec![
-            agent("mohe", "mohe", &["xmpp-mohe-v2", "xmpp-mohe"], &["墨河"]),
-            agent("zhiwei", "ZhiWei", &["xmpp-zhiwei"], &[]),
-            agent("xiaoguo", "果果", &["xmpp-xiaoguo"], &["XG"]),
-        ],
-    }
+    let mut s = sample_settings();
+    s.agents[1].nick = "ZhiWei".into();
+    s.agents[2].nick = "果果".into();
+    s.agents[2].aliases = vec!["XG".into()];
+    s
 }
 
 /// Valid settings: the TTL, skew, body limit and legacy agent vary.
@@ -138,7 +119,9 @@ fn any_settings() -> impl Strategy<Value = Settings> {
             11 => s.agents[a].jid = "mohe @example.org".into(),
             12 => s.agents[a].name = String::new(),
             13 => s.agents[a].name = "mo\u{7}he".into(),
-            14 => s.agents[a].sessions.push("s".repeat(257)),
+            14 => s.agents[a]
+                .sessions
+                .push("s".repeat(MAX_SESSION_ID_CHARS + 1)),
             15 => s.agents[a].nick = format!(" {}", s.agents[a].nick),
             16 => s.agents[a].jid = "a@b@c".into(),
             _ => s.agents[a].aliases.push(String::new()),
@@ -170,8 +153,8 @@ fn session_id() -> impl Strategy<Value = String> {
             "cli\u{85}a", "XMPP-MOHE-V2", "xmpp-mohe-v2 ", "\u{3000}x",
         ])
         .prop_map(str::to_string),
-        1 => select(vec![255usize, 256, 257, 4096]).prop_map(|n| "s".repeat(n)),
-        1 => select(vec![256usize, 257]).prop_map(|n| "é".repeat(n)),
+        1 => select(vec![MAX_SESSION_ID_CHARS - 1, MAX_SESSION_ID_CHARS, MAX_SESSION_ID_CHARS + 1, 4096]).prop_map(|n| "s".repeat(n)),
+        1 => select(vec![MAX_SESSION_ID_CHARS, MAX_SESSION_ID_CHARS + 1]).prop_map(|n| "é".repeat(n)),
         1 => "[a-z0-9_-]{1,12}",
         1 => any::<String>(),
     ]
@@ -395,7 +378,7 @@ fn content() -> impl Strategy<Value = String> {
 
 /// A stored row without its id: role as Hermes stores it (free text),
 /// content, tool fields, and who the bridge wrote it for.
-fn row() -> impl Strategy<Value = TwinRow> {
+fn row() -> impl Strategy<Value = FakeRow> {
     let role = select(vec![
         "user",
         "user",
@@ -419,7 +402,7 @@ fn row() -> impl Strategy<Value = TwinRow> {
         Some("xiaoguo"),
         Some("nobody"),
     ]);
-    (role, content(), tool, bridge).prop_map(|(role, content, tool, bridge)| TwinRow {
+    (role, content(), tool, bridge).prop_map(|(role, content, tool, bridge)| FakeRow {
         id: 0,
         role: role.into(),
         content,
@@ -434,10 +417,10 @@ fn row() -> impl Strategy<Value = TwinRow> {
 }
 
 /// Rows with ascending ids starting at 1.
-fn numbered(rows: Vec<TwinRow>) -> Vec<TwinRow> {
+fn numbered(rows: Vec<FakeRow>) -> Vec<FakeRow> {
     rows.into_iter()
         .enumerate()
-        .map(|(i, r)| TwinRow {
+        .map(|(i, r)| FakeRow {
             id: i as i64 + 1,
             ..r
         })
@@ -446,20 +429,20 @@ fn numbered(rows: Vec<TwinRow>) -> Vec<TwinRow> {
 
 /// Histories of the XMPP and CLI sessions, ids interleaved across
 /// sessions (with gaps) as in a real `messages` table.
-fn histories() -> impl Strategy<Value = BTreeMap<String, Vec<TwinRow>>> {
+fn histories() -> impl Strategy<Value = BTreeMap<String, Vec<FakeRow>>> {
     let sessions: Vec<&str> = XMPP
         .iter()
         .copied()
         .chain([CLI_A, CLI_B, CLI_CJK])
         .collect();
     prop::collection::vec((select(sessions), 1i64..4, row()), 0..24).prop_map(|rows| {
-        let mut out: BTreeMap<String, Vec<TwinRow>> = BTreeMap::new();
+        let mut out: BTreeMap<String, Vec<FakeRow>> = BTreeMap::new();
         let mut id = 0;
         for (session, gap, r) in rows {
             id += gap;
             out.entry(session.into())
                 .or_default()
-                .push(TwinRow { id, ..r });
+                .push(FakeRow { id, ..r });
         }
         out
     })
@@ -496,7 +479,7 @@ fn scripted_failure() -> impl Strategy<Value = Option<(Import, Failure)>> {
 #[derive(Clone, Debug)]
 struct Case {
     settings: Settings,
-    state: TwinState,
+    state: FakeState,
 }
 
 /// Boxed, like the other composite strategies below: a debug build keeps
@@ -523,14 +506,14 @@ fn case() -> BoxedStrategy<Case> {
                     sessions.extend(extra);
                     Case {
                         settings: settings.clone(),
-                        state: TwinState {
+                        state: FakeState {
                             meta,
                             sessions,
                             histories,
                             now,
                             room: ROOM.into(),
                             fail: fail.into_iter().collect(),
-                            ..TwinState::default()
+                            ..FakeState::default()
                         },
                     }
                 })
@@ -555,7 +538,7 @@ enum Op {
     },
     Tag {
         agent: String,
-        rows: Vec<TwinRow>,
+        rows: Vec<FakeRow>,
     },
     Send {
         agent: String,
@@ -779,8 +762,8 @@ type Outcome = Result<Answer, Failure>;
 
 /// The native rules over their own twin.
 struct Native {
-    policy: guest::Policy<Twin>,
-    twin: Twin,
+    policy: guest::Policy<FakeHost>,
+    twin: FakeHost,
     /// The edits of the last `context` or `tag` (for the coverage test).
     last_edits: Vec<guest::RowEdit>,
 }
@@ -788,7 +771,7 @@ struct Native {
 impl Native {
     /// The native policy on a clone of `case.state`, and its `configure`.
     fn start(case: &Case) -> (Self, Result<(), Failure>) {
-        let twin = Twin::new(case.state.clone());
+        let twin = FakeHost::new(case.state.clone());
         let mut policy = guest::Policy::new(twin.clone());
         let configured = policy
             .configure(settings_to_guest(&case.settings))
@@ -875,14 +858,14 @@ fn apply_native(rows: &mut [HistoryRow], edits: &[guest::RowEdit]) -> Result<(),
 /// The compiled component in a runtime `PolicyInstance`, over its own twin.
 struct Component {
     session: PolicyInstance,
-    twin: Twin,
+    twin: FakeHost,
 }
 
 impl Component {
     /// A session of the embedded component on a clone of `case.state`,
     /// configured now, and its `configure`.
     fn start(case: &Case) -> (Self, Result<(), Failure>) {
-        let twin = Twin::new(case.state.clone());
+        let twin = FakeHost::new(case.state.clone());
         let mut session = POLICY.instance(twin.clone(), case.settings.clone());
         let configured = session.configure();
         (Self { session, twin }, configured)
@@ -956,7 +939,7 @@ fn agree(case: &Case, ops: &[Op]) -> Result<Vec<Outcome>, TestCaseError> {
 /// H1, `instance::check_redirect`), restated: the agent's record; then, for
 /// the configured legacy agent when that record does not name the target
 /// (JSON with `session_id` equal to it), the seed's key.
-fn host_check_reads(case: &Case, state: &TwinState, op: &Op, outcome: &Outcome) -> Vec<ImportCall> {
+fn host_check_reads(case: &Case, state: &FakeState, op: &Op, outcome: &Outcome) -> Vec<ImportCall> {
     let (agent, decision) = match (op, outcome) {
         (Op::Resolve { agent, .. }, Ok(Answer::Decision(d))) => (agent, d),
         (Op::Context { agent, .. }, Ok(Answer::Context(c))) => (agent, &c.decision),
@@ -974,10 +957,10 @@ fn host_check_reads(case: &Case, state: &TwinState, op: &Op, outcome: &Outcome) 
                 j.get("session_id") == Some(&Value::from(decision.session_id.as_str()))
             })
     };
-    let own = format!("session_switch:active:{agent}");
+    let own = record_key(agent);
     let mut reads = vec![ImportCall::MetaGet(own.clone())];
     if !names_target(&own) && case.settings.legacy_agent.as_deref() == Some(agent.as_str()) {
-        reads.push(ImportCall::MetaGet("active_xmpp_sender_session".into()));
+        reads.push(ImportCall::MetaGet(LEGACY_KEY.into()));
     }
     reads
 }
@@ -1016,10 +999,10 @@ fn configure_agrees_on_valid_and_broken_settings() {
 /// Settings (often broken) and one `resolve` when they are accepted.
 fn configure_scenario() -> impl Strategy<Value = (Case, Vec<Op>)> {
     (any_settings(), clock()).prop_map(|(settings, now)| {
-        let state = TwinState {
+        let state = FakeState {
             now,
             room: ROOM.into(),
-            ..TwinState::default()
+            ..FakeState::default()
         };
         let ops = vec![Op::Resolve {
             agent: "mohe".into(),
@@ -1097,34 +1080,25 @@ fn call_sequences_agree() {
 
 // ------------------------------------------- fixed cases and real histories
 
-fn stored(id: i64, role: &str, content: &str) -> TwinRow {
-    TwinRow {
-        id,
-        role: role.into(),
-        content: content.into(),
-        tool_calls: None,
-        tool_call_id: None,
-        tool_name: None,
-        bridge_agent: None,
-    }
+fn stored(id: i64, role: &str, content: &str) -> FakeRow {
+    FakeRow::stored(id, role, content)
 }
 
 /// A hand-checked case: both sides give exactly these answers, so they do
 /// not merely agree on something wrong.
 #[test]
 fn both_sides_give_the_known_answers() {
-    let mut state = TwinState {
+    let mut state = FakeState {
         now: NOW,
         room: ROOM.into(),
-        ..TwinState::default()
+        ..FakeState::default()
     };
     state
         .sessions
         .extend([CLI_A.to_string(), "xmpp-mohe-v2".into()]);
     state.meta.insert(
         record_key("mohe"),
-        json!({"session_id": CLI_A, "timestamp": NOW - 12.0, "source": "cli", "agent": "mohe"})
-            .to_string(),
+        sample::record(CLI_A, NOW - 12.0, Some("mohe")),
     );
     state.histories.insert(
         CLI_A.into(),
@@ -1235,35 +1209,12 @@ fn real_hermes_histories_agree() {
         let Some((_dir, db)) = fixture_copy(name) else {
             return;
         };
-        let m = MemoryBackend::from_fixture(&db).state().clone();
-        let histories = m
-            .histories
-            .iter()
-            .map(|(session, rows)| {
-                let rows = rows
-                    .iter()
-                    .map(|r| TwinRow {
-                        id: r.id,
-                        role: r.role.clone(),
-                        content: r.content.clone(),
-                        tool_calls: r.tool_calls.clone(),
-                        tool_call_id: r.tool_call_id.clone(),
-                        tool_name: r.tool_name.clone(),
-                        bridge_agent: None,
-                    })
-                    .collect();
-                (session.clone(), rows)
-            })
-            .collect();
+        let m = FakeHost::from_fixture(&db).snapshot();
         let mut case = Case {
             settings: base_settings(),
-            state: TwinState {
-                meta: m.meta.clone(),
-                sessions: m.sessions.clone(),
-                histories,
-                now: m.now,
+            state: FakeState {
                 room: ROOM.into(),
-                ..TwinState::default()
+                ..m.clone()
             },
         };
         let mut sessions: BTreeSet<String> = m.sessions.clone();

@@ -1,0 +1,28 @@
+//! The integration tests: one binary with a module per area (wasmtime's
+//! `tests/all` pattern), so wasmtime and the bridge link once. Run one area
+//! with a filter, e.g. `cargo test -p session-switch-tests --test all store::`;
+//! the long soak is `make soak` (`--test all soak:: -- --nocapture`).
+//!
+//! Every test runs in one process beside the others (libtest's parallel
+//! threads): none sets environment variables, changes the working folder
+//! or installs a process-wide subscriber; each uses its own temp folders,
+//! its own ports (picked free) and unique bodies in the shared room. The
+//! tests that load the whole machine for seconds take
+//! [`session_switch_tests::heavy`], so no two of them overlap.
+
+mod component;
+mod config;
+mod e2e_cli;
+mod hostile_input;
+mod hot_swap;
+mod isolation;
+mod policy_differential;
+mod policy_props;
+mod python_gateway;
+mod runtime;
+mod sandbox;
+mod send_lock;
+mod soak;
+mod store;
+mod store_concurrency;
+mod transport;

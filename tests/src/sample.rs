@@ -1,0 +1,116 @@
+//! The samples every test starts from, once: the seed's three agents in
+//! their room as a config file ([`sample_config_text`]), that file parsed
+//! ([`sample_config`]) and turned into the policy's settings the one way
+//! the product does it (`session_switch::wiring::settings`), a record as
+//! the bridge writes it, and the clock.
+//!
+//! The same sample exists for the guest's native side
+//! (`session_switch_policy::samples`); `tests/all/config.rs` checks that the
+//! two agree.
+
+use session_switch::config::Config;
+use session_switch::runtime::Settings;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The samples' room (the seed's `coregroup`).
+pub const ROOM: &str = "coregroup@conference.example.org";
+/// The domain of the samples' agent JIDs.
+pub const DOMAIN: &str = "example.org";
+/// The seed's agents, in config order; mohe is the legacy agent.
+pub const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
+
+pub use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
+
+/// The seed's agents as a config file, in `room`, each agent's JID from
+/// `jid` (its name → its JID): mohe (sessions `xmpp-mohe-v2`, `xmpp-mohe`;
+/// alias `墨河`), zhiwei (`xmpp-zhiwei`), xiaoguo (`xmpp-xiaoguo`). `xmpp`
+/// holds more lines of `[xmpp]` (transport, timeouts, …) and `redirect`
+/// the lines of `[redirect]` (TTL, `legacy_agent`, …), each line ending in
+/// a line break.
+pub fn sample_config_text(
+    room: &str,
+    jid: &dyn Fn(&str) -> String,
+    xmpp: &str,
+    redirect: &str,
+) -> String {
+    format!(
+        r#"[xmpp]
+room = "{room}"
+{xmpp}
+[redirect]
+{redirect}
+[[agents]]
+name = "mohe"
+jid = "{mohe}"
+nick = "mohe"
+sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
+aliases = ["墨河"]
+
+[[agents]]
+name = "zhiwei"
+jid = "{zhiwei}"
+sessions = ["xmpp-zhiwei"]
+
+[[agents]]
+name = "xiaoguo"
+jid = "{xiaoguo}"
+sessions = ["xmpp-xiaoguo"]
+"#,
+        mohe = jid("mohe"),
+        zhiwei = jid("zhiwei"),
+        xiaoguo = jid("xiaoguo"),
+    )
+}
+
+/// The sample config in `room` with JIDs at `domain`, defaults for the
+/// rest (TTL 3600 s, skew 120 s, 10,000 characters), mohe the legacy agent
+/// when `legacy`; parsed.
+///
+/// # Panics
+/// When the product refuses it.
+pub fn sample_config_in(room: &str, domain: &str, legacy: bool) -> Config {
+    let redirect = if legacy {
+        "legacy_agent = \"mohe\"\n"
+    } else {
+        ""
+    };
+    let text = sample_config_text(room, &|name| format!("{name}@{domain}"), "", redirect);
+    Config::parse(&text, "sample.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// The sample config: [`ROOM`], JIDs at [`DOMAIN`], mohe the legacy agent.
+pub fn sample_config() -> Config {
+    sample_config_in(ROOM, DOMAIN, true)
+}
+
+/// The sample config's settings, as the bridge hands them to the policy.
+pub fn sample_settings() -> Settings {
+    session_switch::wiring::settings(&sample_config())
+}
+
+/// [`sample_config_in`]'s settings.
+pub fn sample_settings_in(room: &str, domain: &str, legacy: bool) -> Settings {
+    session_switch::wiring::settings(&sample_config_in(room, domain, legacy))
+}
+
+/// The clock now, Unix seconds with fractions.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs_f64()
+}
+
+/// A record value as the bridge writes it (DESIGN §8 "Records"); `agent`
+/// `None` leaves the field out (the seed's records had none).
+pub fn record(session_id: &str, timestamp: f64, agent: Option<&str>) -> String {
+    let mut value = serde_json::json!({
+        "session_id": session_id,
+        "timestamp": timestamp,
+        "source": "cli",
+    });
+    if let Some(agent) = agent {
+        value["agent"] = agent.into();
+    }
+    value.to_string()
+}
