@@ -9,7 +9,6 @@
 //! 2. the post, with no transaction open;
 //! 3. **record**: the history row, its provenance and the agent's record,
 //!    and the intent deleted, in one transaction.
-//!
 //! A post that failed deletes the intent. When the record cannot be written
 //! (the database stayed busy), the intent is marked `delivered`: the next
 //! `send`, `active` or `clear` writes it ([`HermesStore::complete_pending`],
