@@ -21,7 +21,6 @@ mod policy_props;
 mod python_gateway;
 mod runtime;
 mod sandbox;
-mod send_lock;
 mod soak;
 mod store;
 mod store_concurrency;

@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use session_switch::HistoryRow;
 use session_switch::config::Config;
 use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
-use session_switch::store::PendingSend;
 use std::path::Path;
 
 fn print_json(value: &Value) {
@@ -117,11 +116,9 @@ pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
     }
 }
 
-/// The records, then any send not yet in the history (DESIGN §9.5); in
-/// JSON the latter as objects with `"pending_send": true`.
-pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<&str>, json: bool) {
+pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
     if json {
-        let mut v: Vec<Value> = statuses
+        let v: Vec<Value> = statuses
             .iter()
             .map(|s| {
                 json!({
@@ -137,32 +134,7 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
                 })
             })
             .collect();
-        v.extend(pending.iter().map(|p| {
-            json!({
-                "agent": p.agent,
-                "pending_send": true,
-                "delivered": p.delivered,
-                "timestamp": p.created_at,
-                "cli_session_id": p.cli_session_id,
-                "body": p.body,
-            })
-        }));
         return print_json(&Value::Array(v));
-    }
-    for p in pending {
-        if p.delivered {
-            println!(
-                "{}: a send from {} reached the room and waits for state.db (written by the \
-                 next send, active or clear): {}",
-                p.agent, p.cli_session_id, p.body
-            );
-        } else {
-            println!(
-                "{}: a send from {} was interrupted during the post: the room may have it, \
-                 the history does not (clear forgets it): {}",
-                p.agent, p.cli_session_id, p.body
-            );
-        }
     }
     if statuses.is_empty() {
         match agent {
@@ -190,14 +162,11 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
     }
 }
 
-pub fn cleared(keys: &[String], pending: usize, json: bool) {
+pub fn cleared(keys: &[String], json: bool) {
     if json {
-        return print_json(&json!({ "cleared": keys, "pending_sends_cleared": pending }));
+        return print_json(&json!({ "cleared": keys }));
     }
-    if pending > 0 {
-        println!("forgot {pending} interrupted send(s)");
-    }
-    if keys.is_empty() && pending == 0 {
+    if keys.is_empty() {
         println!("nothing to clear");
     }
     for k in keys {

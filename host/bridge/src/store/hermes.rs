@@ -544,7 +544,7 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-pub(super) fn jitter() -> Duration {
+fn jitter() -> Duration {
     Duration::from_millis(fastrand::u64(RETRY_JITTER_MS))
 }
 

@@ -18,7 +18,6 @@ use std::path::PathBuf;
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
 pub use hermes::{BUSY_TIMEOUT, HermesStore, RETRY_JITTER_MS, WRITE_ATTEMPTS};
 pub use init::HERMES_SCHEMA_VERSION;
-pub use send_write::{BRIEF_BUSY, BRIEF_DEADLINE, PendingSend};
 
 /// Hermes's home folder: `$HERMES_HOME` when set and not empty, else
 /// `~/.hermes` (Hermes's own rule), else `.hermes` in the current folder
