@@ -309,6 +309,7 @@ fn history_row() -> impl Strategy<Value = HistoryRow> {
             tool_call_id: None,
             tool_name: name.map(str::to_string),
             bridge_wrote,
+            loaded: None,
         })
 }
 

@@ -92,6 +92,7 @@ impl MemoryBackend {
                         tool_call_id: r.get(5)?,
                         tool_name: r.get(6)?,
                         bridge_wrote: false,
+                        loaded: None,
                     },
                 ))
             })
@@ -197,6 +198,7 @@ impl HostImports for MemoryBackend {
                 tool_call_id: None,
                 tool_name: None,
                 bridge_wrote: true,
+                loaded: None,
             });
         state
             .meta

@@ -30,8 +30,8 @@ pub use bindings::{
     RowEdit, RowSummary, SendPlan, Sent, Settings,
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
-pub use host_imports::HistoryRow;
 pub use host_imports::HostImports;
+pub use host_imports::{HistoryRow, LoadedMessage};
 pub use instance::{ContextAnswer, PolicyInstance};
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::{
