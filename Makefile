@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv clean bench fuzz soak fixtures
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -73,6 +73,17 @@ $(VENV)/.requirements: tests/requirements.txt $(PY_GATEWAY_REQUIREMENTS)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_GATEWAY_REQUIREMENTS)
 	@touch $@
 
+# Hermes itself, one venv per version (both install a `hermes_state`
+# module): the loader-fidelity test (tests/fidelity.rs) writes sessions
+# through Hermes's own SessionDB and compares its loader with `context`.
+# Re-installed only when its requirements file changes (~40 s each).
+HERMES_VENVS := target/hermes-venv/0.19.0/.requirements target/hermes-venv/v31/.requirements
+hermes-venvs: $(HERMES_VENVS) ## Python venvs with Hermes 0.19.0 and v31 (the loader-fidelity test)
+target/hermes-venv/%/.requirements: tests/hermes/requirements-%.txt
+	@test -x target/hermes-venv/$*/bin/python || python3 -m venv target/hermes-venv/$*
+	target/hermes-venv/$*/bin/python -m pip install -q --disable-pip-version-check -r $<
+	@touch $@
+
 fixtures:
 	@test -f "$(HERMES_FIXTURES)/hermes-latest.db" || { \
 	  echo "make: the Hermes fixtures are missing at $(HERMES_FIXTURES) (set HERMES_FIXTURES)" >&2; exit 1; }
@@ -84,7 +95,7 @@ fixtures:
 # that finds no ejabberd fails instead of skipping.
 # One build of every target first: `cargo test` then reuses it (building the
 # CLI alone resolves other features and compiles wasmtime a second time).
-test: fixtures component variants venv ## run every test (starts and stops an isolated ejabberd)
+test: fixtures component variants venv hermes-venvs ## run every test (starts and stops an isolated ejabberd)
 	$(CARGO) build --workspace --all-targets
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
 

@@ -55,6 +55,7 @@ fuzz_target!(|input: Input| {
             tool_call_id: None,
             tool_name: r.tool_name,
             bridge_wrote: r.bridge_wrote,
+            loaded: None,
         })
         .collect();
     let mut session = session().lock().unwrap_or_else(|e| e.into_inner());

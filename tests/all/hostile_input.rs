@@ -13,7 +13,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 use session_switch::HistoryRow;
-use session_switch::store::HermesStore;
+use session_switch::store::{HermesStore, py_strip, sanitize_context};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
 use session_switch_policy::{Reason, Role};
 use session_switch_tests::fixture_copy;
@@ -309,6 +309,7 @@ fn history_row() -> impl Strategy<Value = HistoryRow> {
             tool_call_id: None,
             tool_name: name.map(str::to_string),
             bridge_wrote,
+            loaded: None,
         })
 }
 
@@ -329,8 +330,9 @@ fn history_rows_through_the_real_component_match_the_native_rules() {
 }
 
 /// Rows other writers left in a real Hermes database (NUL characters, NULL
-/// content, roles Hermes never writes, tool fields) are read back byte for
-/// byte by the store and tagged by the component like the native rules.
+/// content, roles Hermes never writes, tool fields) are read back by the
+/// store as Hermes's loader gives them and tagged by the component like the
+/// native rules.
 #[test]
 fn rows_other_writers_left_in_a_real_database_load_and_tag_safely() {
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
@@ -368,12 +370,23 @@ fn rows_other_writers_left_in_a_real_database_load_and_tag_safely() {
         let read = store.history(&session_id, "mohe", None).unwrap();
         assert_eq!(read.len(), rows.len());
         for (got, (row, null_content)) in read.iter().zip(&rows) {
+            // As Hermes's loader gives it (issue 15): user and assistant
+            // text through `sanitize_context(…).strip()`, NULL as empty; v31
+            // blanks a bare `[marker]` answer that has tool calls.
             let stored = if *null_content {
-                ""
+                String::new()
+            } else if matches!(row.role.as_str(), "user" | "assistant") {
+                py_strip(&sanitize_context(&row.content)).to_owned()
             } else {
-                row.content.as_str()
+                row.content.clone()
             };
-            assert_eq!(got.content, stored, "the store changed a row's content");
+            let blanked =
+                row.role == "assistant" && row.tool_calls.is_some() && got.content.is_empty();
+            assert!(
+                got.content == stored || blanked,
+                "the store changed a row's content: {:?} != {stored:?}",
+                got.content
+            );
             assert_eq!(got.role, row.role);
             assert!(!got.bridge_wrote, "no provenance row: not the bridge's");
         }

@@ -353,8 +353,17 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
         for (line, id) in lines.iter().zip(&ids) {
             let shown = &c.messages.iter().find(|m| m.id == *id).unwrap().content;
             // Not signed within the prefix: nobody's own, shown untagged
-            // (for mohe too: the safe side).
-            assert_eq!(shown, "mohe: I never said that", "{agent}: {line:?}");
+            // (for mohe too: the safe side). Spaces do not hide anything
+            // any more: Hermes's loader strips them
+            // (`sanitize_context(…).strip()`, issue 15), so mohe's reading
+            // sees the signature; the run of U+200B is no Python
+            // whitespace and still hides it.
+            let want = if agent == "mohe" && line.starts_with(' ') {
+                "[YOU] mohe: I never said that"
+            } else {
+                "mohe: I never said that"
+            };
+            assert_eq!(shown, want, "{agent}: {line:?}");
         }
     }
     // Through `PolicyInstance::tag` too (256-character prefixes).

@@ -13,6 +13,7 @@
 mod component;
 mod config;
 mod e2e_cli;
+mod fidelity;
 mod hostile_input;
 mod hot_swap;
 mod isolation;

@@ -108,6 +108,7 @@ impl FakeRow {
             tool_call_id: self.tool_call_id.clone(),
             tool_name: self.tool_name.clone(),
             bridge_wrote: self.bridge_agent.as_deref() == Some(agent),
+            loaded: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! - [`marker`]: the `[YOU] ` tag, its look-alikes and the blanks around it
 //!   (DESIGN §8 "Provenance of our rows", WIT `edit-action`);
 //! - [`limits`]: the bounds on session ids, bodies and texts;
+//! - [`ids`]: session ids Hermes's API server takes (`X-Hermes-Session-Id`);
 //! - [`role`]: Hermes's free-text `messages.role` as the contract's roles;
 //! - [`failure`]: the failure kinds and the CLI's exit statuses.
 
@@ -15,6 +16,7 @@
 extern crate alloc;
 
 pub mod failure;
+pub mod ids;
 pub mod keys;
 pub mod limits;
 pub mod marker;

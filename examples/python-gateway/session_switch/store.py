@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import re
 import sqlite3
 import time
 import urllib.parse
@@ -70,6 +71,30 @@ _UPSERT_RECORD = """
 
 #: The text columns of a history row, in the order `history` selects them.
 _TEXT_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "tool_name")
+
+
+# Hermes's cleaning of user and assistant text on load (0.19.0 and v31
+# `agent/memory_manager.py` `sanitize_context`, applied with `.strip()` by
+# `SessionDB._rows_to_conversation`), copied so this host's text equals the
+# Rust host's. The rest of Hermes's loader (decoded lists, its extra keys,
+# dropped rows) is the Rust host's alone (`host/bridge/src/store/loader.rs`).
+_FENCE_TAG_RE = re.compile(r"</?\s*memory-context\s*>", re.IGNORECASE)
+_INTERNAL_CONTEXT_RE = re.compile(
+    r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE
+)
+_INTERNAL_NOTE_RE = re.compile(
+    r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\.\s*"
+    r"Treat as (?:informational background data|authoritative reference data[^\]]*)\.\]\s*",
+    re.IGNORECASE,
+)
+
+
+def _loaded_text(role: str, content: str) -> str:
+    if role not in ("user", "assistant"):
+        return content
+    for pattern in (_INTERNAL_CONTEXT_RE, _INTERNAL_NOTE_RE, _FENCE_TAG_RE):
+        content = pattern.sub("", content)
+    return content.strip()
 
 
 @dataclass
@@ -313,7 +338,8 @@ class HermesStore:
             HistoryRow(
                 id=r[0],
                 role=r[1],
-                content="" if r[2] is None else r[2],
+                # Early Hermes (schema 1, no `active` column) did not clean.
+                content="" if r[2] is None else (_loaded_text(r[1], r[2]) if self.has_active else r[2]),
                 tool_calls=r[3],
                 tool_call_id=r[4],
                 tool_name=r[5],

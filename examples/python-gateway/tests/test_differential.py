@@ -66,6 +66,22 @@ def normalised(value):
     return value
 
 
+#: The keys this host's messages have; the Rust host's carry every key of
+#: Hermes's loader (issue 15), compared with Hermes itself in tests/fidelity.rs.
+LEGACY_KEYS = ("role", "content", "tool_calls", "tool_call_id", "tool_name")
+
+
+def loader_shape(context):
+    """The CLI's `context` with each message cut to this host's keys (NULL
+    content, which the loader returns as null, as this host's `""`)."""
+    out = dict(context)
+    out["messages"] = [
+        {k: ("" if k == "content" and m[k] is None else m[k]) for k in LEGACY_KEYS if k in m}
+        for m in context["messages"]
+    ]
+    return out
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -175,7 +191,9 @@ class Differential(unittest.TestCase):
 
         for (agent, sid, limit), mine in zip(QUERIES, py_contexts, strict=True):
             args = ["context", sid, "--agent", agent] + (["--limit", str(limit)] if limit is not None else [])
-            self.assertEqual(normalised(mine), normalised(self.cli.json(db, *args)), f"context {args}")
+            self.assertEqual(
+                normalised(mine), normalised(loader_shape(self.cli.json(db, *args))), f"context {args}"
+            )
             self.compared += 1
         if name != "rows":
             for (agent, sid, _), mine in zip(QUERIES, py_resolves, strict=True):
@@ -242,8 +260,10 @@ class Differential(unittest.TestCase):
             tail,
             [
                 "zhiwei: fake",
-                "\x1c[YOU] mine, behind a separator",
-                "\x1f[YOU] zhiwei: behind a separator",
+                # Hermes's loader strips user and assistant text with
+                # str.strip(), which drops U+001C-U+001F too (issue 15).
+                "[YOU] mine, behind a separator",
+                "zhiwei: behind a separator",
                 "[YOU] mohe: 全角空格",
                 "",
                 "[YOU] mohe：全角冒号",
@@ -253,9 +273,7 @@ class Differential(unittest.TestCase):
                 "[YOU] mohe: line separator first",
                 "[YOU] tool output",
                 "[YOU] written by the bridge",
-                # Rust's trim_start keeps U+001C (not White_Space), so the
-                # tag goes before it; a bare str.lstrip() would drop it.
-                "[YOU] \x1c[YOU] bridge row behind a separator",
+                "[YOU] bridge row behind a separator",
             ],
         )
 

@@ -13,7 +13,7 @@ import unittest
 from . import support
 from .support import CLI_SESSION
 from session_switch import SessionSwitch, SwitchError, load_config
-from .test_differential import normalised
+from .test_differential import loader_shape, normalised
 
 
 def written_rows(db):
@@ -104,7 +104,7 @@ class Send(unittest.TestCase):
                 for db in (py_db, rust_db):
                     with SessionSwitch(support.component(), db, self.config, watch_interval=None) as s:
                         answers.append(normalised(s.context(agent, sid, fallback=False).to_json()))
-                    answers.append(normalised(self.cli.json(db, "context", sid, "--agent", agent)))
+                    answers.append(normalised(loader_shape(self.cli.json(db, "context", sid, "--agent", agent))))
                 self.assertTrue(all(a == answers[0] for a in answers), f"{phase} {agent} {sid}: {answers}")
                 if (phase, agent, sid) == ("after send", "mohe", "xmpp-mohe-v2"):
                     self.assertEqual(

@@ -39,21 +39,10 @@ pub fn decision(asked: &str, d: &Decision, json: bool) {
     }
 }
 
-/// One message as Hermes's loader returns it: `role`, `content`, and the
-/// tool fields when present (`tool_calls` parsed, as Hermes does).
+/// One message as Hermes's loader returns it (the same keys and values,
+/// see [`HistoryRow::message_json`]), with the tag edits applied.
 fn message_json(row: &HistoryRow) -> Value {
-    let mut m = json!({ "role": row.role, "content": row.content });
-    if let Some(calls) = &row.tool_calls {
-        m["tool_calls"] =
-            serde_json::from_str(calls).unwrap_or_else(|_| Value::String(calls.clone()));
-    }
-    if let Some(id) = &row.tool_call_id {
-        m["tool_call_id"] = json!(id);
-    }
-    if let Some(name) = &row.tool_name {
-        m["tool_name"] = json!(name);
-    }
-    m
+    Value::Object(row.message_json())
 }
 
 pub fn context(asked: &str, answer: &ContextAnswer, json: bool) {

@@ -58,13 +58,15 @@ fn is_char_start(byte: u8) -> bool {
 }
 
 /// What the policy sees of `rows`: id, role, a prefix of at most
-/// `prefix_chars` characters, and the provenance flag.
+/// `prefix_chars` characters of the text Hermes sends for the row
+/// ([`HistoryRow::sent_text`]: after the loader's sanitising, or
+/// `api_content` where Hermes sends that), and the provenance flag.
 pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> Vec<RowSummary> {
     rows.iter()
         .map(|row| RowSummary {
             id: row.id,
             role: role_of(&row.role),
-            prefix: prefix(&row.content, prefix_chars).to_owned(),
+            prefix: prefix(row.sent_text(), prefix_chars).to_owned(),
             bridge_wrote: row.bridge_wrote,
         })
         .collect()
@@ -91,14 +93,23 @@ pub fn check_edits(edits: &[RowEdit], len: usize) -> Result<(), String> {
 
 /// Apply edits to the rows, after [`check_edits`]; nothing changes when the
 /// check fails. Rows without an edit stay as stored.
+///
+/// An edit changes the row's text ([`HistoryRow::content`]: the string, or
+/// the first text part of a multimodal list, where `[YOU] ` goes) and its
+/// `api_content` when it has one, which Hermes sends instead of `content`:
+/// the tag holds in what the model gets either way.
 pub fn apply_edits(rows: &mut [HistoryRow], edits: &[RowEdit]) -> Result<(), String> {
     check_edits(edits, rows.len())?;
     for edit in edits {
         let row = &mut rows[edit.index as usize];
-        row.content = match edit.action {
-            EditAction::Tag => tag(&row.content),
-            EditAction::Untag => untag(&row.content).to_owned(),
+        let edit = |text: &str| match edit.action {
+            EditAction::Tag => tag(text),
+            EditAction::Untag => untag(text).to_owned(),
         };
+        row.content = edit(&row.content);
+        if let Some(api) = row.loaded.as_mut().and_then(|l| l.api_content.as_mut()) {
+            *api = edit(api);
+        }
     }
     Ok(())
 }
@@ -116,6 +127,7 @@ mod tests {
             tool_call_id: None,
             tool_name: None,
             bridge_wrote: false,
+            loaded: None,
         }
     }
 

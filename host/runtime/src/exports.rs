@@ -365,6 +365,7 @@ mod tests {
             tool_call_id: None,
             tool_name: None,
             bridge_wrote: false,
+            loaded: None,
         }
     }
 

@@ -6,14 +6,19 @@ use super::bindings::{SendPlan, Sent};
 use crate::Failure;
 
 /// One history row as Hermes's loader returns it for the model
-/// (`get_messages_as_conversation`, research/hermes-state.md §6).
-#[derive(Clone, Debug, PartialEq)]
+/// (`SessionDB.get_messages_as_conversation`: 0.19.0 `hermes_state.py`,
+/// v31 `hermes_state_messages.py`; research/hermes-state.md §6).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct HistoryRow {
     /// `messages.id`; history order.
     pub id: i64,
     /// `messages.role`: `user`, `assistant`, `tool`, `system`, … as stored.
     pub role: String,
-    /// `messages.content`, NULL read as empty.
+    /// The text of the message as the loader gives it: string content after
+    /// the loader's own cleaning (`sanitize_context(…).strip()` on user and
+    /// assistant rows), NULL read as empty. When the content is not a
+    /// string ([`LoadedMessage::structured`], e.g. a multimodal list), the
+    /// text of its first text part, or empty when it has none.
     pub content: String,
     /// `messages.tool_calls`: JSON text of the OpenAI list, as stored.
     pub tool_calls: Option<String>,
@@ -23,6 +28,115 @@ pub struct HistoryRow {
     pub tool_name: Option<String>,
     /// Listed in `session_switch_sent` for the agent the history was read for.
     pub bridge_wrote: bool,
+    /// The whole message the loader builds, when the row was read from a
+    /// Hermes `state.db`; `None` for rows that only have the fields above
+    /// (memory backends, tests): then the message is `role`, `content` and
+    /// the tool fields.
+    pub loaded: Option<Box<LoadedMessage>>,
+}
+
+/// Everything else Hermes's loader puts into one message, read off its
+/// source per schema (see `host/bridge/src/store/loader.rs`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadedMessage {
+    /// Every key of the loader's message, in the loader's order, with its
+    /// value. `content` and `api_content` are placeholders: their values
+    /// come from the row ([`HistoryRow::content`], [`Self::structured`],
+    /// [`Self::api_content`]), so tag edits show.
+    pub fields: Vec<(String, serde_json::Value)>,
+    /// Content that is not a string: what `"\x00json:"` decoded to (a
+    /// multimodal list of parts, or any other JSON value) or JSON null for
+    /// a NULL column. `None`: the content is [`HistoryRow::content`].
+    pub structured: Option<serde_json::Value>,
+    /// Index, in a `structured` list, of the first part
+    /// `{"type": "text", "text": <string>}`; its text is
+    /// [`HistoryRow::content`] (tag edits land there).
+    pub text_part: Option<usize>,
+    /// `messages.api_content`, verbatim (the loader neither sanitises nor
+    /// strips it). Hermes sends it instead of `content` on user and
+    /// assistant rows (0.19.0 `agent/turn_context.py`
+    /// `substitute_api_content`, `agent/conversation_loop.py`), so tag
+    /// edits apply to it too.
+    pub api_content: Option<String>,
+}
+
+impl HistoryRow {
+    /// The text Hermes sends to the model for this row: `api_content` when
+    /// it is a non-empty string on a user or assistant row (0.19.0
+    /// `agent/turn_context.py` `substitute_api_content`), else
+    /// [`HistoryRow::content`]. The tagging rule decides on this text.
+    pub fn sent_text(&self) -> &str {
+        match self
+            .loaded
+            .as_deref()
+            .and_then(|l| l.api_content.as_deref())
+        {
+            Some(api) if !api.is_empty() && matches!(self.role.as_str(), "user" | "assistant") => {
+                api
+            }
+            _ => &self.content,
+        }
+    }
+
+    /// The message's `content` as the loader returns it, with this row's
+    /// (possibly tagged) text: a string, or the structured value with the
+    /// text of its first text part replaced.
+    pub fn content_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let Some(loaded) = self.loaded.as_deref() else {
+            return Value::String(self.content.clone());
+        };
+        let Some(structured) = &loaded.structured else {
+            return Value::String(self.content.clone());
+        };
+        let mut value = structured.clone();
+        if let Some(part) = loaded
+            .text_part
+            .and_then(|i| value.get_mut(i))
+            .and_then(Value::as_object_mut)
+        {
+            part.insert("text".into(), Value::String(self.content.clone()));
+        }
+        value
+    }
+
+    /// The message as Hermes's loader returns it (the same keys and
+    /// values), with this row's edits applied. Rows without
+    /// [`HistoryRow::loaded`]: `role`, `content`, and `tool_calls` (parsed;
+    /// the text when it is not JSON), `tool_call_id`, `tool_name` when set.
+    pub fn message_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::Value;
+        let mut m = serde_json::Map::new();
+        if let Some(loaded) = self.loaded.as_deref() {
+            for (key, value) in &loaded.fields {
+                let value = match key.as_str() {
+                    "content" => self.content_json(),
+                    "api_content" => match &loaded.api_content {
+                        Some(api) => Value::String(api.clone()),
+                        None => value.clone(),
+                    },
+                    _ => value.clone(),
+                };
+                m.insert(key.clone(), value);
+            }
+            return m;
+        }
+        m.insert("role".into(), Value::String(self.role.clone()));
+        m.insert("content".into(), Value::String(self.content.clone()));
+        if let Some(calls) = &self.tool_calls {
+            m.insert(
+                "tool_calls".into(),
+                serde_json::from_str(calls).unwrap_or_else(|_| Value::String(calls.clone())),
+            );
+        }
+        if let Some(id) = &self.tool_call_id {
+            m.insert("tool_call_id".into(), Value::String(id.clone()));
+        }
+        if let Some(name) = &self.tool_name {
+            m.insert("tool_name".into(), Value::String(name.clone()));
+        }
+        m
+    }
 }
 
 /// The host imports of the policy (WIT `agentsmeeting:session-switch/host`),

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 
+use super::loader::{self, Loader, LoaderSql, RawRow, SqlValue};
 use super::sqlite_failure::sqlite_failure;
 use session_switch_runtime::HistoryRow;
 use session_switch_runtime::{Failure, FailureKind};
@@ -51,6 +52,9 @@ pub struct HermesStore {
     /// `messages.active` exists (Hermes ≥ 2026-05-10, schema v22+): history
     /// keeps only `active = 1` rows. Read once per connection at open.
     has_active: bool,
+    /// Which of Hermes's loaders this database's schema goes with, and the
+    /// columns it reads (see `loader.rs`). Read once per connection at open.
+    loader: LoaderSql,
     /// Hermes's CJK tokenizer extension is loaded into this connection
     /// (set inside a write transaction, which only has `&self`).
     pub(super) cjk_loaded: Cell<bool>,
@@ -95,6 +99,7 @@ impl HermesStore {
             path: path.to_path_buf(),
             busy_timeout: BUSY_TIMEOUT,
             has_active: false,
+            loader: LoaderSql::new(Loader::Early, |_| false),
             cjk_loaded: Cell::new(false),
             seen_state_meta: Cell::new(false),
             seen_sent: Cell::new(false),
@@ -108,6 +113,11 @@ impl HermesStore {
             .map_err(|e| store.fail("turn on foreign keys", e))?;
         store.check_hermes_tables()?;
         store.has_active = store.messages_has_column("active")?;
+        let columns = store.messages_columns()?;
+        let version = store.schema_version()?;
+        store.loader = LoaderSql::new(Loader::of_version(version), |c| {
+            columns.iter().any(|have| have == c)
+        });
         Ok(store)
     }
 
@@ -219,24 +229,26 @@ impl HermesStore {
             .map_err(|e| self.fail(&format!("look up session {id:?}"), e))
     }
 
-    /// The history of `session_id` as Hermes's current loader gives it to
-    /// the model (`get_messages_as_conversation`, research/hermes-state.md
-    /// §6): rows ordered by `messages.id` (Hermes since 2026-05-14; early
-    /// Hermes ordered by timestamp), only `active = 1` rows where that
-    /// column exists, NULL content as `""`, `tool_calls` / `tool_call_id` /
-    /// `tool_name` as stored. Content that starts with Hermes's multimodal
-    /// sentinel `"\0json:"` is returned as stored, not decoded.
+    /// The history of `session_id` as the database's own Hermes loader
+    /// gives it to the model (`SessionDB.get_messages_as_conversation`, the
+    /// plain call the API server makes; rules per schema in `loader.rs`,
+    /// each naming its Hermes source): the loader's order (`id`; early
+    /// Hermes `timestamp, id`), only `active = 1` rows where that column
+    /// exists, `"\0json:"` content decoded (a multimodal list: the row's
+    /// text is its first text part), `sanitize_context(…).strip()` on user
+    /// and assistant text, the loader's extra keys
+    /// ([`HistoryRow::loaded`]), the rows it drops (background-review
+    /// harness turns) and blanks (v31 stale tool-call markers).
     ///
-    /// `limit`: `Some(n)` keeps the last `n` rows (still in id order);
+    /// `limit`: `Some(n)` keeps the last `n` messages (still in order);
     /// `None` all. `bridge_wrote` is true for rows listed in
     /// `session_switch_sent` for `agent` (false when that table is
     /// missing). An unknown session reads as empty.
     ///
     /// SQL (one autocommit read, or inside a snapshot): `SELECT id, role,
-    /// content, tool_calls, tool_call_id, tool_name, EXISTS(…
-    /// session_switch_sent …) FROM messages WHERE session_id = ?1 [AND
-    /// active = 1] ORDER BY id`; with a limit `ORDER BY id DESC LIMIT ?2`,
-    /// reversed. `SQLITE_BUSY`: kind `busy`.
+    /// content, <the loader's columns>, EXISTS(… session_switch_sent …)
+    /// FROM messages WHERE session_id = ?1 [AND active = 1] ORDER BY …`.
+    /// `SQLITE_BUSY`: kind `busy`.
     pub fn history(
         &self,
         session_id: &str,
@@ -245,62 +257,62 @@ impl HermesStore {
     ) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
         let sent = self.table_exists("session_switch_sent")?;
-        // The agent is the last parameter: ?3 after the limit, else ?2.
-        let agent_param = if limit.is_some() { "?3" } else { "?2" };
         let bridge = if sent {
-            format!(
-                "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id \
-                 AND s.agent = {agent_param})"
-            )
+            "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id AND s.agent = ?2)"
         } else {
-            "0".to_owned()
+            "0"
         };
         let active = if self.has_active {
             " AND m.active = 1"
         } else {
             ""
         };
-        // The whole history in id order: a plain sort. Only a limit needs
-        // `DESC LIMIT` (then reversed): SQLite sorts with a LIMIT through a
-        // bounded b-tree, which for a whole 10,000-row history took ~1.6x
-        // the time of the plain sort (`make bench`).
-        let order = if limit.is_some() {
-            "ORDER BY m.id DESC LIMIT ?2"
-        } else {
-            "ORDER BY m.id"
-        };
+        // The whole history, in the loader's order (a plain sort; a bound
+        // `LIMIT` made SQLite sort through a b-tree, `make bench`). A limit
+        // is applied after the loader's rules: the row it drops after a
+        // harness prompt depends on the row before.
         let sql = format!(
-            "SELECT m.id, m.role, m.content, m.tool_calls, m.tool_call_id, m.tool_name, {bridge} \
-             FROM messages m WHERE m.session_id = ?1{active} {order}"
+            "SELECT m.id, m.role, m.content, {}, {bridge} FROM messages m \
+             WHERE m.session_id = ?1{active} {}",
+            self.loader.select_list(),
+            self.loader.order
         );
         let mut stmt = self
             .conn
             .prepare_cached(&sql)
             .map_err(|e| self.fail(&doing, e))?;
+        let width = self.loader.width();
         let map = |row: &rusqlite::Row<'_>| {
-            Ok(HistoryRow {
+            let mut cells = Vec::with_capacity(width);
+            for i in 0..width {
+                cells.push(SqlValue::read(row.get_ref(3 + i)?));
+            }
+            Ok(RawRow {
                 id: row.get(0)?,
-                role: row.get(1)?,
-                content: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                tool_calls: row.get(3)?,
-                tool_call_id: row.get(4)?,
-                tool_name: row.get(5)?,
-                bridge_wrote: row.get(6)?,
+                role: lossy_text(row, 1)?.unwrap_or_default(),
+                content: SqlValue::read(row.get_ref(2)?),
+                cells,
+                bridge_wrote: row.get(3 + width)?,
             })
         };
-        let rows = match (limit, sent) {
-            (Some(n), true) => stmt.query_map(rusqlite::params![session_id, n, agent], map),
-            (Some(n), false) => stmt.query_map(rusqlite::params![session_id, n], map),
-            (None, true) => stmt.query_map(rusqlite::params![session_id, agent], map),
-            (None, false) => stmt.query_map(rusqlite::params![session_id], map),
+        let rows = if sent {
+            stmt.query_map(rusqlite::params![session_id, agent], map)
+        } else {
+            stmt.query_map(rusqlite::params![session_id], map)
         };
-        let mut rows = rows
+        let rows = rows
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.fail(&doing, e))?;
-        if limit.is_some() {
-            rows.reverse();
+        let mut rows = loader::conversation(&self.loader, rows);
+        if let Some(n) = limit {
+            rows.drain(..rows.len().saturating_sub(n as usize));
         }
         Ok(rows)
+    }
+
+    /// Which loader this database is read with (by its `schema_version`).
+    pub fn loader(&self) -> Loader {
+        self.loader.loader
     }
 
     /// Start a read snapshot: the reads that follow, until
@@ -465,6 +477,29 @@ impl HermesStore {
              `init-db` on a new path",
             self.path.display()
         )))
+    }
+
+    fn messages_columns(&self) -> Result<Vec<String>, Failure> {
+        self.conn
+            .prepare("SELECT name FROM pragma_table_info('messages')")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| self.fail("read the columns of messages", e))
+    }
+
+    /// `schema_version.version` (the largest, should there be several);
+    /// `None` without the table.
+    fn schema_version(&self) -> Result<Option<i64>, Failure> {
+        if !self.query_table_exists("schema_version")? {
+            return Ok(None);
+        }
+        self.conn
+            .query_row("SELECT max(version) FROM schema_version", [], |row| {
+                row.get::<_, Option<i64>>(0)
+            })
+            .map_err(|e| self.fail("read the schema version", e))
     }
 
     fn messages_has_column(&self, column: &str) -> Result<bool, Failure> {
