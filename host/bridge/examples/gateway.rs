@@ -7,10 +7,8 @@
 //! room JID `room/nick`) and prints what the bot would do. Uses
 //! `$HERMES_HOME/session-switch.toml` and `$HERMES_HOME/state.db`.
 
-use session_switch::config::Config;
-use session_switch::runtime::{Policy, PolicyOptions, WatchOptions};
-use session_switch::store::HermesStore;
-use session_switch::{HermesImports, wiring};
+use session_switch::runtime::WatchOptions;
+use session_switch::{Bridge, BridgeOptions, wiring};
 use std::io::BufRead;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -18,14 +16,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [policy_file, agent, xmpp_session] = args.as_slice() else {
         return Err("usage: gateway POLICY.wasm AGENT XMPP_SESSION".into());
     };
-    let config = Config::load(&Config::default_path())?;
-    let settings = wiring::settings(&config);
-
-    let policy = Policy::load(policy_file, PolicyOptions::default())?;
+    // The config, database and policy of $HERMES_HOME, wired as the CLI does.
+    let bridge = Bridge::open(BridgeOptions {
+        policy: Some(policy_file.into()),
+        ..BridgeOptions::default()
+    })?;
+    let settings = wiring::settings(bridge.config());
     // Replace the file (write a temp file, then rename): the watcher
     // compiles, type-checks and self-checks the new component off the hot
     // path and swaps it in; a bad file is rejected and the old one serves.
-    let _watcher = policy.watch(
+    let _watcher = bridge.policy().watch(
         policy_file,
         WatchOptions {
             settings: Some(settings.clone()),
@@ -33,9 +33,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     );
 
-    let store = HermesStore::open(&HermesStore::default_path())?;
-    let backend = HermesImports::new(store, None, config.xmpp.room.clone());
-    let mut session = policy.instance(backend, settings);
+    // One PolicyInstance per thread; it follows the swaps.
+    let mut policy = bridge.instance(false)?;
 
     for line in std::io::stdin().lock().lines() {
         let line = line?;
@@ -43,13 +42,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         };
         // Never answer ourselves: the room reflects our own messages.
-        if session.is_own_message_or_fallback(agent, sender) {
+        if policy.is_own_message_or_fallback(agent, sender) {
             println!("{sender}: own reflection, skipped");
             continue;
         }
         // Never fails: on a policy failure, no redirect (reason policy-error).
-        let decision = session.resolve_or_fallback(agent, xmpp_session);
-        let history = session.context_or_fallback(agent, xmpp_session, Some(20))?;
+        let decision = policy.resolve_or_fallback(agent, xmpp_session);
+        let history = policy.context_or_fallback(agent, xmpp_session, Some(20))?;
         println!(
             "{sender}: {body:?} -> load {} ({:?}), {} rows for the model",
             decision.session_id,
