@@ -439,6 +439,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // tracing events (policy swapped or rejected, policy failures) reach
     // Python's `logging` through the `log` crate.
     let _ = pyo3_log::try_init();
+    // No signal handlers of wasmtime's: Python's faulthandler (which Hermes
+    // enables) would take a policy trap's signal and abort the process.
+    session_switch::runtime::disable_signal_traps();
     m.add(
         "SessionSwitchError",
         m.py().get_type::<SessionSwitchError>(),

@@ -36,7 +36,7 @@ pub use instance::{ContextAnswer, PolicyInstance};
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::{
     EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Policy, PolicyOptions, Source,
-    TYPES_INTERFACE,
+    TYPES_INTERFACE, disable_signal_traps,
 };
 pub use session_switch_contract as contract;
 pub use session_switch_contract::failure::{Failure, FailureKind};
