@@ -626,13 +626,13 @@ mod tests {
         let empty = Config::parse(&format!("{BASE}[policy]\npath = \" \"\n"), "t").unwrap_err();
         assert_eq!(
             empty.message,
-            "config t, line 8: [policy] path must name a policy component file"
+            "config t, line 9: [policy] path must name a policy component file"
         );
         let unknown = Config::parse(&format!("{BASE}[policy]\nfile = \"p.wasm\"\n"), "t")
             .unwrap_err()
             .message;
         assert!(
-            unknown.starts_with("config t, line 8: unknown field `file`"),
+            unknown.starts_with("config t, line 9: unknown field `file`"),
             "{unknown}"
         );
     }
