@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel python-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -62,15 +62,15 @@ variants: toolchain ## build the policy's test variants: target/policy/variants/
 build: component ## build the CLI (embeds the component)
 	$(CARGO) build --workspace --bins
 
-venv: $(VENV)/.requirements ## Python venv: the tests' XMPP observer (slixmpp), the Python gateway (wasmtime)
+venv: $(VENV)/.requirements ## Python venv: the tests' XMPP observer (slixmpp), maturin, wasmtime-py (portability test)
 
 # Re-installed only when a requirements file changes. `python -m pip`, not
 # `bin/pip`: a venv copied from another checkout keeps that checkout's path
 # in its scripts' #! line, and its pip would install there.
-PY_GATEWAY_REQUIREMENTS := examples/python-gateway/requirements.txt
-$(VENV)/.requirements: tests/requirements.txt $(PY_GATEWAY_REQUIREMENTS)
+PY_REQUIREMENTS := host/python/tests/requirements.txt
+$(VENV)/.requirements: tests/requirements.txt $(PY_REQUIREMENTS)
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_GATEWAY_REQUIREMENTS)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_REQUIREMENTS)
 	@touch $@
 
 # Hermes itself, one venv per version (both install a `hermes_state`
@@ -84,6 +84,29 @@ target/hermes-venv/%/.requirements: tests/hermes/requirements-%.txt
 	target/hermes-venv/$*/bin/python -m pip install -q --disable-pip-version-check -r $<
 	@touch $@
 
+# The Python package (host/python: the Rust host through PyO3, the Hermes
+# plugin), the policy embedded as in the CLI. maturin builds that crate
+# alone, so the CLI's `bundled-sqlite` is not unified in: the extension
+# links the system libsqlite3, the one Python's sqlite3 uses. Its own
+# target dir: a release build beside `cargo test`'s debug one, no waiting
+# for that lock.
+WHEELS := target/wheels
+wheel: component venv ## the Python package: target/wheels/session_switch-*.whl
+	rm -f $(WHEELS)/session_switch-*.whl
+	$(VENV)/bin/python -m maturin build --release -m host/python/Cargo.toml --target-dir target/wheel -o $(WHEELS)
+	rm -rf target/wheel/check && $(VENV)/bin/python -m zipfile -e $(WHEELS)/session_switch-*.whl target/wheel/check
+	@if nm -D --defined-only target/wheel/check/session_switch/_native*.so | grep -q ' sqlite3_'; then \
+	  echo "make: the extension carries its own SQLite" >&2; exit 1; fi
+
+# The binding's and the plugin's Python tests (host/python/tests) on the
+# wheel installed into the venv: differential against the CLI on the
+# Hermes fixtures, policy failures, hot swap under threads, the real Hermes
+# API server (both versions, cached venvs under target/hermes) against a
+# fake LLM. Needs the EJ_* variables of with-ejabberd.sh (`make test`).
+python-test: wheel
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(WHEELS)/session_switch-*.whl
+	$(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python
+
 fixtures:
 	@test -f "$(HERMES_FIXTURES)/hermes-latest.db" || { \
 	  echo "make: the Hermes fixtures are missing at $(HERMES_FIXTURES) (set HERMES_FIXTURES)" >&2; exit 1; }
@@ -95,9 +118,10 @@ fixtures:
 # that finds no ejabberd fails instead of skipping.
 # One build of every target first: `cargo test` then reuses it (building the
 # CLI alone resolves other features and compiles wasmtime a second time).
-test: fixtures component variants venv hermes-venvs ## run every test (starts and stops an isolated ejabberd)
+test: fixtures component variants venv hermes-venvs wheel ## run every test (starts and stops an isolated ejabberd)
 	$(CARGO) build --workspace --all-targets
-	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh $(CARGO) test --workspace
+	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh \
+	  bash -c '$(CARGO) test --workspace && $(MAKE) --no-print-directory python-test'
 
 demo: build venv ## the whole flow against a real ejabberd it starts and stops
 	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh

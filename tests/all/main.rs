@@ -19,7 +19,6 @@ mod hot_swap;
 mod isolation;
 mod policy_differential;
 mod policy_props;
-mod python_gateway;
 mod runtime;
 mod sandbox;
 mod soak;

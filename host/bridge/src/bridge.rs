@@ -19,7 +19,8 @@ pub struct BridgeOptions {
     pub config: Option<PathBuf>,
     /// Hermes's database (default `$HERMES_HOME/state.db`).
     pub db: Option<PathBuf>,
-    /// A policy component file instead of the embedded one.
+    /// A policy component file instead of the embedded one (default: the
+    /// config's `[policy] path`, else the embedded policy).
     pub policy: Option<PathBuf>,
     /// Where precompiled components are cached.
     pub cache: CacheMode,
@@ -35,6 +36,7 @@ pub struct Bridge {
     config: Config,
     db: PathBuf,
     policy: Policy,
+    policy_file: Option<PathBuf>,
 }
 
 impl Bridge {
@@ -49,7 +51,8 @@ impl Bridge {
             cache: options.cache,
             ..PolicyOptions::default()
         };
-        let policy = match &options.policy {
+        let policy_file = options.policy.or_else(|| config.policy_path.clone());
+        let policy = match &policy_file {
             Some(path) => Policy::load(path, policy_options)?,
             None => Policy::embedded(policy_options)?,
         };
@@ -57,6 +60,7 @@ impl Bridge {
             config,
             db: options.db.unwrap_or_else(HermesStore::default_path),
             policy,
+            policy_file,
         })
     }
 
@@ -68,6 +72,12 @@ impl Bridge {
     /// The path of Hermes's `state.db`.
     pub fn db_path(&self) -> &std::path::Path {
         &self.db
+    }
+
+    /// The policy file in use (`--policy`, else `[policy] path`); `None`
+    /// for the embedded policy.
+    pub fn policy_file(&self) -> Option<&std::path::Path> {
+        self.policy_file.as_deref()
     }
 
     /// The loaded policy (reload it, watch its file, read its version).
@@ -128,5 +138,92 @@ impl Bridge {
     /// Whether a room message from `sender` is `agent`'s own echo.
     pub fn is_own(&self, agent: &str, sender: &str) -> Result<bool, Failure> {
         self.instance(false)?.is_own_message(agent, sender)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn variant(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../target/policy/variants/{name}.wasm"))
+    }
+
+    fn home(name: &str, policy: Option<&str>) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ss-bridge-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let section = policy.map_or(String::new(), |p| format!("[policy]\npath = \"{p}\"\n"));
+        std::fs::write(
+            dir.join("session-switch.toml"),
+            format!(
+                "[xmpp]\nroom = \"room@conference.example.org\"\n{section}\n[[agents]]\n\
+                 name = \"mohe\"\njid = \"mohe@example.org\"\nsessions = [\"xmpp-mohe\"]\n"
+            ),
+        )
+        .unwrap();
+        dir
+    }
+
+    fn open(dir: &Path, policy: Option<PathBuf>) -> Result<Bridge, Failure> {
+        Bridge::open(BridgeOptions {
+            config: Some(dir.join("session-switch.toml")),
+            policy,
+            cache: CacheMode::Off,
+            ..BridgeOptions::default()
+        })
+    }
+
+    #[test]
+    fn the_config_policy_path_is_used_and_the_option_overrides_it() {
+        let dir = home("path", None);
+        std::fs::copy(variant("v2"), dir.join("v2.wasm")).unwrap();
+        std::fs::write(
+            dir.join("session-switch.toml"),
+            std::fs::read_to_string(dir.join("session-switch.toml"))
+                .unwrap()
+                .replacen("[xmpp]", "[policy]\npath = \"v2.wasm\"\n\n[xmpp]", 1),
+        )
+        .unwrap();
+        let bridge = open(&dir, None).unwrap();
+        assert!(
+            bridge.policy().version().ends_with("-v2"),
+            "{}",
+            bridge.policy().version()
+        );
+        assert_eq!(bridge.policy_file(), Some(dir.join("v2.wasm").as_path()));
+
+        let bridge = open(&dir, Some(variant("v3"))).unwrap();
+        assert!(
+            bridge.policy().version().ends_with("-v3"),
+            "{}",
+            bridge.policy().version()
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn no_policy_path_is_the_embedded_policy_and_a_missing_file_fails_open() {
+        let dir = home("embedded", None);
+        let bridge = open(&dir, None).unwrap();
+        assert_eq!(bridge.policy_file(), None);
+        assert!(
+            !bridge.policy().version().contains("-v"),
+            "{}",
+            bridge.policy().version()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let dir = home("missing", Some("nowhere.wasm"));
+        let failure = open(&dir, None)
+            .err()
+            .expect("a missing policy file is refused");
+        assert!(
+            failure.message.contains("nowhere.wasm"),
+            "{}",
+            failure.message
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -35,6 +35,11 @@ pub struct Config {
     pub redirect: Redirect,
     /// In file order; names, JIDs, nicks and sessions are unique.
     pub agents: Vec<AgentConfig>,
+    /// `[policy] path`: a policy component file to use instead of the
+    /// embedded one (`--policy` overrides it). [`Config::load`] makes a
+    /// relative path relative to the config file's folder; [`Config::parse`]
+    /// keeps it as written.
+    pub policy_path: Option<PathBuf>,
 }
 
 /// `[xmpp]`: where and how to post.
@@ -106,6 +111,13 @@ struct RawConfig {
     redirect: RawRedirect,
     #[serde(default)]
     agents: Vec<RawAgent>,
+    policy: Option<RawPolicy>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    path: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -161,6 +173,12 @@ impl Config {
             Failure::bad_input(format!("cannot read config {}: {e}{hint}", path.display()))
         })?;
         let mut config = Self::parse(&text, &path.display().to_string())?;
+        if let Some(policy) = &config.policy_path
+            && policy.is_relative()
+        {
+            let folder = path.parent().unwrap_or(Path::new(""));
+            config.policy_path = Some(folder.join(policy));
+        }
         config.path = Some(path.to_path_buf());
         Ok(config)
     }
@@ -423,6 +441,17 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
         ));
     }
 
+    let policy_path = match raw.policy.and_then(|p| p.path) {
+        Some(p) if p.get_ref().trim().is_empty() || p.get_ref().contains('\0') => {
+            return Err(at(
+                p.span(),
+                "[policy] path must name a policy component file".into(),
+            ));
+        }
+        Some(p) => Some(PathBuf::from(p.into_inner())),
+        None => None,
+    };
+
     let r = raw.redirect;
     let ttl_seconds = match r.ttl_seconds {
         Some(t) if *t.get_ref() == 0 => {
@@ -462,6 +491,7 @@ fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
             legacy_agent,
         },
         agents,
+        policy_path,
     })
 }
 
@@ -545,4 +575,65 @@ fn unique(
     }
     seen.insert(key, span.start);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[xmpp]\nroom = \"room@conference.example.org\"\n\n\
+        [[agents]]\nname = \"mohe\"\njid = \"mohe@example.org\"\nsessions = [\"xmpp-mohe\"]\n";
+
+    fn file(dir: &Path, extra: &str) -> PathBuf {
+        let path = dir.join("session-switch.toml");
+        std::fs::write(&path, format!("{BASE}{extra}")).unwrap();
+        path
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ss-config-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn no_policy_section_means_the_embedded_policy() {
+        let config = Config::parse(BASE, "t").unwrap();
+        assert_eq!(config.policy_path, None);
+    }
+
+    #[test]
+    fn a_relative_policy_path_is_relative_to_the_config_folder() {
+        let dir = temp_dir("relative");
+        let config = Config::load(&file(&dir, "[policy]\npath = \"policies/p.wasm\"\n")).unwrap();
+        assert_eq!(config.policy_path, Some(dir.join("policies/p.wasm")));
+        // `parse` alone has no folder: the path stays as written.
+        let parsed = Config::parse(&format!("{BASE}[policy]\npath = \"p.wasm\"\n"), "t").unwrap();
+        assert_eq!(parsed.policy_path, Some(PathBuf::from("p.wasm")));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_absolute_policy_path_is_kept() {
+        let dir = temp_dir("absolute");
+        let config = Config::load(&file(&dir, "[policy]\npath = \"/srv/p.wasm\"\n")).unwrap();
+        assert_eq!(config.policy_path, Some(PathBuf::from("/srv/p.wasm")));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_empty_policy_path_or_an_unknown_key_is_refused_with_its_line() {
+        let empty = Config::parse(&format!("{BASE}[policy]\npath = \" \"\n"), "t").unwrap_err();
+        assert_eq!(
+            empty.message,
+            "config t, line 9: [policy] path must name a policy component file"
+        );
+        let unknown = Config::parse(&format!("{BASE}[policy]\nfile = \"p.wasm\"\n"), "t")
+            .unwrap_err()
+            .message;
+        assert!(
+            unknown.starts_with("config t, line 9: unknown field `file`"),
+            "{unknown}"
+        );
+    }
 }

@@ -10,6 +10,7 @@
 pub mod bridge;
 pub mod config;
 pub mod hermes_imports;
+pub mod json;
 pub mod store;
 pub mod transport;
 pub mod wiring;

@@ -2,8 +2,8 @@
 //! DESIGN §8 (one JSON document on stdout).
 
 use serde_json::{Value, json};
-use session_switch::HistoryRow;
 use session_switch::config::Config;
+use session_switch::json;
 use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
 use std::path::Path;
 
@@ -14,18 +14,9 @@ fn print_json(value: &Value) {
     );
 }
 
-fn decision_json(d: &Decision) -> Value {
-    json!({
-        "session_id": d.session_id,
-        "redirected": d.redirected,
-        "reason": d.reason.as_str(),
-        "detail": d.detail,
-    })
-}
-
 pub fn decision(asked: &str, d: &Decision, json: bool) {
     if json {
-        return print_json(&decision_json(d));
+        return print_json(&json::decision(d));
     }
     if d.redirected {
         println!(
@@ -39,17 +30,9 @@ pub fn decision(asked: &str, d: &Decision, json: bool) {
     }
 }
 
-/// One message as Hermes's loader returns it (the same keys and values,
-/// see [`HistoryRow::message_json`]), with the tag edits applied.
-fn message_json(row: &HistoryRow) -> Value {
-    Value::Object(row.message_json())
-}
-
 pub fn context(asked: &str, answer: &ContextAnswer, json: bool) {
     if json {
-        let mut v = decision_json(&answer.decision);
-        v["messages"] = answer.messages.iter().map(message_json).collect();
-        return print_json(&v);
+        return print_json(&json::context(answer));
     }
     decision(asked, &answer.decision, false);
     for row in &answer.messages {
@@ -86,14 +69,7 @@ fn tool_calls_text(calls: &str) -> String {
 
 pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
     if json {
-        return print_json(&json!({
-            "delivered": true,
-            "room": r.room,
-            "body": r.body,
-            "message_id": r.message_id,
-            "record_key": r.record_key,
-            "record_replaced": r.record_replaced,
-        }));
+        return print_json(&json::receipt(r));
     }
     println!("sent to {}: {}", r.room, r.body);
     println!(
@@ -107,22 +83,7 @@ pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
 
 pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
     if json {
-        let v: Vec<Value> = statuses
-            .iter()
-            .map(|s| {
-                json!({
-                    "agent": s.agent,
-                    "key": s.key,
-                    "session_id": s.session_id,
-                    "timestamp": s.timestamp,
-                    "age_seconds": s.age_seconds,
-                    "remaining_seconds": s.remaining_seconds,
-                    "valid": s.valid,
-                    "reason": s.reason.as_str(),
-                    "detail": s.detail,
-                })
-            })
-            .collect();
+        let v: Vec<Value> = statuses.iter().map(json::record_status).collect();
         return print_json(&Value::Array(v));
     }
     if statuses.is_empty() {

@@ -66,6 +66,16 @@ impl Runtime {
         let mut config = Config::new();
         config.consume_fuel(true);
         config.epoch_interruption(true);
+        if !SIGNAL_TRAPS.load(std::sync::atomic::Ordering::Relaxed) {
+            config.signals_based_traps(false);
+            // SAFETY: both are documented Cranelift settings; wasmtime requires
+            // them off without signals-based traps (its spectre guards fault on
+            // purpose).
+            unsafe {
+                config.cranelift_flag_set("enable_heap_access_spectre_mitigation", "false");
+                config.cranelift_flag_set("enable_table_access_spectre_mitigation", "false");
+            }
+        }
         let engine = Engine::new(&config)
             .map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))?;
         start_ticker(&engine)?;
@@ -78,4 +88,16 @@ impl Runtime {
             options,
         })
     }
+}
+
+static SIGNAL_TRAPS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Make every [`Policy`](crate::Policy) created after this call run without
+/// signal handlers (wasmtime's `signals_based_traps(false)`): generated code
+/// checks bounds and traps explicitly instead of faulting. For a host
+/// embedded in a process with signal handlers of its own: inside Hermes,
+/// Python's `faulthandler` is installed after wasmtime's handlers, takes a
+/// trap's `SIGILL` first and aborts the process. Costs some speed.
+pub fn disable_signal_traps() {
+    SIGNAL_TRAPS.store(false, std::sync::atomic::Ordering::Relaxed);
 }

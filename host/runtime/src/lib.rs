@@ -49,7 +49,7 @@ pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use component::{
     EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Source, TYPES_INTERFACE,
 };
-pub use engine::PolicyOptions;
+pub use engine::{PolicyOptions, disable_signal_traps};
 pub use exports::ContextAnswer;
 pub use host_imports::HostImports;
 pub use host_imports::{HistoryRow, LoadedMessage};

