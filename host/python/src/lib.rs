@@ -386,6 +386,7 @@ impl Bridge {
                 tool_call_id: None,
                 tool_name: None,
                 bridge_wrote,
+                loaded: None,
             });
             texts.push((content, api_content));
         }
