@@ -34,12 +34,32 @@ fn wait_ok(name: &str, child: Child) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// [`run_once`] on a fresh copy; a second time when the gateway was
+/// descheduled for the whole burst. On a loaded machine (other tests spawn
+/// Erlang VMs beside this one) the gateway process can get no CPU while 50
+/// sends finish in under a second; the interleaving must show in one of two
+/// bursts.
 fn run(fixture: &str, mode: &str) {
     // The runs share two cores: one heavy test at a time keeps them honest.
     let _heavy = session_switch_tests::heavy();
-    let Some((dir, db)) = fixture_copy(fixture) else {
-        return;
-    };
+    let mut during = Vec::new();
+    for _ in 0..2 {
+        let Some(rows) = run_once(fixture, mode) else {
+            return;
+        };
+        if rows >= 3 {
+            return;
+        }
+        during.push(rows);
+    }
+    panic!("the gateway wrote only {during:?} rows while the workers ran, in two bursts");
+}
+
+/// One burst of sends and reads beside a Hermes-like gateway writer; every
+/// check but the interleaving, whose count it returns (rows the gateway
+/// wrote while the workers ran). `None` without the fixtures.
+fn run_once(fixture: &str, mode: &str) -> Option<i64> {
+    let (dir, db) = fixture_copy(fixture)?;
     let conn = Connection::open(&db).unwrap();
     assert_eq!(query::<String>(&conn, "PRAGMA journal_mode"), mode);
     let messages_before: i64 = query(&conn, "SELECT count(*) FROM messages");
@@ -133,10 +153,6 @@ fn run(fixture: &str, mode: &str) {
             |r| r.get(0),
         )
         .unwrap();
-    assert!(
-        during >= 3,
-        "the gateway wrote only {during} rows while the workers ran"
-    );
     assert_eq!(query::<String>(&conn, "PRAGMA journal_mode"), mode);
     let total: i64 = query(&conn, "SELECT count(*) FROM messages");
     assert_eq!(total, messages_before + i64::from(SENDS) + gateway_rows);
@@ -212,6 +228,7 @@ fn run(fixture: &str, mode: &str) {
     );
     drop(conn);
     assert!(Path::new(&db).exists());
+    Some(during)
 }
 
 #[test]
