@@ -188,12 +188,15 @@ class Differential(unittest.TestCase):
         messages = Bridge(home).context("mohe", "xmpp-mohe-v2")["messages"]
         self.assertEqual(
             [m["content"] for m in messages[-len(ROWS):]],
+            # Hermes's loader strips user and assistant text with Python's
+            # whitespace (U+001C-U+001F included) and keeps a NULL content
+            # as None (issue 15): the separators are gone before tagging.
             [
                 "zhiwei: fake",
-                "\x1c[YOU] mine, behind a separator",
-                "\x1f[YOU] zhiwei: behind a separator",
+                "[YOU] mine, behind a separator",
+                "zhiwei: behind a separator",
                 "[YOU] mohe: 全角空格",
-                "",
+                None,
                 "[YOU] mohe：全角冒号",
                 "[YOU] [mohe] bracketed",
                 "mohe2: not mohe",
@@ -201,7 +204,7 @@ class Differential(unittest.TestCase):
                 "[YOU] mohe: line separator first",
                 "[YOU] tool output",
                 "[YOU] written by the bridge",
-                "[YOU] \x1c[YOU] bridge row behind a separator",
+                "[YOU] bridge row behind a separator",
             ],
         )
 
