@@ -134,7 +134,7 @@ demo: build venv ## the whole flow against a real ejabberd it starts and stops
 bench: component variants ## benchmarks: policy per call, CLI, sends, hot swap, memory
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
-	$(CARGO) build --release -p session-switch -p xmpp-session-bridge --bins --benches
+	$(CARGO) build --release -p xmpp-session-bridge --bins && $(CARGO) build --release -p session-switch-tests --benches
 	bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
 
 # cargo-fuzz targets (fuzz/, its own workspace, nightly toolchain): each runs

@@ -104,7 +104,7 @@ def criterion(run_dir, quick):
     env = dict(os.environ, SSW_BENCH_DIR=run_dir, CRITERION_HOME=home)
     if quick:
         env["SSW_BENCH_QUICK"] = "1"
-    sh(["cargo", "bench", "-q", "-p", "session-switch", "--bench", "policy"], env=env, capture=False)
+    sh(["cargo", "bench", "-q", "-p", "session-switch-tests", "--bench", "policy"], env=env, capture=False)
     out = {}
     for group in sorted(os.listdir(home)):
         for fn in sorted(os.listdir(os.path.join(home, group))):
@@ -119,7 +119,7 @@ def hot_swap(run_dir, quick):
     env = dict(os.environ, SSW_BENCH_DIR=run_dir)
     if quick:
         env["SSW_BENCH_QUICK"] = "1"
-    r = sh(["cargo", "bench", "-q", "-p", "session-switch", "--bench", "hot_swap"], env=env)
+    r = sh(["cargo", "bench", "-q", "-p", "session-switch-tests", "--bench", "hot_swap"], env=env)
     return last_json(r.stdout)["hot_swap"]
 
 

@@ -171,16 +171,15 @@ pub fn sent_to_guest(s: host::Sent) -> guest::Sent {
     }
 }
 
-/// Hermes's free-text `messages.role` as the guest's WIT `role` (WIT
-/// `types.role`: the four roles Hermes's loader sends to the model, exactly
-/// as spelled; anything else is `other`). Written from the contract, not
-/// copied from the host, so the differential test checks the host's mapping.
+/// Hermes's free-text `messages.role` as the guest's WIT `role`, through
+/// the contract's one mapping (`session_switch_contract::role::Role::of`).
 pub fn role_to_guest(role: &str) -> guest::Role {
-    match role {
-        "user" => guest::Role::User,
-        "assistant" => guest::Role::Assistant,
-        "tool" => guest::Role::Tool,
-        "system" => guest::Role::System,
-        _ => guest::Role::Other,
+    use session_switch_contract::role::Role;
+    match Role::of(role) {
+        Role::User => guest::Role::User,
+        Role::Assistant => guest::Role::Assistant,
+        Role::Tool => guest::Role::Tool,
+        Role::System => guest::Role::System,
+        Role::Other => guest::Role::Other,
     }
 }

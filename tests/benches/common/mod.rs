@@ -6,12 +6,14 @@
 
 #![allow(dead_code)] // each bench uses part of this module
 
-use session_switch::Failure;
 use session_switch::HistoryRow;
 use session_switch::config::Config;
 use session_switch::runtime::{prefix, tag, untag};
 use session_switch::store::HermesStore;
+use session_switch::wiring;
 use session_switch_policy as native;
+use session_switch_tests::wit_convert::{failure_to_guest, role_to_guest, settings_to_guest};
+use session_switch_tests::workspace_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -37,13 +39,6 @@ pub struct Run {
     /// The CLI session the records name (the redirect target).
     pub cli_session: String,
     pub dbs: Vec<Db>,
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ has a parent")
-        .to_path_buf()
 }
 
 /// The run of `$SSW_BENCH_DIR` (the driver builds it), else a new one in a
@@ -113,29 +108,6 @@ fn python(script: &Path, args: &[&std::ffi::OsStr]) {
     );
 }
 
-/// The policy's settings from the config, as the guest crate's type (the
-/// same data `bridge::settings` hands the component).
-pub fn native_settings(config: &Config) -> native::Settings {
-    native::Settings {
-        room: config.xmpp.room.clone(),
-        ttl_seconds: config.redirect.ttl_seconds,
-        future_skew_seconds: config.redirect.future_skew_seconds,
-        max_body_chars: config.xmpp.max_body_chars,
-        legacy_agent: config.redirect.legacy_agent.clone(),
-        agents: config
-            .agents
-            .iter()
-            .map(|a| native::Agent {
-                name: a.name.clone(),
-                jid: a.jid.clone(),
-                nick: a.nick.clone(),
-                sessions: a.sessions.clone(),
-                aliases: a.aliases.clone(),
-            })
-            .collect(),
-    }
-}
-
 /// The host imports over [`HermesStore`] for the natively compiled rules:
 /// what the component's host does, minus the boundary. Keeps the full rows
 /// of the last `history` call, as the component's host does.
@@ -144,32 +116,19 @@ pub struct NativeHost {
     pub rows: Vec<HistoryRow>,
 }
 
-fn guest_failure(f: Failure) -> native::Failure {
-    native::Failure {
-        kind: native::FailureKind::Store,
-        message: f.message,
-    }
-}
-
-fn role_of(role: &str) -> native::Role {
-    match role {
-        "user" => native::Role::User,
-        "assistant" => native::Role::Assistant,
-        "tool" => native::Role::Tool,
-        "system" => native::Role::System,
-        _ => native::Role::Other,
-    }
-}
-
 impl native::Host for NativeHost {
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, native::Failure> {
-        self.store.meta_get(key).map_err(guest_failure)
+        self.store.meta_get(key).map_err(|f| failure_to_guest(&f))
     }
     fn meta_delete(&mut self, key: &str) -> Result<bool, native::Failure> {
-        self.store.meta_delete(key).map_err(guest_failure)
+        self.store
+            .meta_delete(key)
+            .map_err(|f| failure_to_guest(&f))
     }
     fn session_exists(&mut self, session_id: &str) -> Result<bool, native::Failure> {
-        self.store.session_exists(session_id).map_err(guest_failure)
+        self.store
+            .session_exists(session_id)
+            .map_err(|f| failure_to_guest(&f))
     }
     fn history(
         &mut self,
@@ -181,12 +140,12 @@ impl native::Host for NativeHost {
         let rows = self
             .store
             .history(session_id, agent, limit)
-            .map_err(guest_failure)?;
+            .map_err(|f| failure_to_guest(&f))?;
         let summaries = rows
             .iter()
             .map(|row| native::RowSummary {
                 id: row.id,
-                role: role_of(&row.role),
+                role: role_to_guest(&row.role),
                 prefix: prefix(&row.content, prefix_chars).to_owned(),
                 bridge_wrote: row.bridge_wrote,
             })
@@ -216,7 +175,7 @@ pub fn native_policy(run: &Run, path: &Path) -> native::Policy<NativeHost> {
         rows: Vec::new(),
     });
     policy
-        .configure(native_settings(&run.config))
+        .configure(settings_to_guest(&wiring::settings(&run.config)))
         .unwrap_or_else(|f| panic!("{}", f.message));
     policy
 }
