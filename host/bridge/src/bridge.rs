@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::hermes_imports::HermesImports;
-use crate::store::HermesStore;
+use crate::store::{HermesStore, PendingSend};
 use crate::wiring;
 use session_switch_runtime::{
     CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Receipt,
@@ -133,6 +133,22 @@ impl Bridge {
     /// Delete the records of `agent` (or every agent); the keys removed.
     pub fn clear(&self, agent: Option<&str>) -> Result<Vec<String>, Failure> {
         self.instance(false)?.clear(agent)
+    }
+
+    /// The sends of `agent` (or every agent) that reached the room, or may
+    /// have, without their history row (DESIGN §9.5), after writing those
+    /// that can be written now ([`HermesStore::complete_pending`]).
+    pub fn pending_sends(&self, agent: Option<&str>) -> Result<Vec<PendingSend>, Failure> {
+        let mut store = HermesStore::open(&self.db)?;
+        store.complete_pending()?;
+        let mut pending = store.pending_sends()?;
+        pending.retain(|p| agent.is_none_or(|a| p.agent == a));
+        Ok(pending)
+    }
+
+    /// Forget the pending sends of `agent` (or every agent); how many.
+    pub fn clear_pending(&self, agent: Option<&str>) -> Result<usize, Failure> {
+        HermesStore::open(&self.db)?.clear_pending(agent)
     }
 
     /// Whether a room message from `sender` is `agent`'s own echo.

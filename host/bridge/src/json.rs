@@ -54,3 +54,18 @@ pub fn record_status(s: &RecordStatus) -> Value {
         "detail": s.detail,
     })
 }
+
+/// One entry of `active` for a send not (yet) in the history (DESIGN §9.5):
+/// `pending_send: true`, `delivered` (the room took it; `false`: the process
+/// died during the post, the room may have it), `timestamp` (Unix seconds of
+/// the send), `cli_session_id`, `body` (the history row's content).
+pub fn pending_send(p: &crate::store::PendingSend) -> Value {
+    json!({
+        "agent": p.agent,
+        "pending_send": true,
+        "delivered": p.delivered,
+        "timestamp": p.created_at,
+        "cli_session_id": p.cli_session_id,
+        "body": p.body,
+    })
+}

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
 use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
+use session_switch::store::PendingSend;
 use std::path::Path;
 
 fn print_json(value: &Value) {
@@ -81,10 +82,28 @@ pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
     }
 }
 
-pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
+/// The records, then any send not yet in the history (DESIGN §9.5); in
+/// JSON the latter as objects with `"pending_send": true`.
+pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<&str>, json: bool) {
     if json {
-        let v: Vec<Value> = statuses.iter().map(json::record_status).collect();
+        let mut v: Vec<Value> = statuses.iter().map(json::record_status).collect();
+        v.extend(pending.iter().map(json::pending_send));
         return print_json(&Value::Array(v));
+    }
+    for p in pending {
+        if p.delivered {
+            println!(
+                "{}: a send from {} reached the room and waits for state.db (written by the \
+                 next send, active or clear): {}",
+                p.agent, p.cli_session_id, p.body
+            );
+        } else {
+            println!(
+                "{}: a send from {} was interrupted during the post: the room may have it, \
+                 the history does not (clear forgets it): {}",
+                p.agent, p.cli_session_id, p.body
+            );
+        }
     }
     if statuses.is_empty() {
         match agent {
@@ -112,11 +131,14 @@ pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
     }
 }
 
-pub fn cleared(keys: &[String], json: bool) {
+pub fn cleared(keys: &[String], pending: usize, json: bool) {
     if json {
-        return print_json(&json!({ "cleared": keys }));
+        return print_json(&json!({ "cleared": keys, "pending_sends_cleared": pending }));
     }
-    if keys.is_empty() {
+    if pending > 0 {
+        println!("forgot {pending} interrupted send(s)");
+    }
+    if keys.is_empty() && pending == 0 {
         println!("nothing to clear");
     }
     for k in keys {

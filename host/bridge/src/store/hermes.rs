@@ -608,7 +608,7 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-fn jitter() -> Duration {
+pub(super) fn jitter() -> Duration {
     Duration::from_millis(fastrand::u64(RETRY_JITTER_MS))
 }
 
