@@ -4,7 +4,7 @@
 
 use crate::store::{HermesStore, SendWrite};
 use crate::transport::Transport;
-use session_switch_runtime::{Failure, FailureKind, HistoryRow, HostImports, SendPlan, Sent};
+use session_switch_runtime::{Failure, HistoryRow, HostImports, SendPlan, Sent};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// [`HostImports`] over a Hermes database and, for sends, an ejabberd transport.
@@ -90,17 +90,16 @@ impl HostImports for HermesImports {
     }
 
     /// DESIGN §8 "Send", §9.5: complete any send that reached the room
-    /// but not the database, then intent → post → record
-    /// ([`HermesStore::send_write`]: no lock is held across the post). The
-    /// sender check and the post run at once (two ejabberd calls, each
-    /// ~0.3–0.5 s through `ejabberdctl`): a post from a JID the room does
-    /// not accept is dropped by ejabberd, so writing only when both
-    /// succeeded keeps the check's meaning.
+    /// but not the database; ask ejabberd whether the agent's JID may post
+    /// (before anything is written: a refused sender changes nothing); then
+    /// intent → post → record ([`HermesStore::send_write`]: no lock is held
+    /// across the post).
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         let transport = self.transport.as_deref().ok_or_else(|| {
             Failure::transport("no ejabberd transport is configured for this caller")
         })?;
         self.store.complete_pending()?;
+        transport.check_sender(&plan.from_jid, &self.room)?;
         let write = SendWrite {
             agent: &plan.agent,
             history_session_id: &plan.history_session_id,
@@ -113,39 +112,11 @@ impl HostImports for HermesImports {
         let room = &self.room;
         let (written, ()) = self
             .store
-            .send_write(&write, || check_and_post(transport, plan, room))?;
+            .send_write(&write, || transport.post(&plan.from_jid, room, &plan.room_body))?;
         Ok(Sent {
             message_id: written.message_id,
             room: self.room.clone(),
             record_replaced: written.record_replaced,
         })
-    }
-}
-
-/// The sender check and the post at once; `Ok` only when both succeeded.
-fn check_and_post(transport: &dyn Transport, plan: &SendPlan, room: &str) -> Result<(), Failure> {
-    let (checked, posted) = std::thread::scope(|scope| {
-        let check = scope.spawn(|| transport.check_sender(&plan.from_jid, room));
-        let posted = transport.post(&plan.from_jid, room, &plan.room_body);
-        let checked = check
-            .join()
-            .unwrap_or_else(|_| Err(Failure::transport("the sender check panicked")));
-        (checked, posted)
-    });
-    match (checked, posted) {
-        (Ok(()), posted) => posted,
-        // ejabberd drops a post from a JID that is not a subscriber (nor a
-        // service admin or an occupant): nothing reached the room.
-        (Err(refused), _) if refused.kind == FailureKind::NotAccepted => Err(refused),
-        (Err(check), Ok(())) => Err(Failure::new(
-            FailureKind::UnknownOutcome,
-            format!(
-                "the message was posted, but whether the room accepts {} as a sender could not \
-                 be checked ({}): the room may have the message; nothing was recorded",
-                plan.from_jid, check.message
-            ),
-        )),
-        (Err(check), Err(posted)) if posted.kind != FailureKind::UnknownOutcome => Err(check),
-        (Err(_), Err(posted)) => Err(posted),
     }
 }
