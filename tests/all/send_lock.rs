@@ -7,7 +7,7 @@
 //! completed, once, by the next call.
 
 use rusqlite::Connection;
-use session_switch::store::{BRIEF_DEADLINE, HermesStore, SendWrite};
+use session_switch::store::{HermesStore, PendingState, SendWrite};
 use session_switch::{Failure, FailureKind};
 use session_switch_tests::fixture_copy;
 use std::io::{BufRead, BufReader};
@@ -146,6 +146,8 @@ fn a_record_that_could_not_be_written_is_completed_once_by_the_next_call() {
         return;
     };
     let mut store = HermesStore::open(&db).unwrap();
+    let deadline = Duration::from_secs(1);
+    store.set_write_deadline(deadline);
     let content = "[YOU] the room has this";
     let value = record(1_781_880_000.0);
     let w = write(content, &value, 1_781_880_000.0);
@@ -155,13 +157,13 @@ fn a_record_that_could_not_be_written_is_completed_once_by_the_next_call() {
     let failed: Failure = store
         .send_write(&w, || {
             // Another connection takes the write lock while we post and keeps
-            // it past the record step's deadline (BRIEF_DEADLINE), but not
-            // past the marking's.
+            // it past the record step's deadline, but not past the
+            // marking's.
             holder = Some(std::thread::spawn(move || {
                 let locker = Connection::open(&path).unwrap();
                 locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
                 locked.send(()).unwrap();
-                std::thread::sleep(BRIEF_DEADLINE + Duration::from_secs(1));
+                std::thread::sleep(deadline + Duration::from_millis(500));
                 locker.execute_batch("ROLLBACK").unwrap();
             }));
             is_locked.recv().unwrap();
@@ -174,7 +176,7 @@ fn a_record_that_could_not_be_written_is_completed_once_by_the_next_call() {
     assert!(failed.message.contains("the next send"), "{failed}");
     let pending = store.pending_sends().unwrap();
     assert_eq!(pending.len(), 1);
-    assert!(pending[0].delivered, "{pending:?}");
+    assert_eq!(pending[0].state, PendingState::Delivered, "{pending:?}");
     assert_eq!(pending[0].body, content);
     assert_eq!(rows_with(&db, content), 0);
     let written = store.complete_pending().unwrap();

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
 use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
-use session_switch::store::PendingSend;
+use session_switch::store::{PendingSend, PendingState};
 use std::path::Path;
 
 fn print_json(value: &Value) {
@@ -91,19 +91,18 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
         return print_json(&Value::Array(v));
     }
     for p in pending {
-        if p.delivered {
-            println!(
-                "{}: a send from {} reached the room and waits for state.db (written by the \
-                 next send, active or clear): {}",
-                p.agent, p.cli_session_id, p.body
-            );
-        } else {
-            println!(
-                "{}: a send from {} was interrupted during the post: the room may have it, \
-                 the history does not (clear forgets it): {}",
-                p.agent, p.cli_session_id, p.body
-            );
-        }
+        let what = match p.state {
+            PendingState::Delivered => "reached the room and waits for state.db (written by \
+                                        the next send, active or clear)",
+            PendingState::Posting if p.process_alive => "is being posted right now",
+            PendingState::Posting => "was interrupted during the post (the process died): the \
+                                      room may have it, the history does not; clear forgets it",
+            PendingState::Unknown => "timed out after the request went out: the room may have \
+                                      it, the history does not; clear forgets it",
+            PendingState::Malformed => "is not a send of ours (key {key}); clear removes it",
+        };
+        let what = what.replace("{key}", &p.key);
+        println!("{}: a send from {} {what}: {}", p.agent, p.cli_session_id, p.body);
     }
     if statuses.is_empty() {
         match agent {
@@ -136,7 +135,7 @@ pub fn cleared(keys: &[String], pending: usize, json: bool) {
         return print_json(&json!({ "cleared": keys, "pending_sends_cleared": pending }));
     }
     if pending > 0 {
-        println!("forgot {pending} interrupted send(s)");
+        println!("forgot {pending} pending send(s) (interrupted or timed out; the room may have them)");
     }
     if keys.is_empty() && pending == 0 {
         println!("nothing to clear");
