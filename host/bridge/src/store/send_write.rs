@@ -439,8 +439,9 @@ impl HermesStore {
         }
     }
 
-    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit, with the busy
-    /// timeout lowered to [`BRIEF_BUSY`]; on `SQLITE_BUSY` anywhere the
+    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit; `BEGIN` does
+    /// not wait for a lock, what follows waits at most [`BRIEF_BUSY`]; on
+    /// `SQLITE_BUSY` anywhere the
     /// transaction is rolled back whole (releasing every lock, also the
     /// PENDING lock of a DELETE-mode `COMMIT` that waited for readers) and
     /// tried again after a random, growing pause (full jitter, up to
@@ -461,8 +462,16 @@ impl HermesStore {
             let attempt: Result<T, Failure> = (|| {
                 // `new_unchecked` takes `&Connection`, so `f` may use the
                 // store's other fields while the transaction is open.
+                // `BEGIN IMMEDIATE` does not wait at all: SQLite's busy
+                // handler polls every few milliseconds, and fifty of ours
+                // polling would crowd out Hermes's one writer, whose handler
+                // polls the same way; our own jittered pauses poll less.
+                let _ = self.conn.busy_timeout(Duration::ZERO);
                 let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
                     .map_err(|e| self.fail(doing, e))?;
+                // Once the write lock is ours, statements and the `COMMIT`
+                // (DELETE mode: it waits for readers to finish) wait briefly.
+                let _ = self.conn.busy_timeout(BRIEF_BUSY);
                 let value = f(&tx)?;
                 // A failed COMMIT drops `tx`, which rolls back.
                 tx.commit().map_err(|e| self.fail(doing, e))?;
