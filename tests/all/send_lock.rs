@@ -213,3 +213,280 @@ fn a_failed_post_leaves_no_intent() {
     assert!(store.pending_sends().unwrap().is_empty());
     assert_eq!(rows_with(&db, "[YOU] never posted"), 0);
 }
+
+// ------------------------------------------------ the CLI against ejabberd
+
+use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
+use session_switch_tests::xmpp::{Ejabberd, RoomObserver};
+use session_switch_tests::{bin_path, workspace_root};
+use std::path::{Path, PathBuf};
+
+/// A config for `ej`'s room whose ejabberdctl is `ctl` (an argument list),
+/// each call limited to `timeout` seconds; written beside `db`.
+fn cli_config(ej: &Ejabberd, db: &Path, name: &str, ctl: &[String], timeout: u32) -> PathBuf {
+    let ctl = ctl
+        .iter()
+        .map(|a| format!("{a:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let xmpp = format!(
+        "transport = \"ejabberdctl\"\nejabberdctl = [{ctl}]\ntimeout_seconds = {timeout}\n"
+    );
+    let text = sample_config_text(&ej.room, &|n| ej.jid(n), &xmpp, "");
+    let path = db.with_file_name(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn cli(config: &Path, db: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = Command::new(bin_path());
+    cmd.arg("--config").arg(config).arg("--db").arg(db);
+    cmd.arg("--cache-dir").arg(db.with_file_name("cache"));
+    cmd.args(args);
+    cmd
+}
+
+fn cli_json(config: &Path, db: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = cli(config, db, &all).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn stand_in(script: &str) -> String {
+    workspace_root()
+        .join("tests/ejabberd")
+        .join(script)
+        .display()
+        .to_string()
+}
+
+/// The proof of issue 17 through the CLI and a real ejabberd: the room takes
+/// 1.5 s to accept each post (and once nearly the whole time limit) while
+/// Hermes-style readers (`timeout=1.0`) and a writer (`BEGIN IMMEDIATE`,
+/// Hermes's retry) work on the same database, DELETE and WAL: every send
+/// exits 0 and reaches the room, each is recorded exactly once, no reader
+/// or writer fails. Prints the worst time a reader waited (`worst_read`,
+/// seconds): run with `XSB_BIN` set to another build to compare.
+#[test]
+fn cli_sends_through_a_slow_room_never_fail_hermes_readers_or_writers() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    for (fixture, mode) in [("hermes-latest.db", "delete"), ("hermes-0.19.0.db", "wal")] {
+        let Some((dir, db)) = fixture_copy(fixture) else {
+            return;
+        };
+        let _heavy = session_switch_tests::heavy();
+        assert_eq!(journal_mode(&db), mode);
+        let room = RoomObserver::join(&ej);
+        let timeout = 6;
+        let config_for = |delay: &str| {
+            let mut ctl = vec![
+                "bash".to_string(),
+                stand_in("slow-ejabberdctl.sh"),
+                delay.into(),
+            ];
+            ctl.extend(ej.ctl_argv());
+            cli_config(&ej, &db, &format!("slow-{delay}.toml"), &ctl, timeout)
+        };
+        let stop = dir.path().join("stop");
+        let script = workspace_root().join("tests/scripts/hermes_style_load.py");
+        let mut load = Command::new("python3")
+            .arg(&script)
+            .arg(&db)
+            .arg("xmpp-mohe-v2")
+            .arg("--stop")
+            .arg(&stop)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the Hermes-style load");
+        let mut out = BufReader::new(load.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        let mut bodies = Vec::new();
+        let mut statuses = Vec::new();
+        // 1.5 s twice, then up to the time limit (the real post adds ~0.5 s).
+        for (i, delay) in ["1.5", "1.5", "4.0"].into_iter().enumerate() {
+            let body = format!("slow room {mode} {i} {}", std::process::id());
+            let sent = cli(
+                &config_for(delay),
+                &db,
+                &["send", &body, SAMPLE_CLI, "--agent", "mohe"],
+            )
+            .output()
+            .unwrap();
+            statuses.push((
+                sent.status.code(),
+                String::from_utf8_lossy(&sent.stderr).into_owned(),
+            ));
+            bodies.push(body);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        std::fs::write(&stop, "").unwrap();
+        let mut report = String::new();
+        out.read_line(&mut report).unwrap();
+        assert!(load.wait().unwrap().success());
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        eprintln!("{} {fixture} ({mode}): {report}", bin_path().display());
+        for (status, stderr) in &statuses {
+            assert_eq!(*status, Some(0), "{fixture}: {stderr}");
+        }
+        assert_eq!(
+            report["read_failures"],
+            serde_json::json!([]),
+            "{fixture}: {report}"
+        );
+        assert_eq!(
+            report["write_failures"],
+            serde_json::json!([]),
+            "{fixture}: {report}"
+        );
+        assert!(report["writes"].as_u64().unwrap() > 10, "{report}");
+        for body in &bodies {
+            assert!(
+                room.wait_for_body(body, Duration::from_secs(10)).is_some(),
+                "{body}"
+            );
+            assert_eq!(
+                rows_with(&db, &format!("[YOU] {body}")),
+                1,
+                "{fixture}: {body}"
+            );
+        }
+        assert!(
+            HermesStore::open(&db)
+                .unwrap()
+                .pending_sends()
+                .unwrap()
+                .is_empty()
+        );
+        assert_clean(&db);
+    }
+}
+
+/// `PRAGMA integrity_check` and `foreign_key_check` find nothing.
+fn assert_clean(db: &Path) {
+    let conn = Connection::open(db).unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let broken: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(broken, 0, "foreign_key_check");
+}
+
+/// kill -9 of the CLI during the post, once before the room got the message
+/// and once after (the stand-in posts for real, then hangs): afterwards the
+/// database is intact, the history has no row, and `active --json` reports
+/// the interrupted send (not in progress) with its body; the room has the
+/// message exactly when it was posted; the next send works and records once;
+/// `clear` forgets the interrupted one, after which nothing is pending.
+#[test]
+fn a_send_killed_during_the_post_is_reported_by_active_and_forgotten_by_clear() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    for when in ["before", "after"] {
+        let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+            return;
+        };
+        let room = RoomObserver::join(&ej);
+        let pidfile = db.with_file_name(format!("stall-{when}.pid"));
+        let mut ctl = vec![
+            "bash".to_string(),
+            stand_in("stall-ejabberdctl.sh"),
+            when.into(),
+            pidfile.display().to_string(),
+        ];
+        ctl.extend(ej.ctl_argv());
+        let stalling = cli_config(&ej, &db, "stall.toml", &ctl, 60);
+        let normal = cli_config(&ej, &db, "normal.toml", &ej.ctl_argv(), 15);
+        let body = format!("killed {when} posting {}", std::process::id());
+        let mut child = cli(
+            &stalling,
+            &db,
+            &["send", &body, SAMPLE_CLI, "--agent", "mohe"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+        let started = Instant::now();
+        while !pidfile.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the stand-in never stalled"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let stalled: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _ = Command::new("kill")
+            .arg("-9")
+            .arg(stalled.to_string())
+            .status();
+
+        assert_clean(&db);
+        let content = format!("[YOU] {body}");
+        assert_eq!(rows_with(&db, &content), 0, "{when}");
+        let in_room = room.wait_for_body(&body, Duration::from_secs(3)).is_some();
+        assert_eq!(in_room, when == "after", "{when}");
+        let active = cli_json(&normal, &db, &["active"]);
+        let pending: Vec<&serde_json::Value> = active
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["pending_send"] == true)
+            .collect();
+        assert_eq!(pending.len(), 1, "{when}: {active}");
+        assert_eq!(pending[0]["state"], "posting", "{when}: {active}");
+        assert_eq!(pending[0]["in_progress"], false, "{when}: {active}");
+        assert_eq!(pending[0]["body"], content.as_str());
+        assert_eq!(pending[0]["agent"], "mohe");
+        assert_eq!(pending[0]["cli_session_id"], SAMPLE_CLI);
+
+        let next = format!("after the crash {when} {}", std::process::id());
+        let sent = cli_json(
+            &normal,
+            &db,
+            &["send", &next, SAMPLE_CLI, "--agent", "mohe"],
+        );
+        assert_eq!(sent["delivered"], true);
+        assert!(room.wait_for_body(&next, Duration::from_secs(10)).is_some());
+        assert_eq!(rows_with(&db, &format!("[YOU] {next}")), 1);
+        assert_eq!(
+            rows_with(&db, &content),
+            0,
+            "never guessed into the history"
+        );
+
+        let cleared = cli_json(&normal, &db, &["clear", "--agent", "mohe"]);
+        assert_eq!(cleared["pending_sends_cleared"], 1, "{cleared}");
+        let active = cli_json(&normal, &db, &["active"]);
+        assert!(
+            !active
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["pending_send"] == true),
+            "{active}"
+        );
+        assert_clean(&db);
+    }
+}

@@ -77,11 +77,15 @@ fn assert_unchanged_but_an_empty_state_meta(
         .filter(|r| r.contains("state_meta"))
         .cloned()
         .collect();
-    assert_eq!(created.len(), 2, "{name}: the table and its key index: {created:?}");
+    assert_eq!(
+        created.len(),
+        2,
+        "{name}: the table and its key index: {created:?}"
+    );
     assert!(
-        created.iter().any(|r| r.contains(
-            "CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT)"
-        )),
+        created
+            .iter()
+            .any(|r| r.contains("CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT)")),
         "{name}: {created:?}"
     );
     master.retain(|r| !r.contains("state_meta"));
@@ -766,7 +770,10 @@ fn a_failed_post_changes_nothing() {
         assert!(pending[0].key.starts_with("session_switch:pending:mohe:"));
         assert_eq!(store.complete_pending().unwrap(), vec![], "not delivered");
         assert_eq!(
-            query_i64(&db, "SELECT count(*) FROM messages WHERE content = '[YOU] never recorded'"),
+            query_i64(
+                &db,
+                "SELECT count(*) FROM messages WHERE content = '[YOU] never recorded'"
+            ),
             0
         );
         assert_eq!(store.clear_pending(Some("zhiwei")).unwrap(), 0);
@@ -877,7 +884,8 @@ fn a_reader_holding_its_snapshot_never_leaves_a_post_unrecorded() {
             let err = result.unwrap_err();
             assert_eq!(err.kind, FailureKind::Busy, "{name}: {}", err.message);
             assert!(
-                err.message.starts_with("could not record the intent to send")
+                err.message
+                    .starts_with("could not record the intent to send")
                     && err.message.contains("nothing was written"),
                 "{}",
                 err.message
@@ -958,8 +966,11 @@ fn a_reader_that_starts_during_the_post_leaves_it_pending_then_completed_once() 
     reader_thread.unwrap().join().unwrap();
     assert_eq!(err.kind, FailureKind::Store, "{}", err.message);
     assert!(
-        err.message.starts_with("the message was posted to the room")
-            && err.message.contains("the next send, active or clear writes them")
+        err.message
+            .starts_with("the message was posted to the room")
+            && err
+                .message
+                .contains("the next send, active or clear writes them")
             && err.message.ends_with("do not send it again"),
         "{}",
         err.message
@@ -1032,7 +1043,9 @@ fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     assert!(
         err.message.contains("posted to the room")
             && err.message.contains("FOREIGN KEY constraint failed")
-            && err.message.contains("the next send, active or clear writes them")
+            && err
+                .message
+                .contains("the next send, active or clear writes them")
             && err.message.ends_with("do not send it again"),
         "{}",
         err.message
@@ -1055,8 +1068,15 @@ fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     );
 
     let again = store.complete_pending().unwrap_err();
-    assert!(again.message.contains("FOREIGN KEY constraint failed"), "{again}");
-    assert_eq!(table_snapshot(&db), after, "a failed completion changes nothing");
+    assert!(
+        again.message.contains("FOREIGN KEY constraint failed"),
+        "{again}"
+    );
+    assert_eq!(
+        table_snapshot(&db),
+        after,
+        "a failed completion changes nothing"
+    );
     Connection::open(&db)
         .unwrap()
         .execute_batch("DROP TRIGGER test_break_commit")
@@ -1065,7 +1085,10 @@ fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     assert_eq!(written.len(), 1);
     assert_eq!(store.complete_pending().unwrap(), vec![]);
     assert_eq!(
-        query_i64(&db, "SELECT count(*) FROM messages WHERE content = '[YOU] posted'"),
+        query_i64(
+            &db,
+            "SELECT count(*) FROM messages WHERE content = '[YOU] posted'"
+        ),
         1
     );
     assert_eq!(
@@ -1251,16 +1274,22 @@ fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
         let waited = started.elapsed();
         assert_eq!(err.kind, FailureKind::Busy, "{name}: {}", err.message);
         assert!(
-            err.message.starts_with("could not record the intent to send")
+            err.message
+                .starts_with("could not record the intent to send")
                 && err.message.contains("stayed locked by other connections")
-                && err.message.contains("brief attempts); nothing was written, try again"),
+                && err
+                    .message
+                    .contains("brief attempts); nothing was written, try again"),
             "{}",
             err.message
         );
         assert!(!posted);
         assert!(waited >= deadline, "{name}: {waited:?}");
         // At most one brief attempt (100 ms busy timeout) past the deadline.
-        assert!(waited < deadline + Duration::from_millis(600), "{name}: {waited:?}");
+        assert!(
+            waited < deadline + Duration::from_millis(600),
+            "{name}: {waited:?}"
+        );
         let err = store.meta_delete("session_switch:active:mohe").unwrap_err();
         assert_eq!(err.kind, FailureKind::Busy);
         if journal_mode_of(&holder) == "delete" {

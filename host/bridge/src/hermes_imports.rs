@@ -110,9 +110,9 @@ impl HostImports for HermesImports {
             timestamp: plan.timestamp,
         };
         let room = &self.room;
-        let (written, ()) = self
-            .store
-            .send_write(&write, || transport.post(&plan.from_jid, room, &plan.room_body))?;
+        let (written, ()) = self.store.send_write(&write, || {
+            transport.post(&plan.from_jid, room, &plan.room_body)
+        })?;
         Ok(Sent {
             message_id: written.message_id,
             room: self.room.clone(),

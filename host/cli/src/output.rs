@@ -92,17 +92,26 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
     }
     for p in pending {
         let what = match p.state {
-            PendingState::Delivered => "reached the room and waits for state.db (written by \
-                                        the next send, active or clear)",
+            PendingState::Delivered => {
+                "reached the room and waits for state.db (written by \
+                                        the next send, active or clear)"
+            }
             PendingState::Posting if p.process_alive => "is being posted right now",
-            PendingState::Posting => "was interrupted during the post (the process died): the \
-                                      room may have it, the history does not; clear forgets it",
-            PendingState::Unknown => "timed out after the request went out: the room may have \
-                                      it, the history does not; clear forgets it",
+            PendingState::Posting => {
+                "was interrupted during the post (the process died): the \
+                                      room may have it, the history does not; clear forgets it"
+            }
+            PendingState::Unknown => {
+                "timed out after the request went out: the room may have \
+                                      it, the history does not; clear forgets it"
+            }
             PendingState::Malformed => "is not a send of ours (key {key}); clear removes it",
         };
         let what = what.replace("{key}", &p.key);
-        println!("{}: a send from {} {what}: {}", p.agent, p.cli_session_id, p.body);
+        println!(
+            "{}: a send from {} {what}: {}",
+            p.agent, p.cli_session_id, p.body
+        );
     }
     if statuses.is_empty() {
         match agent {
@@ -135,7 +144,9 @@ pub fn cleared(keys: &[String], pending: usize, json: bool) {
         return print_json(&json!({ "cleared": keys, "pending_sends_cleared": pending }));
     }
     if pending > 0 {
-        println!("forgot {pending} pending send(s) (interrupted or timed out; the room may have them)");
+        println!(
+            "forgot {pending} pending send(s) (interrupted or timed out; the room may have them)"
+        );
     }
     if keys.is_empty() && pending == 0 {
         println!("nothing to clear");

@@ -211,7 +211,10 @@ impl HermesStore {
             }
         };
         match self.write_record(&key, w, false) {
-            Ok(written) => Ok((written.expect("a send's own record is always written"), value)),
+            Ok(written) => Ok((
+                written.expect("a send's own record is always written"),
+                value,
+            )),
             Err(e) => {
                 let how = match self.set_intent_state(&key, w, PendingState::Delivered) {
                     Ok(()) => "the next send, active or clear writes them",
@@ -336,9 +339,10 @@ impl HermesStore {
         Ok(rows
             .into_iter()
             .map(|(key, value)| {
-                let intent = value.as_deref().and_then(Intent::parse).filter(|i| {
-                    pending_key_agent(&key) == Some(i.agent.as_str())
-                });
+                let intent = value
+                    .as_deref()
+                    .and_then(Intent::parse)
+                    .filter(|i| pending_key_agent(&key) == Some(i.agent.as_str()));
                 (key, intent)
             })
             .collect())
