@@ -21,6 +21,7 @@ mod policy_differential;
 mod policy_props;
 mod runtime;
 mod sandbox;
+mod send_lock;
 mod soak;
 mod store;
 mod store_concurrency;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use serde_json::json;
-use session_switch::store::{HermesStore, SendWrite, Written};
+use session_switch::store::{HermesStore, PendingState, SendWrite, Written};
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::record_key;
 use session_switch_tests::sample::{self, SAMPLE_CLI};
@@ -53,6 +53,56 @@ fn assert_integrity(path: &Path) {
 fn journal_mode(path: &Path) -> String {
     let conn = Connection::open(path).unwrap();
     conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// `after` is `before` but, where `before` had no `state_meta` (an early
+/// Hermes database), for an empty `state_meta` with Hermes's DDL: the one
+/// trace a send that failed after its intent may leave (DESIGN §8 "Send").
+fn assert_unchanged_but_an_empty_state_meta(
+    before: &std::collections::BTreeMap<String, Vec<String>>,
+    after: &std::collections::BTreeMap<String, Vec<String>>,
+    name: &str,
+) {
+    if before.contains_key("state_meta") {
+        assert_eq!(after, before, "{name}");
+        return;
+    }
+    assert_eq!(after.get("state_meta"), Some(&Vec::new()), "{name}");
+    let mut after = after.clone();
+    after.remove("state_meta");
+    let master = after.get_mut("sqlite_master").unwrap();
+    let created: Vec<String> = master
+        .iter()
+        .filter(|r| r.contains("state_meta"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        created.len(),
+        2,
+        "{name}: the table and its key index: {created:?}"
+    );
+    assert!(
+        created
+            .iter()
+            .any(|r| r.contains("CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT)")),
+        "{name}: {created:?}"
+    );
+    master.retain(|r| !r.contains("state_meta"));
+    assert_eq!(&after, before, "{name}");
+}
+
+/// The pending sends' keys in `state_meta` (none when it is missing).
+fn pending_keys(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let Ok(mut stmt) = conn.prepare(
+        "SELECT key FROM state_meta WHERE key LIKE 'session_switch:pending:%' ORDER BY key",
+    ) else {
+        return Vec::new();
+    };
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
         .unwrap()
 }
 
@@ -528,6 +578,8 @@ fn send_write_adds_exactly_one_row_of_each_on_every_fixture() {
             "{name}"
         );
         assert_eq!(added("state_meta").len(), 1, "{name}");
+        // The intent went with the record: nothing is left pending.
+        assert_eq!(pending_keys(&db), Vec::<String>::new(), "{name}");
         if name == "hermes-early.db" {
             assert!(!before.contains_key("state_meta"));
             assert!(!before.contains_key("session_switch_sent"));
@@ -664,8 +716,12 @@ fn a_stored_record_that_is_not_a_valid_record_is_replaced() {
     );
 }
 
-/// A post that fails leaves every row of every table as it was, and its
-/// error comes back unchanged; so does a post that panics.
+/// A post that fails leaves every row of every table as it was (the intent
+/// written before the post is deleted again; on the early database, which
+/// had no `state_meta`, an empty one stays), and its error comes back
+/// unchanged; so does a post that panics. A post whose outcome is unknown
+/// (a time-out after the request went out) keeps its intent, reported as
+/// `unknown` with nothing recorded, until `clear_pending` forgets it.
 #[test]
 fn a_failed_post_changes_nothing() {
     for name in FIXTURES {
@@ -677,10 +733,7 @@ fn a_failed_post_changes_nothing() {
             history_session_id: "xmpp-new-session",
             ..write("[YOU] never recorded", &value, 1_781_880_000.0)
         };
-        let refused = Failure::new(
-            FailureKind::NotAccepted,
-            "the room refused mohe@example.org",
-        );
+        let refused = Failure::transport("ejabberd answered 500: the node is down");
         let err = store
             .send_write(&w, || Err::<(), _>(refused.clone()))
             .unwrap_err();
@@ -689,8 +742,44 @@ fn a_failed_post_changes_nothing() {
             store.send_write(&w, || -> Result<(), Failure> { panic!("post blew up") })
         }));
         assert!(panicked.is_err());
+        assert_eq!(store.pending_sends().unwrap(), vec![], "{name}");
+        let after = table_snapshot(&db);
+        assert_unchanged_but_an_empty_state_meta(&before, &after, name);
+
+        let timed_out = Failure::new(
+            FailureKind::UnknownOutcome,
+            "no answer from ejabberd within 5 s after the request went out: the room may have \
+             the message",
+        );
+        let err = store
+            .send_write(&w, || Err::<(), _>(timed_out.clone()))
+            .unwrap_err();
+        assert_eq!(err.kind, FailureKind::UnknownOutcome);
+        assert!(
+            err.message.starts_with(&timed_out.message)
+                && err.message.ends_with("`active` lists it until `clear`"),
+            "{}",
+            err.message
+        );
+        let pending = store.pending_sends().unwrap();
+        assert_eq!(pending.len(), 1, "{name}: {pending:?}");
+        assert_eq!(pending[0].state, PendingState::Unknown);
+        assert_eq!(pending[0].agent, "mohe");
+        assert_eq!(pending[0].body, "[YOU] never recorded");
+        assert_eq!(pending[0].cli_session_id, SAMPLE_CLI);
+        assert!(pending[0].key.starts_with("session_switch:pending:mohe:"));
+        assert_eq!(store.complete_pending().unwrap(), vec![], "not delivered");
+        assert_eq!(
+            query_i64(
+                &db,
+                "SELECT count(*) FROM messages WHERE content = '[YOU] never recorded'"
+            ),
+            0
+        );
+        assert_eq!(store.clear_pending(Some("zhiwei")).unwrap(), 0);
+        assert_eq!(store.clear_pending(Some("mohe")).unwrap(), 1);
         drop(store);
-        assert_eq!(table_snapshot(&db), before, "{name}");
+        assert_unchanged_but_an_empty_state_meta(&before, &table_snapshot(&db), name);
         assert_integrity(&db);
     }
 }
@@ -769,18 +858,18 @@ fn bad_send_input_is_refused_before_anything_is_written() {
     assert_eq!(table_snapshot(&db), before);
 }
 
-/// A reader that began before the send (a gateway loading history) holds
-/// its shared lock past the busy timeout. DELETE mode: `COMMIT` would need
-/// it gone, so the send waits for it up front (`BEGIN EXCLUSIVE`) and is
-/// refused as `busy` before anything is posted. WAL mode: readers never
-/// block a commit, so the send goes through beside the open snapshot.
+/// A reader in a long transaction (a gateway loading history) holds its
+/// shared lock past the send's write deadline. DELETE mode: the intent's
+/// `COMMIT` needs it gone, so the send is refused as `busy` before anything
+/// is posted, and nothing changes. WAL mode: readers never block a commit,
+/// so the send goes through beside the open snapshot.
 #[test]
 fn a_reader_holding_its_snapshot_never_leaves_a_post_unrecorded() {
     for name in ["hermes-latest.db", "hermes-0.19.0.db"] {
         let (_dir, db) = fixture!(name);
         let before = table_snapshot(&db);
         let mut store = HermesStore::open(&db).unwrap();
-        store.set_busy_timeout(Duration::from_millis(100)).unwrap();
+        store.set_write_deadline(Duration::from_millis(500));
         let reader = Connection::open(&db).unwrap();
         reader
             .execute_batch("BEGIN; SELECT count(*) FROM messages;")
@@ -794,8 +883,19 @@ fn a_reader_holding_its_snapshot_never_leaves_a_post_unrecorded() {
         if journal_mode_of(&reader) == "delete" {
             let err = result.unwrap_err();
             assert_eq!(err.kind, FailureKind::Busy, "{name}: {}", err.message);
-            assert!(err.message.contains("BEGIN EXCLUSIVE"), "{}", err.message);
+            assert!(
+                err.message
+                    .starts_with("could not record the intent to send")
+                    && err.message.contains("nothing was written"),
+                "{}",
+                err.message
+            );
             assert!(!posted, "{name}: posted although nothing could be recorded");
+            // The reader was never locked out while the send retried.
+            let n: i64 = reader
+                .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+                .unwrap();
+            assert!(n > 0);
             reader.execute_batch("COMMIT").unwrap();
             drop(reader);
             drop(store);
@@ -824,14 +924,95 @@ fn a_reader_holding_its_snapshot_never_leaves_a_post_unrecorded() {
                 1,
                 "{name}"
             );
+            assert_eq!(pending_keys(&db), Vec::<String>::new());
         }
     }
 }
 
-/// `COMMIT` fails after the post succeeded (here: a deferred foreign key
-/// that a trigger of the test breaks; on a real database, an I/O error):
-/// a `store` failure that says the room has the message and must not be
-/// sent again, and nothing recorded.
+/// DELETE mode, a reader whose long transaction begins *during* the post
+/// and outlasts the record step's deadline: the room has the message, the
+/// record cannot be written yet. The send says so (kind `store`, "do not
+/// send it again"), the intent is marked `delivered` once the reader is
+/// gone, and the next call writes it exactly once: the accepted post is
+/// never left unrecorded and unreported.
+#[test]
+fn a_reader_that_starts_during_the_post_leaves_it_pending_then_completed_once() {
+    let (_dir, db) = fixture!("hermes-latest.db");
+    assert_eq!(journal_mode(&db), "delete");
+    let mut store = HermesStore::open(&db).unwrap();
+    let deadline = Duration::from_millis(800);
+    store.set_write_deadline(deadline);
+    let value = record(1_000.0);
+    let content = "[YOU] posted while a reader read";
+    let path = db.clone();
+    let mut reader_thread = None;
+    let err = store
+        .send_write(&write(content, &value, 1_000.0), || {
+            let (started, has_started) = std::sync::mpsc::channel();
+            reader_thread = Some(std::thread::spawn(move || {
+                let reader = Connection::open(&path).unwrap();
+                reader
+                    .execute_batch("BEGIN; SELECT count(*) FROM messages;")
+                    .unwrap();
+                started.send(()).unwrap();
+                // Past the record step's deadline, within the marking's.
+                std::thread::sleep(deadline + Duration::from_millis(400));
+                reader.execute_batch("COMMIT").unwrap();
+            }));
+            has_started.recv().unwrap();
+            Ok(())
+        })
+        .unwrap_err();
+    reader_thread.unwrap().join().unwrap();
+    assert_eq!(err.kind, FailureKind::Store, "{}", err.message);
+    assert!(
+        err.message
+            .starts_with("the message was posted to the room")
+            && err
+                .message
+                .contains("the next send, active or clear writes them")
+            && err.message.ends_with("do not send it again"),
+        "{}",
+        err.message
+    );
+    let pending = store.pending_sends().unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].state, PendingState::Delivered);
+    assert_eq!(pending[0].body, content);
+    let count = |db: &Path| {
+        Connection::open(db)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM messages WHERE content = ?1",
+                [content],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(count(&db), 0);
+    // Two callers completing at once still write it once.
+    let mut other = HermesStore::open(&db).unwrap();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| store.complete_pending().unwrap());
+        let b = s.spawn(|| other.complete_pending().unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(a.len() + b.len(), 1, "{a:?} {b:?}");
+    let mut store = HermesStore::open(&db).unwrap();
+    assert_eq!(store.complete_pending().unwrap(), vec![]);
+    assert_eq!(count(&db), 1);
+    assert_eq!(pending_keys(&db), Vec::<String>::new());
+    assert_eq!(store.meta_get(&MOHE_KEY).unwrap(), Some(value));
+    assert_integrity(&db);
+}
+
+/// `COMMIT` of the record step fails after the post succeeded (here: a
+/// deferred foreign key that a trigger of the test breaks; on a real
+/// database, an I/O error): a `store` failure that says the room has the
+/// message and must not be sent again; nothing recorded, the send pending
+/// as `delivered` (the only change: its intent in `state_meta`). While the
+/// cause stays, completing it fails the same way and keeps it; once the
+/// cause is gone the next call writes it, exactly once.
 #[test]
 fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     let (_dir, db) = fixture!("hermes-latest.db");
@@ -862,13 +1043,60 @@ fn a_failed_commit_after_the_post_is_reported_and_nothing_is_recorded() {
     assert!(
         err.message.contains("posted to the room")
             && err.message.contains("FOREIGN KEY constraint failed")
+            && err
+                .message
+                .contains("the next send, active or clear writes them")
             && err.message.ends_with("do not send it again"),
         "{}",
         err.message
     );
     assert!(!err.message.contains("try again"), "{}", err.message);
-    drop(store);
-    assert_eq!(table_snapshot(&db), before);
+    let after = table_snapshot(&db);
+    let mut expected = before.clone();
+    let keys = pending_keys(&db);
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    // Only state_meta changed, by the intent's row.
+    expected.remove("state_meta");
+    let mut rest = after.clone();
+    let meta = rest.remove("state_meta").unwrap();
+    assert_eq!(rest, expected);
+    assert_eq!(meta.len(), before["state_meta"].len() + 1);
+    let pending = store.pending_sends().unwrap();
+    assert_eq!(
+        (pending[0].state, pending[0].body.as_str()),
+        (PendingState::Delivered, "[YOU] posted")
+    );
+
+    let again = store.complete_pending().unwrap_err();
+    assert!(
+        again.message.contains("FOREIGN KEY constraint failed"),
+        "{again}"
+    );
+    assert_eq!(
+        table_snapshot(&db),
+        after,
+        "a failed completion changes nothing"
+    );
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch("DROP TRIGGER test_break_commit")
+        .unwrap();
+    let written = store.complete_pending().unwrap();
+    assert_eq!(written.len(), 1);
+    assert_eq!(store.complete_pending().unwrap(), vec![]);
+    assert_eq!(
+        query_i64(
+            &db,
+            "SELECT count(*) FROM messages WHERE content = '[YOU] posted'"
+        ),
+        1
+    );
+    assert_eq!(
+        query_i64(&db, "SELECT count(*) FROM session_switch_sent"),
+        1
+    );
+    assert_eq!(pending_keys(&db), Vec::<String>::new());
+    assert_eq!(store.meta_get(&MOHE_KEY).unwrap(), Some(value));
 }
 
 // --------------------------------------------------------------- failures
@@ -1001,8 +1229,9 @@ fn a_read_only_file_cannot_be_written_and_stays_as_it_was() {
                 String::from_utf8_lossy(&read.stderr)
             );
             assert_eq!(String::from_utf8_lossy(&read.stdout), "8\n");
+            // Refused at the first of the send's transactions, the intent.
             assert!(
-                message.starts_with("could not record the send"),
+                message.starts_with("could not record the intent to send"),
                 "{message}"
             );
         } else {
@@ -1018,8 +1247,10 @@ fn a_read_only_file_cannot_be_written_and_stays_as_it_was() {
     }
 }
 
-/// Another connection holds `BEGIN EXCLUSIVE` past the busy timeout: kind
-/// `busy`, the post is never made, nothing is written.
+/// Another connection holds `BEGIN EXCLUSIVE` past the send's write
+/// deadline: kind `busy` after the deadline (the brief attempts retried
+/// whole until then, not longer), the post is never made, nothing is
+/// written.
 #[test]
 fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
     for name in ["hermes-latest.db", "hermes-0.19.0.db"] {
@@ -1027,6 +1258,8 @@ fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
         let before = table_snapshot(&db);
         let mut store = HermesStore::open(&db).unwrap();
         store.set_busy_timeout(Duration::from_millis(150)).unwrap();
+        let deadline = Duration::from_millis(700);
+        store.set_write_deadline(deadline);
         let holder = Connection::open(&db).unwrap();
         holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
         let value = record(1_000.0);
@@ -1041,14 +1274,22 @@ fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
         let waited = started.elapsed();
         assert_eq!(err.kind, FailureKind::Busy, "{name}: {}", err.message);
         assert!(
-            err.message.contains("nothing was written"),
+            err.message
+                .starts_with("could not record the intent to send")
+                && err.message.contains("stayed locked by other connections")
+                && err
+                    .message
+                    .contains("brief attempts); nothing was written, try again"),
             "{}",
             err.message
         );
         assert!(!posted);
-        // Three BEGIN attempts of 150 ms each, with two pauses between.
-        assert!(waited >= Duration::from_millis(450), "{name}: {waited:?}");
-        assert!(waited < Duration::from_secs(3), "{name}: {waited:?}");
+        assert!(waited >= deadline, "{name}: {waited:?}");
+        // At most one brief attempt (100 ms busy timeout) past the deadline.
+        assert!(
+            waited < deadline + Duration::from_millis(600),
+            "{name}: {waited:?}"
+        );
         let err = store.meta_delete("session_switch:active:mohe").unwrap_err();
         assert_eq!(err.kind, FailureKind::Busy);
         if journal_mode_of(&holder) == "delete" {

@@ -21,6 +21,36 @@ pub fn record_key(agent: &str) -> String {
     key
 }
 
+/// Prefix of the pending sends' intents (DESIGN §8 "Send", §9.5):
+/// `session_switch:pending:<agent>:<token>`, one key per send between its
+/// intent and its record. They live in `state_meta` rather than a table of
+/// ours so that a send that failed after its intent leaves no new table
+/// behind (only, on an early database without it, Hermes's own
+/// `state_meta`).
+pub const PENDING_KEY_PREFIX: &str = "session_switch:pending:";
+
+/// The `state_meta` key of one pending send of `agent`:
+/// `session_switch:pending:<agent>:<token>`. `token` tells the agent's
+/// sends apart and must not contain `:` (the agent name may), so
+/// [`pending_key_agent`] splits at the last `:`.
+pub fn pending_key(agent: &str, token: &str) -> String {
+    debug_assert!(!token.contains(':'), "a pending key's token has no ':'");
+    let mut key = String::with_capacity(PENDING_KEY_PREFIX.len() + agent.len() + 1 + token.len());
+    key.push_str(PENDING_KEY_PREFIX);
+    key.push_str(agent);
+    key.push(':');
+    key.push_str(token);
+    key
+}
+
+/// The agent of a pending send's key ([`pending_key`]); `None` for any
+/// other key, or one with an empty agent or token.
+pub fn pending_key_agent(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(PENDING_KEY_PREFIX)?;
+    let (agent, token) = rest.rsplit_once(':')?;
+    (!agent.is_empty() && !token.is_empty()).then_some(agent)
+}
+
 /// Whether `key` is one we may write: [`OUR_KEY_PREFIX`] and at least one
 /// character after it (the seed's key is never written).
 pub fn is_prefixed_key(key: &str) -> bool {
@@ -45,5 +75,18 @@ mod tests {
         assert!(!is_our_meta_key("session_switch:"));
         assert!(!is_our_meta_key("fts_version"));
         assert!(!is_our_meta_key("Session_switch:active:mohe"));
+    }
+
+    #[test]
+    fn pending_keys_name_their_agent_even_with_a_colon_in_it() {
+        let key = pending_key("mohe", "0001a2b3");
+        assert_eq!(key, "session_switch:pending:mohe:0001a2b3");
+        assert!(is_prefixed_key(&key));
+        assert_eq!(pending_key_agent(&key), Some("mohe"));
+        assert_eq!(pending_key_agent(&pending_key("a:b", "9")), Some("a:b"));
+        assert_eq!(pending_key_agent("session_switch:pending:mohe"), None);
+        assert_eq!(pending_key_agent("session_switch:pending::x"), None);
+        assert_eq!(pending_key_agent("session_switch:pending:mohe:"), None);
+        assert_eq!(pending_key_agent("session_switch:active:mohe"), None);
     }
 }

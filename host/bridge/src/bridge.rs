@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::hermes_imports::HermesImports;
-use crate::store::HermesStore;
+use crate::store::{HermesStore, PendingSend, Written};
 use crate::wiring;
 use session_switch_runtime::{
     CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Receipt,
@@ -133,6 +133,33 @@ impl Bridge {
     /// Delete the records of `agent` (or every agent); the keys removed.
     pub fn clear(&self, agent: Option<&str>) -> Result<Vec<String>, Failure> {
         self.instance(false)?.clear(agent)
+    }
+
+    /// Write the sends that reached the room but not the database (DESIGN
+    /// §9.5, [`HermesStore::complete_pending`]), each exactly once; what was
+    /// written. Errors: kind `busy` past the write deadline, kind `store`.
+    pub fn complete_pending(&self) -> Result<Vec<Written>, Failure> {
+        HermesStore::open(&self.db)?.complete_pending()
+    }
+
+    /// The sends of `agent` (or every agent) not (yet) in the history
+    /// (DESIGN §9.5), after writing those that can be written now
+    /// ([`HermesStore::complete_pending`]): interrupted or timed-out posts
+    /// the room may have, and delivered ones the database stayed too busy to
+    /// take. Errors as [`Bridge::complete_pending`].
+    pub fn pending_sends(&self, agent: Option<&str>) -> Result<Vec<PendingSend>, Failure> {
+        let mut store = HermesStore::open(&self.db)?;
+        store.complete_pending()?;
+        let mut pending = store.pending_sends()?;
+        pending.retain(|p| agent.is_none_or(|a| p.agent == a));
+        Ok(pending)
+    }
+
+    /// Forget the pending sends of `agent` (or every agent); how many.
+    /// Delivered ones are not forgotten unwritten: call
+    /// [`Bridge::complete_pending`] first (the CLI's `clear` does).
+    pub fn clear_pending(&self, agent: Option<&str>) -> Result<usize, Failure> {
+        HermesStore::open(&self.db)?.clear_pending(agent)
     }
 
     /// Whether a room message from `sender` is `agent`'s own echo.

@@ -89,14 +89,16 @@ impl HostImports for HermesImports {
             .map_or(0.0, |d| d.as_secs_f64())
     }
 
-    /// DESIGN §8 "Send": ask ejabberd whether the agent's JID may post
-    /// (before the database is locked: that call can take ~0.5 s), then
-    /// write row + provenance + record inside `BEGIN EXCLUSIVE`, post, and
-    /// commit only if the post succeeded.
+    /// DESIGN §8 "Send", §9.5: complete any send that reached the room
+    /// but not the database; ask ejabberd whether the agent's JID may post
+    /// (before anything is written: a refused sender changes nothing); then
+    /// intent → post → record ([`HermesStore::send_write`]: no lock is held
+    /// across the post).
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         let transport = self.transport.as_deref().ok_or_else(|| {
             Failure::transport("no ejabberd transport is configured for this caller")
         })?;
+        self.store.complete_pending()?;
         transport.check_sender(&plan.from_jid, &self.room)?;
         let write = SendWrite {
             agent: &plan.agent,

@@ -54,3 +54,24 @@ pub fn record_status(s: &RecordStatus) -> Value {
         "detail": s.detail,
     })
 }
+
+/// One entry of `active` for a send not (yet) in the history (DESIGN §9.5):
+/// `pending_send: true`, `key` (its `state_meta` key), `state` (`posting`:
+/// being posted, or interrupted when `in_progress` is false; `unknown`: the
+/// post timed out; `delivered`: the room took it, the row waits for the
+/// database; `malformed`), `delivered`, `in_progress`, `timestamp` (Unix
+/// seconds of the send), `cli_session_id`, `body` (the history row's
+/// content).
+pub fn pending_send(p: &crate::store::PendingSend) -> Value {
+    json!({
+        "agent": p.agent,
+        "pending_send": true,
+        "key": p.key,
+        "state": p.state.as_str(),
+        "delivered": p.delivered,
+        "in_progress": p.process_alive,
+        "timestamp": p.created_at,
+        "cli_session_id": p.cli_session_id,
+        "body": p.body,
+    })
+}

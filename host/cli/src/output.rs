@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
 use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
+use session_switch::store::{PendingSend, PendingState};
 use std::path::Path;
 
 fn print_json(value: &Value) {
@@ -81,10 +82,36 @@ pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
     }
 }
 
-pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
+/// The records, then any send not yet in the history (DESIGN §9.5); in
+/// JSON the latter as objects with `"pending_send": true`.
+pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<&str>, json: bool) {
     if json {
-        let v: Vec<Value> = statuses.iter().map(json::record_status).collect();
+        let mut v: Vec<Value> = statuses.iter().map(json::record_status).collect();
+        v.extend(pending.iter().map(json::pending_send));
         return print_json(&Value::Array(v));
+    }
+    for p in pending {
+        let what = match p.state {
+            PendingState::Delivered => {
+                "reached the room and waits for state.db (written by \
+                                        the next send, active or clear)"
+            }
+            PendingState::Posting if p.process_alive => "is being posted right now",
+            PendingState::Posting => {
+                "was interrupted during the post (the process died): the \
+                                      room may have it, the history does not; clear forgets it"
+            }
+            PendingState::Unknown => {
+                "timed out after the request went out: the room may have \
+                                      it, the history does not; clear forgets it"
+            }
+            PendingState::Malformed => "is not a send of ours (key {key}); clear removes it",
+        };
+        let what = what.replace("{key}", &p.key);
+        println!(
+            "{}: a send from {} {what}: {}",
+            p.agent, p.cli_session_id, p.body
+        );
     }
     if statuses.is_empty() {
         match agent {
@@ -112,11 +139,16 @@ pub fn active(statuses: &[RecordStatus], agent: Option<&str>, json: bool) {
     }
 }
 
-pub fn cleared(keys: &[String], json: bool) {
+pub fn cleared(keys: &[String], pending: usize, json: bool) {
     if json {
-        return print_json(&json!({ "cleared": keys }));
+        return print_json(&json!({ "cleared": keys, "pending_sends_cleared": pending }));
     }
-    if keys.is_empty() {
+    if pending > 0 {
+        println!(
+            "forgot {pending} pending send(s) (interrupted or timed out; the room may have them)"
+        );
+    }
+    if keys.is_empty() && pending == 0 {
         println!("nothing to clear");
     }
     for k in keys {

@@ -6,7 +6,8 @@
 //! more: reads run in autocommit mode (one implicit read transaction per
 //! statement), or inside one read snapshot a caller opens around several
 //! ([`HermesStore::begin_read`]), and never write; writes run inside
-//! `BEGIN IMMEDIATE`, a send's inside `BEGIN EXCLUSIVE` (see `send_write`).
+//! `BEGIN IMMEDIATE`; a send's are three brief ones around the room post,
+//! none held across it (see `send_write`).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -49,6 +50,10 @@ pub struct HermesStore {
     pub(super) conn: Connection,
     pub(super) path: PathBuf,
     pub(super) busy_timeout: Duration,
+    /// How long a send's brief transactions are retried before kind `busy`
+    /// ([`super::BRIEF_DEADLINE`] unless changed with
+    /// [`HermesStore::set_write_deadline`]).
+    pub(super) write_deadline: Duration,
     /// `messages.active` exists (Hermes ≥ 2026-05-10, schema v22+): history
     /// keeps only `active = 1` rows. Read once per connection at open.
     has_active: bool,
@@ -98,6 +103,7 @@ impl HermesStore {
             conn,
             path: path.to_path_buf(),
             busy_timeout: BUSY_TIMEOUT,
+            write_deadline: super::BRIEF_DEADLINE,
             has_active: false,
             loader: LoaderSql::new(Loader::Early, |_| false),
             cjk_loaded: Cell::new(false),
@@ -140,6 +146,14 @@ impl HermesStore {
             .map_err(|e| self.fail("set the busy timeout", e))?;
         self.busy_timeout = timeout;
         Ok(())
+    }
+
+    /// Change how long a send's brief write transactions are retried while
+    /// the database is locked before the send fails with kind `busy`
+    /// (default [`super::BRIEF_DEADLINE`], 10 s). Each attempt waits at most
+    /// [`super::BRIEF_BUSY`] on a lock; the deadline bounds them all.
+    pub fn set_write_deadline(&mut self, deadline: Duration) {
+        self.write_deadline = deadline;
     }
 
     /// The value of `state_meta` key `key`; `None` when the key, or the
@@ -404,20 +418,7 @@ impl HermesStore {
             TransactionBehavior::Exclusive => "BEGIN EXCLUSIVE",
             _ => "BEGIN IMMEDIATE",
         };
-        // SQLite falls back to read-only when the file is not writable; say
-        // so now rather than with the first statement that writes.
-        if self
-            .conn
-            .is_readonly(rusqlite::MAIN_DB)
-            .map_err(|e| self.fail(doing, e))?
-        {
-            return Err(Failure::store(format!(
-                "could not {doing}: {} is read-only for this process (SQLite could open it only \
-                 for reading); run as the user that owns Hermes's database, and make the file \
-                 and its folder writable",
-                self.path.display()
-            )));
-        }
+        self.check_writable(doing)?;
         let started = Instant::now();
         let mut attempt = 1;
         loop {
@@ -444,6 +445,25 @@ impl HermesStore {
                 Err(e) => return Err(self.fail(doing, e)),
             }
         }
+    }
+
+    /// SQLite falls back to read-only when the file is not writable; say so
+    /// before a write transaction rather than with the first statement that
+    /// writes (kind `store`).
+    pub(super) fn check_writable(&self, doing: &str) -> Result<(), Failure> {
+        if self
+            .conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(|e| self.fail(doing, e))?
+        {
+            return Err(Failure::store(format!(
+                "could not {doing}: {} is read-only for this process (SQLite could open it only \
+                 for reading); run as the user that owns Hermes's database, and make the file \
+                 and its folder writable",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 
     /// Whether table `name` exists (`sqlite_master`, a read).
@@ -608,7 +628,7 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-fn jitter() -> Duration {
+pub(super) fn jitter() -> Duration {
     Duration::from_millis(fastrand::u64(RETRY_JITTER_MS))
 }
 

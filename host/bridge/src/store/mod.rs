@@ -20,6 +20,7 @@ pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
 pub use hermes::{BUSY_TIMEOUT, HermesStore, RETRY_JITTER_MS, WRITE_ATTEMPTS};
 pub use init::HERMES_SCHEMA_VERSION;
 pub use loader::{Loader, is_py_space, py_strip, sanitize_context};
+pub use send_write::{BRIEF_BUSY, BRIEF_DEADLINE, PendingSend, PendingState};
 
 /// Hermes's home folder: `$HERMES_HOME` when set and not empty, else
 /// `~/.hermes` (Hermes's own rule), else `.hermes` in the current folder
