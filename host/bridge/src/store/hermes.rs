@@ -6,19 +6,21 @@
 //! more: reads run in autocommit mode (one implicit read transaction per
 //! statement), or inside one read snapshot a caller opens around several
 //! ([`HermesStore::begin_read`]), and never write; writes run inside
-//! `BEGIN IMMEDIATE`; a send's are three brief ones around the room post,
-//! none held across it (see `send_write`).
+//! `BEGIN IMMEDIATE` (`write_tx`); a send's are three brief ones around
+//! the room post, none held across it (`send_write`, `pending`).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::loader::{self, Loader, LoaderSql, RawRow, SqlValue};
+use super::schema::check_exists;
 use super::sqlite_failure::sqlite_failure;
+use super::write_tx::{check_our_key, commit_with_retry};
+use session_switch_runtime::Failure;
 use session_switch_runtime::HistoryRow;
-use session_switch_runtime::{Failure, FailureKind};
 
 /// Busy timeout set on every connection: how long one statement waits for
 /// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
@@ -26,21 +28,8 @@ use session_switch_runtime::{Failure, FailureKind};
 /// per attempt and retry for up to 20 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How often `BEGIN` (and `COMMIT`) is tried when SQLite still
-/// reports `SQLITE_BUSY` after the busy timeout; between attempts the store
-/// sleeps a random [`RETRY_JITTER_MS`]. Worst case before a `busy` failure:
-/// `WRITE_ATTEMPTS × (busy timeout + 150 ms)`.
-pub const WRITE_ATTEMPTS: u32 = 3;
-
-/// Range of the random pause between write attempts, in milliseconds; the
-/// same range as Hermes 0.19.0's write retry (research/hermes-state.md §5),
-/// so that competing writers spread out instead of retrying in lock step.
-pub const RETRY_JITTER_MS: std::ops::RangeInclusive<u64> = 20..=150;
-
-use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX, is_our_meta_key, is_prefixed_key};
-
-/// One open connection to a Hermes `state.db` (rusqlite, bundled SQLite
-/// 3.54.1). `Send`, not `Sync`: one thread at a time, as rusqlite's
+/// One open connection to a Hermes `state.db` (rusqlite: the CLI bundles
+/// SQLite, the Python extension links the system's). `Send`, not `Sync`: one thread at a time, as rusqlite's
 /// [`Connection`].
 ///
 /// Connection settings: busy timeout [`BUSY_TIMEOUT`] (changeable with
@@ -65,9 +54,9 @@ pub struct HermesStore {
     pub(super) cjk_loaded: Cell<bool>,
     /// `state_meta` was seen to exist on this connection (see
     /// [`HermesStore::table_exists`]).
-    seen_state_meta: Cell<bool>,
+    pub(super) seen_state_meta: Cell<bool>,
     /// As `seen_state_meta`, for `session_switch_sent`.
-    seen_sent: Cell<bool>,
+    pub(super) seen_sent: Cell<bool>,
 }
 
 impl HermesStore {
@@ -197,7 +186,7 @@ impl HermesStore {
             return Ok(false);
         }
         let doing = format!("delete state_meta key {key:?}");
-        let tx = self.begin_write(&doing, TransactionBehavior::Immediate)?;
+        let tx = self.begin_write(&doing)?;
         let removed = tx
             .execute("DELETE FROM state_meta WHERE key = ?1", [key])
             .map_err(|e| sqlite_failure(&self.path, self.busy_timeout, &doing, e))?;
@@ -405,160 +394,9 @@ impl HermesStore {
         }
     }
 
-    /// Start a write transaction (`BEGIN IMMEDIATE` or `BEGIN EXCLUSIVE`):
-    /// the busy timeout applies to it, and if SQLite still reports
-    /// `SQLITE_BUSY` it is tried again after a random pause,
-    /// [`WRITE_ATTEMPTS`] times in all; then kind `busy`.
-    pub(super) fn begin_write(
-        &self,
-        doing: &str,
-        behavior: TransactionBehavior,
-    ) -> Result<Transaction<'_>, Failure> {
-        let begin = match behavior {
-            TransactionBehavior::Exclusive => "BEGIN EXCLUSIVE",
-            _ => "BEGIN IMMEDIATE",
-        };
-        self.check_writable(doing)?;
-        let started = Instant::now();
-        let mut attempt = 1;
-        loop {
-            // `new_unchecked` takes `&Connection`, so the store's other
-            // fields stay readable while the transaction is open.
-            match Transaction::new_unchecked(&self.conn, behavior) {
-                Ok(tx) => return Ok(tx),
-                Err(e) if is_busy(&e) && attempt < WRITE_ATTEMPTS => {
-                    attempt += 1;
-                    std::thread::sleep(jitter());
-                }
-                Err(e) if is_busy(&e) => {
-                    return Err(Failure::new(
-                        FailureKind::Busy,
-                        format!(
-                            "could not {doing}: {} stayed locked by another connection (e.g. a \
-                             Hermes gateway) for {:.1} s ({WRITE_ATTEMPTS} attempts of \
-                             {begin}); nothing was written, try again",
-                            self.path.display(),
-                            started.elapsed().as_secs_f64()
-                        ),
-                    ));
-                }
-                Err(e) => return Err(self.fail(doing, e)),
-            }
-        }
-    }
-
-    /// SQLite falls back to read-only when the file is not writable; say so
-    /// before a write transaction rather than with the first statement that
-    /// writes (kind `store`).
-    pub(super) fn check_writable(&self, doing: &str) -> Result<(), Failure> {
-        if self
-            .conn
-            .is_readonly(rusqlite::MAIN_DB)
-            .map_err(|e| self.fail(doing, e))?
-        {
-            return Err(Failure::store(format!(
-                "could not {doing}: {} is read-only for this process (SQLite could open it only \
-                 for reading); run as the user that owns Hermes's database, and make the file \
-                 and its folder writable",
-                self.path.display()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Whether table `name` exists (`sqlite_master`, a read).
-    ///
-    /// `sqlite_master` has no index: the query scans the whole schema (a v31
-    /// database has over a hundred entries), which measured as the largest
-    /// part of a `resolve` (`make bench`). So once `state_meta` or
-    /// `session_switch_sent` has been seen on this connection it is taken as
-    /// present from then on: Hermes creates `state_meta` and never drops
-    /// it, and `session_switch_sent` is ours and never dropped. Absence is
-    /// never cached (another connection may create the table at any time).
-    pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
-        let seen = match name {
-            "state_meta" => Some(&self.seen_state_meta),
-            "session_switch_sent" => Some(&self.seen_sent),
-            _ => None,
-        };
-        if seen.is_some_and(Cell::get) {
-            return Ok(true);
-        }
-        let exists = self.query_table_exists(name)?;
-        if let Some(seen) = seen {
-            seen.set(exists);
-        }
-        Ok(exists)
-    }
-
-    fn query_table_exists(&self, name: &str) -> Result<bool, Failure> {
-        self.conn
-            .prepare_cached(
-                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-            )
-            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)))
-            .map_err(|e| self.fail("read the schema", e))
-    }
-
     /// Map a SQLite error raised while `doing` to a [`Failure`].
     pub(super) fn fail(&self, doing: &str, error: rusqlite::Error) -> Failure {
         sqlite_failure(&self.path, self.busy_timeout, doing, error)
-    }
-
-    /// The first read of the file: it is SQLite (else `SQLITE_NOTADB`) and
-    /// has Hermes's two core tables.
-    fn check_hermes_tables(&self) -> Result<(), Failure> {
-        let found: i64 = self
-            .conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' \
-                 AND name IN ('sessions', 'messages')",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(|e| self.fail("read the schema", e))?;
-        if found == 2 {
-            return Ok(());
-        }
-        Err(Failure::store(format!(
-            "{} is a SQLite database but not Hermes's: it has no `sessions` and `messages` \
-             tables; point at Hermes's state.db ($HERMES_HOME/state.db), or create one with \
-             `init-db` on a new path",
-            self.path.display()
-        )))
-    }
-
-    fn messages_columns(&self) -> Result<Vec<String>, Failure> {
-        self.conn
-            .prepare("SELECT name FROM pragma_table_info('messages')")
-            .and_then(|mut stmt| {
-                stmt.query_map([], |row| row.get::<_, String>(0))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(|e| self.fail("read the columns of messages", e))
-    }
-
-    /// `schema_version.version` (the largest, should there be several);
-    /// `None` without the table.
-    fn schema_version(&self) -> Result<Option<i64>, Failure> {
-        if !self.query_table_exists("schema_version")? {
-            return Ok(None);
-        }
-        self.conn
-            .query_row("SELECT max(version) FROM schema_version", [], |row| {
-                row.get::<_, Option<i64>>(0)
-            })
-            .map_err(|e| self.fail("read the schema version", e))
-    }
-
-    fn messages_has_column(&self, column: &str) -> Result<bool, Failure> {
-        self.conn
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM pragma_table_info('messages') WHERE name = ?1)",
-                [column],
-                |row| row.get(0),
-            )
-            .map_err(|e| self.fail("read the columns of messages", e))
     }
 }
 
@@ -569,103 +407,4 @@ fn lossy_text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<Stri
         .get_ref(i)?
         .as_bytes_or_null()?
         .map(|b| String::from_utf8_lossy(b).into_owned()))
-}
-
-/// Commit `tx`; a `SQLITE_BUSY` `COMMIT` (DELETE mode: readers still hold
-/// their shared locks past the busy timeout) leaves the transaction open,
-/// so it is tried again like `BEGIN`. Any final error rolls back (the
-/// transaction's drop) and is returned.
-pub(super) fn commit_with_retry(
-    tx: Transaction<'_>,
-    path: &Path,
-    busy_timeout: Duration,
-    doing: &str,
-) -> Result<(), Failure> {
-    let mut attempt = 1;
-    loop {
-        match tx.execute_batch("COMMIT") {
-            Ok(()) => return Ok(()),
-            Err(e) if is_busy(&e) && attempt < WRITE_ATTEMPTS => {
-                attempt += 1;
-                std::thread::sleep(jitter());
-            }
-            Err(e) => {
-                let failure = sqlite_failure(path, busy_timeout, doing, e);
-                return match tx.rollback() {
-                    Ok(()) => Err(failure),
-                    Err(r) => Err(Failure::new(
-                        failure.kind,
-                        format!("{failure}; the rollback failed too: {r}"),
-                    )),
-                };
-            }
-        }
-    }
-}
-
-/// Whether a `state_meta` key is ours to delete (`legacy_ok`) or write:
-/// `session_switch:` + at least one character, or the seed's key when
-/// `legacy_ok`. Else kind `bad-input`.
-pub(super) fn check_our_key(key: &str, legacy_ok: bool) -> Result<(), Failure> {
-    if is_prefixed_key(key) || (legacy_ok && is_our_meta_key(key)) {
-        return Ok(());
-    }
-    let allowed = if legacy_ok {
-        format!("keys starting with `{OUR_KEY_PREFIX}` and the seed's `{LEGACY_KEY}`")
-    } else {
-        format!("keys starting with `{OUR_KEY_PREFIX}`")
-    };
-    Err(Failure::bad_input(format!(
-        "refusing to change state_meta key {key:?}: it is not session-switch's (only {allowed}); \
-         Hermes's own keys are left alone"
-    )))
-}
-
-fn is_busy(error: &rusqlite::Error) -> bool {
-    matches!(
-        error.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-pub(super) fn jitter() -> Duration {
-    Duration::from_millis(fastrand::u64(RETRY_JITTER_MS))
-}
-
-/// A clear `no Hermes database at …` before SQLite's generic "unable to
-/// open database file".
-fn check_exists(path: &Path) -> Result<(), Failure> {
-    let at = path.display();
-    let hint = "set HERMES_HOME or pass the database path, or create one with `init-db`";
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(Failure::store(format!(
-            "no Hermes database at {at}: that is a folder; {hint}"
-        ))),
-        Ok(_) => Ok(()),
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            let folder = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let problem = if folder.is_dir() {
-                "no such file".to_string()
-            } else if folder.exists() {
-                format!("{} is not a folder", folder.display())
-            } else {
-                format!("the folder {} does not exist", folder.display())
-            };
-            Err(Failure::store(format!(
-                "no Hermes database at {at}: {problem}; {hint}"
-            )))
-        }
-        Err(e) => Err(Failure::store(format!(
-            "no Hermes database at {at}: cannot read it ({e}); check the permissions of the \
-             file and its folders"
-        ))),
-    }
 }

@@ -6,21 +6,32 @@
 //! journal mode or Hermes's schema, creates its own two tables only inside
 //! its first write transaction, and writes only plain INSERTs and updates
 //! that Hermes's own `append_message` / `set_meta` also make.
+//!
+//! Files: `hermes` (the connection and its reads), `schema` (which Hermes
+//! schema a file has), `loader/` (Hermes's history loader, per schema),
+//! `write_tx` (brief, retried write transactions; our keys only),
+//! `send_write` (a send's intent → post → record), `pending` (sends between
+//! intent and record), `init` (a new database), `cjk` (Hermes's tokenizer
+//! extension), `sqlite_failure` (SQLite errors as failures).
 
 mod cjk;
 mod hermes;
 mod init;
 mod loader;
+mod pending;
+mod schema;
 mod send_write;
 mod sqlite_failure;
+mod write_tx;
 
 use std::path::PathBuf;
 
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
-pub use hermes::{BUSY_TIMEOUT, HermesStore, RETRY_JITTER_MS, WRITE_ATTEMPTS};
+pub use hermes::{BUSY_TIMEOUT, HermesStore};
 pub use init::HERMES_SCHEMA_VERSION;
 pub use loader::{Loader, is_py_space, py_strip, sanitize_context};
-pub use send_write::{BRIEF_BUSY, BRIEF_DEADLINE, PendingSend, PendingState};
+pub use pending::{PendingSend, PendingState};
+pub use write_tx::{BRIEF_BUSY, BRIEF_DEADLINE, RETRY_JITTER_MS, WRITE_ATTEMPTS};
 
 /// Hermes's home folder: `$HERMES_HOME` when set and not empty, else
 /// `~/.hermes` (Hermes's own rule), else `.hermes` in the current folder

@@ -36,13 +36,13 @@
 //! readers holds a PENDING lock that blocks new readers, so we never wait
 //! long while holding it; and the pauses (which hold nothing) leave the lock
 //! to Hermes's own writers, whose busy handler polls every few milliseconds.
-use rusqlite::{Transaction, TransactionBehavior, params};
+use rusqlite::params;
 
-use super::hermes::check_our_key;
+use super::pending::{PendingState, intent_json};
+use super::write_tx::check_our_key;
 use super::{HermesStore, SendWrite, Written};
-use session_switch_contract::keys::{pending_key, pending_key_agent};
+use session_switch_contract::keys::pending_key;
 use session_switch_runtime::{Failure, FailureKind};
-use std::time::{Duration, Instant};
 
 /// Hermes's DDL for `state_meta` (missing in early databases; Hermes
 /// creates it the same way). The intent step creates nothing else.
@@ -70,80 +70,6 @@ const UPSERT_RECORD: &str = "\
                         <= json_extract(excluded.value, '$.timestamp')
                    ELSE 1 END
           ELSE 1 END";
-
-/// The pending keys, as a key range (not `LIKE`, which ignores case and
-/// treats `_` as a wildcard): `;` is the character after `:`.
-const SELECT_PENDING: &str = "SELECT key, CAST(value AS TEXT) FROM state_meta \
-     WHERE key >= 'session_switch:pending:' AND key < 'session_switch:pending;' ORDER BY key";
-
-/// Busy timeout of the send's brief transactions: a Hermes reader that
-/// finds us holding a lock waits at most about this long.
-pub const BRIEF_BUSY: Duration = Duration::from_millis(100);
-
-/// How long a send's brief transactions are retried, in all, before kind
-/// `busy` (the default of [`HermesStore::set_write_deadline`]).
-pub const BRIEF_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Longest random pause between two attempts of a brief transaction; the
-/// pauses grow from ~10 ms towards this, each drawn at random (full jitter),
-/// so concurrent sends spread out and Hermes's writers get the lock between.
-const MAX_PAUSE: Duration = Duration::from_millis(250);
-
-/// Where a send between its intent and its record stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PendingState {
-    /// The post is running, or the process died during it: the room may
-    /// have the message ([`PendingSend::process_alive`] tells which).
-    Posting,
-    /// The post timed out after the request went out: the room may have it.
-    Unknown,
-    /// The room took it; the history row and the record wait for the
-    /// database ([`HermesStore::complete_pending`] writes them).
-    Delivered,
-    /// A value under our pending prefix that is not an intent of ours.
-    Malformed,
-}
-
-impl PendingState {
-    /// `posting`, `unknown`, `delivered`, `malformed` (the JSON values).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Posting => "posting",
-            Self::Unknown => "unknown",
-            Self::Delivered => "delivered",
-            Self::Malformed => "malformed",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "posting" => Self::Posting,
-            "unknown" => Self::Unknown,
-            "delivered" => Self::Delivered,
-            _ => return None,
-        })
-    }
-}
-
-/// A send that reached the room, or may have, without its history row.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PendingSend {
-    /// Its `state_meta` key, `session_switch:pending:<agent>:<token>`.
-    pub key: String,
-    pub agent: String,
-    pub state: PendingState,
-    /// `state` is [`PendingState::Delivered`].
-    pub delivered: bool,
-    /// For [`PendingState::Posting`]: the process that wrote the intent is
-    /// still running (the send is in progress), as far as this machine can
-    /// tell; `false` means it died during the post.
-    pub process_alive: bool,
-    /// Unix seconds of the send (0 when malformed).
-    pub created_at: f64,
-    /// The history row's content (`[YOU] ` + the body; empty when malformed).
-    pub body: String,
-    pub cli_session_id: String,
-}
 
 impl HermesStore {
     /// Send `w` around `post` (the room post): intent, post, record (see
@@ -230,129 +156,11 @@ impl HermesStore {
         }
     }
 
-    /// Write the sends that reached the room but not the database (intents
-    /// in state `delivered`), oldest first; each in one transaction that
-    /// writes only if it removes its intent, so this writes each send once
-    /// even when two processes run it at the same time. Returns what was
-    /// written.
-    ///
-    /// Errors: as [`HermesStore::send_write`]'s record step (kind `busy`
-    /// past the write deadline, kind `store`); what was written before the
-    /// error stays written, the rest stays pending.
-    pub fn complete_pending(&mut self) -> Result<Vec<Written>, Failure> {
-        let mut written = Vec::new();
-        for (key, intent) in self.read_intents()? {
-            let Some(intent) = intent else { continue };
-            if intent.state != PendingState::Delivered {
-                continue;
-            }
-            if let Some(w) = self.write_record(&key, &intent.as_write(), true)? {
-                written.push(w);
-            }
-        }
-        Ok(written)
-    }
-
-    /// Every pending send (an intent under `session_switch:pending:`), by
-    /// key; empty when `state_meta` is missing. A read: changes nothing.
-    ///
-    /// Errors: kind `busy` past the busy timeout, kind `store`.
-    pub fn pending_sends(&self) -> Result<Vec<PendingSend>, Failure> {
-        let mut pending: Vec<PendingSend> = self
-            .read_intents()?
-            .into_iter()
-            .map(|(key, intent)| {
-                let agent = pending_key_agent(&key).unwrap_or_default().to_owned();
-                match intent {
-                    Some(i) => PendingSend {
-                        agent,
-                        state: i.state,
-                        delivered: i.state == PendingState::Delivered,
-                        process_alive: i.state == PendingState::Posting && process_alive(i.pid),
-                        created_at: i.timestamp,
-                        body: i.content,
-                        cli_session_id: i.cli_session_id,
-                        key,
-                    },
-                    None => PendingSend {
-                        agent,
-                        state: PendingState::Malformed,
-                        delivered: false,
-                        process_alive: false,
-                        created_at: 0.0,
-                        body: String::new(),
-                        cli_session_id: String::new(),
-                        key,
-                    },
-                }
-            })
-            .collect();
-        pending.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
-        Ok(pending)
-    }
-
-    /// Forget the pending sends of `agent` (or of every agent): their
-    /// intents are deleted, in one brief transaction. Returns how many.
-    /// Completing the delivered ones first is the caller's choice
-    /// ([`HermesStore::complete_pending`]).
-    ///
-    /// Errors: kind `busy` past the write deadline (nothing deleted), kind
-    /// `store`.
-    pub fn clear_pending(&mut self, agent: Option<&str>) -> Result<usize, Failure> {
-        let keys: Vec<String> = self
-            .read_intents()?
-            .into_iter()
-            .map(|(key, _)| key)
-            .filter(|key| agent.is_none_or(|a| pending_key_agent(key) == Some(a)))
-            .collect();
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        let doing = "forget the pending sends";
-        self.write_briefly(doing, |tx| {
-            let mut removed = 0;
-            for key in &keys {
-                removed += tx
-                    .execute("DELETE FROM state_meta WHERE key = ?1", [key])
-                    .map_err(|e| self.fail(doing, e))?;
-            }
-            Ok(removed)
-        })
-    }
-
-    /// The pending keys with their intents (`None`: not one of ours).
-    fn read_intents(&self) -> Result<Vec<(String, Option<Intent>)>, Failure> {
-        if !self.table_exists("state_meta")? {
-            return Ok(Vec::new());
-        }
-        let doing = "read the pending sends";
-        let mut stmt = self
-            .conn
-            .prepare_cached(SELECT_PENDING)
-            .map_err(|e| self.fail(doing, e))?;
-        let rows = stmt
-            .query_map([], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?))
-            })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.fail(doing, e))?;
-        Ok(rows
-            .into_iter()
-            .map(|(key, value)| {
-                let intent = value
-                    .as_deref()
-                    .and_then(Intent::parse)
-                    .filter(|i| pending_key_agent(&key) == Some(i.agent.as_str()));
-                (key, intent)
-            })
-            .collect())
-    }
-
     /// The record step: the history row, its provenance and the record,
     /// and intent `key` deleted, in one brief transaction. With `only_once`
     /// nothing is written unless that deletion removed the intent (another
     /// call completed or cleared it first): `Ok(None)`.
-    fn write_record(
+    pub(super) fn write_record(
         &self,
         key: &str,
         w: &SendWrite<'_>,
@@ -442,111 +250,12 @@ impl HermesStore {
             tracing::warn!(target: "session_switch::store", "{}", e.message);
         }
     }
-
-    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit; `BEGIN` does
-    /// not wait for a lock, what follows waits at most [`BRIEF_BUSY`]; on
-    /// `SQLITE_BUSY` anywhere the
-    /// transaction is rolled back whole (releasing every lock, also the
-    /// PENDING lock of a DELETE-mode `COMMIT` that waited for readers) and
-    /// tried again after a random, growing pause (full jitter, up to
-    /// [`MAX_PAUSE`]) while the store's write deadline allows; then kind
-    /// `busy`, nothing written. A read-only file: kind `store` at once.
-    /// Other SQL errors: kind `store`, rolled back.
-    fn write_briefly<T>(
-        &self,
-        doing: &str,
-        mut f: impl FnMut(&Transaction<'_>) -> Result<T, Failure>,
-    ) -> Result<T, Failure> {
-        self.check_writable(doing)?;
-        let started = Instant::now();
-        let _restore = BusyGuard::lower(self);
-        let mut attempts = 0u32;
-        loop {
-            attempts += 1;
-            let attempt: Result<T, Failure> = (|| {
-                // `new_unchecked` takes `&Connection`, so `f` may use the
-                // store's other fields while the transaction is open.
-                // `BEGIN IMMEDIATE` does not wait at all: SQLite's busy
-                // handler polls every few milliseconds, and fifty of ours
-                // polling would crowd out Hermes's one writer, whose handler
-                // polls the same way; our own jittered pauses poll less.
-                let _ = self.conn.busy_timeout(Duration::ZERO);
-                let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
-                    .map_err(|e| self.fail(doing, e))?;
-                // Once the write lock is ours, statements and the `COMMIT`
-                // (DELETE mode: it waits for readers to finish) wait briefly.
-                let _ = self.conn.busy_timeout(BRIEF_BUSY);
-                let value = f(&tx)?;
-                // A failed COMMIT drops `tx`, which rolls back.
-                tx.commit().map_err(|e| self.fail(doing, e))?;
-                Ok(value)
-            })();
-            match attempt {
-                Err(failure) if failure.kind == FailureKind::Busy => {
-                    let elapsed = started.elapsed();
-                    if elapsed >= self.write_deadline {
-                        return Err(Failure::new(
-                            FailureKind::Busy,
-                            format!(
-                                "could not {doing}: {} stayed locked by other connections (e.g. \
-                                 a Hermes gateway, or a reader in a long transaction) for {:.1} \
-                                 s ({attempts} brief attempts); nothing was written, try again",
-                                self.path.display(),
-                                started.elapsed().as_secs_f64()
-                            ),
-                        ));
-                    }
-                    // The last pause ends at the deadline: one more try then.
-                    std::thread::sleep(backoff(attempts).min(self.write_deadline - elapsed));
-                }
-                other => return other,
-            }
-        }
-    }
-}
-
-/// The pause before attempt `attempts + 1`: random in 1 ms ..= min(10 ms ×
-/// 2^(attempts−1), [`MAX_PAUSE`]).
-fn backoff(attempts: u32) -> Duration {
-    let cap = 10u64.saturating_mul(1 << attempts.saturating_sub(1).min(16));
-    let cap = cap.min(MAX_PAUSE.as_millis() as u64);
-    Duration::from_millis(fastrand::u64(1..=cap))
 }
 
 /// Tells this send's intent apart from the agent's others: the send's
 /// microseconds and 32 random bits, in hex (no `:`).
 fn token(timestamp: f64) -> String {
     format!("{:x}-{:08x}", (timestamp * 1e6) as u64, fastrand::u32(..))
-}
-
-/// Whether process `pid` runs on this machine (signal 0; `EPERM` means it
-/// exists under another user).
-fn process_alive(pid: Option<u32>) -> bool {
-    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
-        return false;
-    };
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(()) => true,
-        Err(e) => e == nix::errno::Errno::EPERM,
-    }
-}
-
-/// Lowers the store's busy timeout to [`BRIEF_BUSY`] and restores it on drop.
-struct BusyGuard<'a> {
-    store: &'a HermesStore,
-}
-
-impl<'a> BusyGuard<'a> {
-    fn lower(store: &'a HermesStore) -> Self {
-        let _ = store.conn.busy_timeout(BRIEF_BUSY);
-        Self { store }
-    }
-}
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        let _ = self.store.conn.busy_timeout(self.store.busy_timeout);
-    }
 }
 
 /// Deletes the intent when the post unwinds (a panic): nothing was posted
@@ -565,77 +274,9 @@ impl Drop for IntentGuard<'_> {
     }
 }
 
-/// A send's intent as stored: its state, the writer's process id, and the
-/// [`SendWrite`] the record step needs.
-struct Intent {
-    state: PendingState,
-    pid: Option<u32>,
-    agent: String,
-    history_session_id: String,
-    content: String,
-    cli_session_id: String,
-    record_key: String,
-    record_value: String,
-    timestamp: f64,
-}
-
-/// The intent's JSON value: `state`, `pid`, and the plan's fields.
-fn intent_json(w: &SendWrite<'_>, state: PendingState) -> String {
-    serde_json::json!({
-        "state": state.as_str(),
-        "pid": std::process::id(),
-        "agent": w.agent,
-        "history_session_id": w.history_session_id,
-        "history_content": w.history_content,
-        "cli_session_id": w.cli_session_id,
-        "record_key": w.record_key,
-        "record_value": w.record_value,
-        "timestamp": w.timestamp,
-    })
-    .to_string()
-}
-
-impl Intent {
-    /// `None` unless `text` is an intent this host wrote: every field, a
-    /// known state, and a plan that passes [`validate`] (so completing it
-    /// can never write what a send could not).
-    fn parse(text: &str) -> Option<Self> {
-        let v: serde_json::Value = serde_json::from_str(text).ok()?;
-        let s = |k: &str| v.get(k)?.as_str().map(str::to_owned);
-        let intent = Self {
-            state: PendingState::parse(v.get("state")?.as_str()?)?,
-            pid: v
-                .get("pid")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|p| u32::try_from(p).ok()),
-            agent: s("agent")?,
-            history_session_id: s("history_session_id")?,
-            content: s("history_content")?,
-            cli_session_id: s("cli_session_id")?,
-            record_key: s("record_key")?,
-            record_value: s("record_value")?,
-            timestamp: v.get("timestamp")?.as_f64()?,
-        };
-        validate(&intent.as_write()).ok()?;
-        Some(intent)
-    }
-
-    fn as_write(&self) -> SendWrite<'_> {
-        SendWrite {
-            agent: &self.agent,
-            history_session_id: &self.history_session_id,
-            history_content: &self.content,
-            cli_session_id: &self.cli_session_id,
-            record_key: &self.record_key,
-            record_value: &self.record_value,
-            timestamp: self.timestamp,
-        }
-    }
-}
-
 /// Refuse (kind `bad-input`) what must never be written; see
 /// [`HermesStore::send_write`].
-fn validate(w: &SendWrite<'_>) -> Result<(), Failure> {
+pub(super) fn validate(w: &SendWrite<'_>) -> Result<(), Failure> {
     for (name, value) in [
         ("agent", w.agent),
         ("history session id", w.history_session_id),

@@ -1,0 +1,139 @@
+//! What a database is: a Hermes `state.db` (its core tables), which
+//! schema (`schema_version`, `messages` columns), which tables exist.
+
+use std::cell::Cell;
+use std::path::Path;
+
+use session_switch_runtime::Failure;
+
+use super::HermesStore;
+
+impl HermesStore {
+    /// Whether table `name` exists (`sqlite_master`, a read).
+    ///
+    /// `sqlite_master` has no index: the query scans the whole schema (a v31
+    /// database has over a hundred entries), which measured as the largest
+    /// part of a `resolve` (`make bench`). So once `state_meta` or
+    /// `session_switch_sent` has been seen on this connection it is taken as
+    /// present from then on: Hermes creates `state_meta` and never drops
+    /// it, and `session_switch_sent` is ours and never dropped. Absence is
+    /// never cached (another connection may create the table at any time).
+    pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
+        let seen = match name {
+            "state_meta" => Some(&self.seen_state_meta),
+            "session_switch_sent" => Some(&self.seen_sent),
+            _ => None,
+        };
+        if seen.is_some_and(Cell::get) {
+            return Ok(true);
+        }
+        let exists = self.query_table_exists(name)?;
+        if let Some(seen) = seen {
+            seen.set(exists);
+        }
+        Ok(exists)
+    }
+
+    pub(super) fn query_table_exists(&self, name: &str) -> Result<bool, Failure> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            )
+            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)))
+            .map_err(|e| self.fail("read the schema", e))
+    }
+
+    /// The first read of the file: it is SQLite (else `SQLITE_NOTADB`) and
+    /// has Hermes's two core tables.
+    pub(super) fn check_hermes_tables(&self) -> Result<(), Failure> {
+        let found: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' \
+                 AND name IN ('sessions', 'messages')",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.fail("read the schema", e))?;
+        if found == 2 {
+            return Ok(());
+        }
+        Err(Failure::store(format!(
+            "{} is a SQLite database but not Hermes's: it has no `sessions` and `messages` \
+             tables; point at Hermes's state.db ($HERMES_HOME/state.db), or create one with \
+             `init-db` on a new path",
+            self.path.display()
+        )))
+    }
+
+    pub(super) fn messages_columns(&self) -> Result<Vec<String>, Failure> {
+        self.conn
+            .prepare("SELECT name FROM pragma_table_info('messages')")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| self.fail("read the columns of messages", e))
+    }
+
+    /// `schema_version.version` (the largest, should there be several);
+    /// `None` without the table.
+    pub(super) fn schema_version(&self) -> Result<Option<i64>, Failure> {
+        if !self.query_table_exists("schema_version")? {
+            return Ok(None);
+        }
+        self.conn
+            .query_row("SELECT max(version) FROM schema_version", [], |row| {
+                row.get::<_, Option<i64>>(0)
+            })
+            .map_err(|e| self.fail("read the schema version", e))
+    }
+
+    pub(super) fn messages_has_column(&self, column: &str) -> Result<bool, Failure> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM pragma_table_info('messages') WHERE name = ?1)",
+                [column],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.fail("read the columns of messages", e))
+    }
+}
+
+/// A clear `no Hermes database at …` before SQLite's generic "unable to
+/// open database file".
+pub(super) fn check_exists(path: &Path) -> Result<(), Failure> {
+    let at = path.display();
+    let hint = "set HERMES_HOME or pass the database path, or create one with `init-db`";
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(Failure::store(format!(
+            "no Hermes database at {at}: that is a folder; {hint}"
+        ))),
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            let folder = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let problem = if folder.is_dir() {
+                "no such file".to_string()
+            } else if folder.exists() {
+                format!("{} is not a folder", folder.display())
+            } else {
+                format!("the folder {} does not exist", folder.display())
+            };
+            Err(Failure::store(format!(
+                "no Hermes database at {at}: {problem}; {hint}"
+            )))
+        }
+        Err(e) => Err(Failure::store(format!(
+            "no Hermes database at {at}: cannot read it ({e}); check the permissions of the \
+             file and its folders"
+        ))),
+    }
+}
