@@ -24,6 +24,17 @@ pub(super) fn early_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a Sq
 /// 0.19.0 `hermes_state.py` `_rows_to_conversation`, key for key.
 pub(super) fn v22_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
     api_content_field(msg, cell("api_content"));
+    common_tail(msg, cell);
+}
+
+/// The keys both versions add last, in order: `timestamp`,
+/// `tool_call_id`, `tool_name`, `effect_disposition` (each when truthy),
+/// `tool_calls` (parsed, `[]` when not JSON), `message_id`
+/// (`platform_message_id`), `observed`, and on assistant rows
+/// `finish_reason`, `reasoning`, `reasoning_content` (also when empty),
+/// `reasoning_details` / `codex_reasoning_items` / `codex_message_items`
+/// (parsed, null when not JSON).
+fn common_tail<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
     for key in [
         "timestamp",
         "tool_call_id",
@@ -34,16 +45,6 @@ pub(super) fn v22_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlV
             msg.push(key, cell(key).json());
         }
     }
-    common_tail(msg, cell);
-}
-
-/// The keys both versions add after `effect_disposition`, in order:
-/// `tool_calls` (parsed, `[]` when not JSON), `message_id`
-/// (`platform_message_id`), `observed`, and on assistant rows
-/// `finish_reason`, `reasoning`, `reasoning_content` (also when empty),
-/// `reasoning_details` / `codex_reasoning_items` / `codex_message_items`
-/// (parsed, null when not JSON).
-fn common_tail<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
     if cell("tool_calls").truthy() {
         msg.push(
             "tool_calls",
@@ -117,16 +118,6 @@ pub(super) fn v31_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlV
         && let Some(meta) = display_metadata(cell("display_metadata"))
     {
         msg.push("display_metadata", meta);
-    }
-    for key in [
-        "timestamp",
-        "tool_call_id",
-        "tool_name",
-        "effect_disposition",
-    ] {
-        if cell(key).truthy() {
-            msg.push(key, cell(key).json());
-        }
     }
     common_tail(msg, cell);
 }
