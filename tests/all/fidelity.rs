@@ -23,22 +23,8 @@ use std::process::Command;
 
 use serde_json::{Map, Value};
 use session_switch_contract::marker::{YOU_TAG, has_marker, untag};
+use session_switch_tests::sample::{DOMAIN, ROOM, sample_config_text};
 use session_switch_tests::{bin_path, expected_conversations, fixture_copy, workspace_root};
-
-const CONFIG: &str = r#"
-[xmpp]
-room = "coregroup@conference.example.org"
-
-[[agents]]
-name = "mohe"
-jid = "mohe@example.org"
-sessions = ["xmpp-mohe-v2"]
-
-[[agents]]
-name = "zhiwei"
-jid = "zhiwei@example.org"
-sessions = ["xmpp-zhiwei"]
-"#;
 
 /// The sessions `loader_sessions.py write` makes.
 const WRITTEN: [&str; 3] = ["xmpp-mohe-v2", "20260619_190821_7c0afe", "bad-rows"];
@@ -105,7 +91,8 @@ fn hermes_loads(version: &str, db: &Path, sessions: &[&str]) -> (i64, Map<String
 /// `context SESSION --agent AGENT --json [extra]` on `db`.
 fn context(db: &Path, session: &str, agent: &str, extra: &[&str]) -> Value {
     let config = db.with_file_name("session-switch.toml");
-    std::fs::write(&config, CONFIG).unwrap();
+    let text = sample_config_text(ROOM, &|name| format!("{name}@{DOMAIN}"), "", "");
+    std::fs::write(&config, text).unwrap();
     let out = Command::new(bin_path())
         .arg("--config")
         .arg(&config)
