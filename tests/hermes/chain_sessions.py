@@ -6,6 +6,9 @@ Run with the Python of the v31 Hermes venv (target/hermes-venv/v31, made by
     python chain_sessions.py write STATE_DB   # chains through Hermes's own SessionDB
     python chain_sessions.py tips STATE_DB ID…  # Hermes's own answers for each id
     python chain_sessions.py append STATE_DB ID  # does Hermes let a row into ID?
+    python chain_sessions.py fork STATE_DB PARENT  # a second live child of PARENT
+    python chain_sessions.py create STATE_DB ID…  # plain CLI sessions (any id)
+    python chain_sessions.py legacy STATE_DB     # 0.19.0 too: P ended 'compression', child C
 
 `write` compresses sessions the way Hermes's compressor does
 (agent/conversation_compression.py `_rotate_session`): take the session's
@@ -30,9 +33,14 @@ import pathlib
 import sys
 
 from hermes_state import SessionDB
-from hermes_state_ids import new_session_id
 
 T0 = 1781870400.0
+
+
+def new_session_id():
+    from hermes_state_ids import new_session_id as mint  # v31 only
+
+    return mint()
 
 
 def compress(db, parent, summary, at):
@@ -143,7 +151,34 @@ def append(path, session):
     db.close()
 
 
+def fork(path, parent):
+    db = SessionDB(pathlib.Path(path))
+    child = new_session_id()
+    db.create_session(child, db.get_session(parent)["source"], parent_session_id=parent)
+    db.close()
+    print(json.dumps({"child": child}))
+
+
+def create(path, ids):
+    db = SessionDB(pathlib.Path(path))
+    for i in ids:
+        db.create_session(i, "cli", model="hermes-4-70b")
+    db.close()
+
+
+def legacy(path):
+    """What 0.19.0's API allows: end a session as 'compression', add a child."""
+    db = SessionDB(pathlib.Path(path))
+    db.create_session("20260619_190821_7c0afe", "cli", model="hermes-4-70b")
+    db.end_session("20260619_190821_7c0afe", "compression")
+    db.create_session(
+        "20260619_190900_beef01", "cli", parent_session_id="20260619_190821_7c0afe"
+    )
+    db.close()
+
+
 if __name__ == "__main__":
     cmd, db_path, *rest = sys.argv[1:]
     {"write": lambda: write(db_path), "tips": lambda: tips(db_path, rest),
-     "append": lambda: append(db_path, rest[0])}[cmd]()
+     "append": lambda: append(db_path, rest[0]), "fork": lambda: fork(db_path, rest[0]),
+     "create": lambda: create(db_path, rest), "legacy": lambda: legacy(db_path)}[cmd]()
