@@ -17,6 +17,7 @@ mod e2e_cli;
 mod fidelity;
 mod hostile_input;
 mod hot_swap;
+mod idle_bridge;
 mod isolation;
 mod policy_differential;
 mod policy_props;
