@@ -291,6 +291,22 @@ fn two_live_children_fail_closed_and_active_says_what_it_found() {
 }
 
 #[test]
+fn a_compressed_session_without_a_continuation_is_refused() {
+    let home = Home::written_by_hermes(None);
+    let orphan = "20260621_100000_0bad00";
+    hermes("v31", &["orphan", orphan], &home.db);
+    home.record(orphan);
+    let line = home.refused(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert!(
+        line.contains(&format!("session {orphan} was compressed by Hermes"))
+            && line.contains("has no continuation"),
+        "{line}"
+    );
+    let active = home.json(&["active", "--agent", "mohe"]);
+    assert_eq!(active[0]["valid"], false, "{active}");
+}
+
+#[test]
 fn session_ids_hermes_api_server_refuses_are_never_recorded_or_redirected_to() {
     let home = Home::written_by_hermes(None);
     let unsafe_ids = ["20260619/190821", "..20260619", "C:20260619"];

@@ -9,6 +9,7 @@ Run with the Python of the v31 Hermes venv (target/hermes-venv/v31, made by
     python chain_sessions.py fork STATE_DB PARENT  # a second live child of PARENT
     python chain_sessions.py create STATE_DB ID…  # plain CLI sessions (any id)
     python chain_sessions.py legacy STATE_DB     # 0.19.0 too: P ended 'compression', child C
+    python chain_sessions.py orphan STATE_DB ID  # ID ended 'compression', no child
 
 `write` compresses sessions the way Hermes's compressor does
 (agent/conversation_compression.py `_rotate_session`): take the session's
@@ -166,6 +167,14 @@ def create(path, ids):
     db.close()
 
 
+def orphan(path, session):
+    """A session ended as 'compression' whose child was never published."""
+    db = SessionDB(pathlib.Path(path))
+    db.create_session(session, "cli", model="hermes-4-70b")
+    db.end_session(session, "compression")
+    db.close()
+
+
 def legacy(path):
     """What 0.19.0's API allows: end a session as 'compression', add a child."""
     db = SessionDB(pathlib.Path(path))
@@ -181,4 +190,5 @@ if __name__ == "__main__":
     cmd, db_path, *rest = sys.argv[1:]
     {"write": lambda: write(db_path), "tips": lambda: tips(db_path, rest),
      "append": lambda: append(db_path, rest[0]), "fork": lambda: fork(db_path, rest[0]),
-     "create": lambda: create(db_path, rest), "legacy": lambda: legacy(db_path)}[cmd]()
+     "create": lambda: create(db_path, rest), "legacy": lambda: legacy(db_path),
+     "orphan": lambda: orphan(db_path, rest[0])}[cmd]()
