@@ -10,12 +10,14 @@
 //! tests that load the whole machine for seconds take
 //! [`session_switch_tests::heavy`], so no two of them overlap.
 
+mod chain;
 mod component;
 mod config;
 mod e2e_cli;
 mod fidelity;
 mod hostile_input;
 mod hot_swap;
+mod idle_bridge;
 mod isolation;
 mod policy_differential;
 mod policy_props;

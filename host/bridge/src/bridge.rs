@@ -3,12 +3,12 @@
 //! repeats the wiring; a Rust gateway can use it too.
 
 use crate::config::Config;
-use crate::hermes_imports::HermesImports;
-use crate::store::{HermesStore, PendingSend, Written};
+use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports};
+use crate::store::{HermesStore, PendingSend, Written, add_continuations};
 use crate::wiring;
 use session_switch_runtime::{
-    CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Receipt,
-    RecordStatus,
+    CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Reason,
+    Receipt, RecordStatus,
 };
 use std::path::PathBuf;
 
@@ -89,45 +89,109 @@ impl Bridge {
     /// with `sends`, over the configured ejabberd transport too (errors:
     /// the transport's config, e.g. an unset `api_password_env`).
     ///
+    /// On schema v31 the settings' XMPP sessions of each agent include the
+    /// compression continuations of its configured ones as they are now
+    /// (DESIGN §9.4, `store::add_continuations`): a child of
+    /// `xmpp-mohe-v2` resolves as `xmpp-mohe-v2` does. An instance kept for
+    /// long learns of later compressions only with new settings
+    /// ([`PolicyInstance::set_settings`]) or a new instance.
+    ///
     /// Errors: a missing or unreadable database (kind `store`, naming the
     /// path).
     pub fn instance(&self, sends: bool) -> Result<PolicyInstance, Failure> {
+        Ok(self.instance_noting(sends, false)?.0)
+    }
+
+    /// [`Bridge::instance`], with the notes of its chain walk
+    /// ([`HermesImports::reporting`]).
+    fn instance_noting(
+        &self,
+        sends: bool,
+        report: bool,
+    ) -> Result<(PolicyInstance, ChainNotes), Failure> {
         let transport = if sends {
             Some(wiring::transport(&self.config)?)
         } else {
             None
         };
         let store = HermesStore::open(&self.db)?;
-        let imports = HermesImports::new(store, transport, self.config.xmpp.room.clone());
-        Ok(self
-            .policy
-            .instance(imports, wiring::settings(&self.config)))
+        let mut settings = wiring::settings(&self.config);
+        for (root, child) in add_continuations(&store, &mut settings)? {
+            tracing::debug!(
+                target: "session_switch::chain",
+                "{child} continues XMPP session {root} (Hermes compression chain)"
+            );
+        }
+        let (imports, notes) =
+            HermesImports::new(store, transport, self.config.xmpp.room.clone()).reporting(report);
+        Ok((self.policy.instance(imports, settings), notes))
     }
 
     /// Which session `agent`'s bot loads for `session_id` (WIT `resolve`).
+    /// A redirect through a compressed record names the tip; its detail
+    /// then also names the record's own session.
     pub fn resolve(&self, agent: &str, session_id: &str) -> Result<Decision, Failure> {
-        self.instance(false)?.resolve(agent, session_id)
+        let (mut instance, notes) = self.instance_noting(false, false)?;
+        let mut decision = instance.resolve(agent, session_id)?;
+        explain_followed(&mut decision, &notes);
+        Ok(decision)
     }
 
     /// The decision and the chosen session's history as the model sees it
-    /// (WIT `context`); `limit`: the last rows only.
+    /// (WIT `context`); `limit`: the last rows only. The detail names a
+    /// compressed record's own session as [`Bridge::resolve`]'s does.
     pub fn context(
         &self,
         agent: &str,
         session_id: &str,
         limit: Option<u32>,
     ) -> Result<ContextAnswer, Failure> {
-        self.instance(false)?.context(agent, session_id, limit)
+        let (mut instance, notes) = self.instance_noting(false, false)?;
+        let mut answer = instance.context(agent, session_id, limit)?;
+        explain_followed(&mut answer.decision, &notes);
+        Ok(answer)
     }
 
     /// Post `text` to the room as `agent` and record it (DESIGN §8 "Send").
     pub fn send(&self, agent: &str, cli_session_id: &str, text: &str) -> Result<Receipt, Failure> {
-        self.instance(true)?.send(agent, cli_session_id, text)
+        Ok(self.send_noting(agent, cli_session_id, text)?.0)
+    }
+
+    /// [`Bridge::send`], and the session the `[YOU]` row went into: the
+    /// agent's first XMPP session, or on v31 its live compression tip.
+    pub fn send_noting(
+        &self,
+        agent: &str,
+        cli_session_id: &str,
+        text: &str,
+    ) -> Result<(Receipt, String), Failure> {
+        let (mut instance, notes) = self.instance_noting(true, false)?;
+        let receipt = instance.send(agent, cli_session_id, text)?;
+        let written = lock(&notes)
+            .iter()
+            .rev()
+            .find_map(|n| match n {
+                ChainNote::Wrote { written, .. } => Some(written.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok((receipt, written))
     }
 
     /// The records of `agent` (or every agent) and whether each is valid.
+    /// A record whose session Hermes compressed shows the recorded session
+    /// and names its live tip in the detail; one whose target has no unique
+    /// tip, or an id Hermes's API server refuses, is not valid (reason
+    /// `malformed-record`: it names a session that may not be a target),
+    /// and the detail says what was found.
     pub fn active(&self, agent: Option<&str>) -> Result<Vec<RecordStatus>, Failure> {
-        self.instance(false)?.active(agent)
+        let (mut instance, notes) = self.instance_noting(false, true)?;
+        let mut statuses = instance.active(agent)?;
+        let notes = lock(&notes);
+        for status in &mut statuses {
+            explain_status(status, &notes);
+        }
+        Ok(statuses)
     }
 
     /// Delete the records of `agent` (or every agent); the keys removed.
@@ -165,6 +229,57 @@ impl Bridge {
     /// Whether a room message from `sender` is `agent`'s own echo.
     pub fn is_own(&self, agent: &str, sender: &str) -> Result<bool, Failure> {
         self.instance(false)?.is_own_message(agent, sender)
+    }
+}
+
+fn lock(notes: &ChainNotes) -> std::sync::MutexGuard<'_, Vec<ChainNote>> {
+    notes.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A redirect to the tip of a compressed record: say which session the
+/// record itself names.
+fn explain_followed(decision: &mut Decision, notes: &ChainNotes) {
+    if !decision.redirected {
+        return;
+    }
+    for n in lock(notes).iter() {
+        if let ChainNote::RecordFollowed { key, recorded, tip } = n
+            && *tip == decision.session_id
+        {
+            decision.detail.push_str(&format!(
+                " (record {key} names {recorded}, which Hermes ended by compression; {tip} is \
+                 its live tip)"
+            ));
+            return;
+        }
+    }
+}
+
+/// `active`'s view of a record after the chain walk's notes.
+fn explain_status(status: &mut RecordStatus, notes: &[ChainNote]) {
+    for n in notes {
+        match n {
+            ChainNote::RecordFollowed { key, recorded, tip }
+                if *key == status.key && status.session_id.as_deref() == Some(tip) =>
+            {
+                status.detail.push_str(&format!(
+                    " (the record names {recorded}, which Hermes ended by compression; {tip} is \
+                     its live tip)"
+                ));
+                status.session_id = Some(recorded.clone());
+            }
+            ChainNote::Refused { session, why }
+                if status.valid && status.session_id.as_deref() == Some(session) =>
+            {
+                status.valid = false;
+                status.reason = Reason::MalformedRecord;
+                status.detail = format!(
+                    "record {} names {session}: {why}; resolve does not redirect",
+                    status.key
+                );
+            }
+            _ => {}
+        }
     }
 }
 

@@ -1,11 +1,49 @@
 //! The host imports over the real parts: Hermes's `state.db` ([`HermesStore`])
 //! and an ejabberd [`Transport`], joined in the one place that needs both,
 //! the atomic send of DESIGN §8.
+//!
+//! Hermes's compression chains (v31, DESIGN §9.4) are followed here, so the
+//! policy decides on what the imports tell it and the WIT stays as it is:
+//! a record naming a compressed session reads as naming its live tip
+//! ([`HostImports::meta_get`]); a session we would redirect to or record
+//! that has no unique tip, or an id Hermes's API server refuses, is refused
+//! where the policy asks whether it exists ([`HostImports::session_exists`],
+//! which it asks last, just before redirecting or sending); the `[YOU]` row
+//! goes to the live tip of the agent's XMPP session ([`HostImports::send`]).
 
-use crate::store::{HermesStore, SendWrite};
+use crate::store::{HermesStore, SendWrite, target_problem};
 use crate::transport::Transport;
+use session_switch_contract::ids::api_session_id_problem;
+use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
 use session_switch_runtime::{Failure, HistoryRow, HostImports, SendPlan, Sent};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What following compression chains did during calls (DESIGN §9.4), for
+/// callers that report it ([`HermesImports::reporting`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChainNote {
+    /// Record `key` names `recorded`, which Hermes ended by compression: the
+    /// policy was given the record with `session_id` = `tip`.
+    RecordFollowed {
+        key: String,
+        recorded: String,
+        tip: String,
+    },
+    /// `session` (a record's target, a send's CLI session) may not be
+    /// redirected to or recorded: `why`, a sentence.
+    Refused { session: String, why: String },
+    /// A send wrote its `[YOU]` row into `written`; the plan named
+    /// `configured` (equal when the session was not compressed).
+    Wrote { configured: String, written: String },
+}
+
+/// The notes of one [`HermesImports`], shared with its caller.
+pub type ChainNotes = Arc<Mutex<Vec<ChainNote>>>;
+
+fn note(notes: &ChainNotes, n: ChainNote) {
+    notes.lock().unwrap_or_else(|e| e.into_inner()).push(n);
+}
 
 /// [`HostImports`] over a Hermes database and, for sends, an ejabberd transport.
 pub struct HermesImports {
@@ -16,6 +54,11 @@ pub struct HermesImports {
     room: String,
     /// A read snapshot of ours is open ([`HostImports::begin_read`]).
     reading: bool,
+    /// What the chain walk did (see [`ChainNote`]).
+    notes: ChainNotes,
+    /// Refusals of [`HostImports::session_exists`] are noted instead of
+    /// failing the call (for `active`, which lists every record).
+    report: bool,
 }
 
 impl HermesImports {
@@ -31,24 +74,111 @@ impl HermesImports {
             transport,
             room: room.into(),
             reading: false,
+            notes: ChainNotes::default(),
+            report: false,
         }
+    }
+
+    /// These imports, noting what the chain walk does into a list the
+    /// caller keeps; with `report`, a refused target
+    /// ([`HostImports::session_exists`]) is noted ([`ChainNote::Refused`])
+    /// and answered as it stands in `sessions` instead of failing, so the
+    /// caller (`active`) can list it and say why it does not redirect.
+    pub fn reporting(mut self, report: bool) -> (Self, ChainNotes) {
+        self.report = report;
+        let notes = Arc::clone(&self.notes);
+        (self, notes)
     }
 
     pub fn store(&self) -> &HermesStore {
         &self.store
     }
+
+    /// A record's value as the policy is given it: when it is a JSON object
+    /// whose `session_id` Hermes ended by compression with a unique live
+    /// tip (v31), the same object with `session_id` = the tip (logged and
+    /// noted); else unchanged (a refused target is refused later, by
+    /// `session_exists`).
+    fn follow_record(&self, key: &str, value: String) -> Result<String, Failure> {
+        let Ok(serde_json::Value::Object(mut record)) = serde_json::from_str(&value) else {
+            return Ok(value);
+        };
+        let Some(recorded) = record.get("session_id").and_then(|s| s.as_str()) else {
+            return Ok(value);
+        };
+        let recorded = recorded.to_owned();
+        if api_session_id_problem(&recorded).is_some() {
+            return Ok(value);
+        }
+        let tip = self.store.live_tip(&recorded)?;
+        let Some(tip) = tip.session(&recorded).filter(|t| *t != recorded) else {
+            return Ok(value);
+        };
+        if api_session_id_problem(tip).is_some() {
+            return Ok(value);
+        }
+        tracing::info!(
+            target: "session_switch::chain",
+            "record {key} names {recorded}, which Hermes ended by compression; its live tip is {tip}"
+        );
+        note(
+            &self.notes,
+            ChainNote::RecordFollowed {
+                key: key.to_owned(),
+                recorded: recorded.clone(),
+                tip: tip.to_owned(),
+            },
+        );
+        record.insert(
+            "session_id".into(),
+            serde_json::Value::String(tip.to_owned()),
+        );
+        Ok(serde_json::Value::Object(record).to_string())
+    }
+}
+
+/// Keys that hold a record (`session_switch:active:<agent>`, the seed's key).
+fn is_record_key(key: &str) -> bool {
+    key == LEGACY_KEY || key.starts_with(RECORD_KEY_PREFIX)
 }
 
 impl HostImports for HermesImports {
+    /// The value of `key`; a record naming a compressed session reads as
+    /// naming its live tip ([`HermesImports::follow_record`]).
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
-        self.store.meta_get(key)
+        match self.store.meta_get(key)? {
+            Some(value) if is_record_key(key) => self.follow_record(key, value).map(Some),
+            other => Ok(other),
+        }
     }
 
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
         self.store.meta_delete(key)
     }
 
+    /// Whether `sessions` has `id`. The policy asks this last about a
+    /// session it would redirect to or record, so a session that may be
+    /// neither is refused here (kind `bad-input`, nothing redirected or
+    /// written): an id Hermes's API server refuses
+    /// (`session_switch_contract::ids`), or a compressed session without a
+    /// unique live tip (`store/chain.rs`). In reporting mode it is noted
+    /// instead.
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {
+        if let Some(why) = target_problem(&self.store, id)? {
+            tracing::warn!(target: "session_switch::chain", "refusing session {id:?}: {why}");
+            if !self.report {
+                return Err(Failure::bad_input(format!(
+                    "not redirecting to or recording session {id}: {why}"
+                )));
+            }
+            note(
+                &self.notes,
+                ChainNote::Refused {
+                    session: id.to_owned(),
+                    why,
+                },
+            );
+        }
         self.store.session_exists(id)
     }
 
@@ -98,6 +228,17 @@ impl HostImports for HermesImports {
         let transport = self.transport.as_deref().ok_or_else(|| {
             Failure::transport("no ejabberd transport is configured for this caller")
         })?;
+        // Before anything is written or posted: the record will name the
+        // CLI session, so Hermes's API server must take its id; and the row
+        // needs a unique live tip (checked again inside the record
+        // transaction, store/chain.rs `write_target`).
+        if let Some(problem) = api_session_id_problem(&plan.cli_session_id) {
+            return Err(Failure::bad_input(format!(
+                "CLI session id {:?} {problem}, so Hermes's API server would refuse it;                  nothing was sent or written",
+                plan.cli_session_id
+            )));
+        }
+        self.store.write_target(&plan.history_session_id)?;
         self.store.complete_pending()?;
         transport.check_sender(&plan.from_jid, &self.room)?;
         let write = SendWrite {
@@ -113,6 +254,21 @@ impl HostImports for HermesImports {
         let (written, ()) = self.store.send_write(&write, || {
             transport.post(&plan.from_jid, room, &plan.room_body)
         })?;
+        if written.history_session_id != plan.history_session_id {
+            tracing::info!(
+                target: "session_switch::chain",
+                "wrote the [YOU] row into {}, the live tip of {} (ended by compression)",
+                written.history_session_id,
+                plan.history_session_id
+            );
+        }
+        note(
+            &self.notes,
+            ChainNote::Wrote {
+                configured: plan.history_session_id.clone(),
+                written: written.history_session_id.clone(),
+            },
+        );
         Ok(Sent {
             message_id: written.message_id,
             room: self.room.clone(),

@@ -68,13 +68,15 @@ fn tool_calls_text(calls: &str) -> String {
         .join(" ")
 }
 
-pub fn sent(r: &Receipt, cli_session: &str, json: bool) {
+pub fn sent(r: &Receipt, history_session: &str, cli_session: &str, json: bool) {
     if json {
-        return print_json(&json::receipt(r));
+        let mut v = json::receipt(r);
+        v["history_session_id"] = Value::String(history_session.to_owned());
+        return print_json(&v);
     }
     println!("sent to {}: {}", r.room, r.body);
     println!(
-        "history row {} written; {} -> CLI session {cli_session}",
+        "history row {} written into {history_session}; {} -> CLI session {cli_session}",
         r.message_id, r.record_key
     );
     if !r.record_replaced {

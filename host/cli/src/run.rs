@@ -38,8 +38,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             } else {
                 text
             };
-            let receipt = bridge.send(&agent, &session_id, &text)?;
-            output::sent(&receipt, &session_id, g.json);
+            let (receipt, history) = bridge.send_noting(&agent, &session_id, &text)?;
+            output::sent(&receipt, &history, &session_id, g.json);
             Ok(())
         }
         Command::Active { agent } => {

@@ -14,6 +14,7 @@
 //! intent and record), `init` (a new database), `cjk` (Hermes's tokenizer
 //! extension), `sqlite_failure` (SQLite errors as failures).
 
+mod chain;
 mod cjk;
 mod hermes;
 mod init;
@@ -26,6 +27,7 @@ mod write_tx;
 
 use std::path::PathBuf;
 
+pub use chain::{CHAIN_CAP, Tip, add_continuations, target_problem};
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
 pub use hermes::{BUSY_TIMEOUT, HermesStore};
 pub use init::HERMES_SCHEMA_VERSION;
@@ -65,10 +67,13 @@ pub struct SendWrite<'a> {
 }
 
 /// What a committed send wrote.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Written {
     /// `messages.id` of the new row.
     pub message_id: i64,
+    /// The session the row went into: the agent's XMPP session, or on v31
+    /// its live compression tip (DESIGN §9.4, `chain.rs`).
+    pub history_session_id: String,
     /// False when a newer record was already stored and was kept.
     pub record_replaced: bool,
 }

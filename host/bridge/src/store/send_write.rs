@@ -177,24 +177,27 @@ impl HermesStore {
             }
             // Inside the transaction: the schema read is the one we write to.
             self.ensure_cjk_tokenizer()?;
+            // v31: the live tip of the XMPP session, read in this transaction
+            // (DESIGN §9.4, chain.rs); refused before anything is written.
+            let target = super::chain::write_target(tx, self.loader(), w.history_session_id)?;
             tx.execute_batch(CREATE_SENT).map_err(sql)?;
             tx.execute(
                 "INSERT INTO sessions (id, source, started_at) VALUES (?1, 'xmpp', ?2) \
                  ON CONFLICT(id) DO NOTHING",
-                params![w.history_session_id, w.timestamp],
+                params![target, w.timestamp],
             )
             .map_err(sql)?;
             let message_id: i64 = tx
                 .query_row(
                     "INSERT INTO messages (session_id, role, content, timestamp) \
                      VALUES (?1, 'user', ?2, ?3) RETURNING id",
-                    params![w.history_session_id, w.history_content, w.timestamp],
+                    params![target, w.history_content, w.timestamp],
                     |row| row.get(0),
                 )
                 .map_err(sql)?;
             tx.execute(
                 "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1 WHERE id = ?1",
-                [w.history_session_id],
+                [&target],
             )
             .map_err(sql)?;
             // A stale row can only exist if Hermes reset `sqlite_sequence`
@@ -212,6 +215,7 @@ impl HermesStore {
                 .map_err(sql)?;
             Ok(Some(Written {
                 message_id,
+                history_session_id: target,
                 record_replaced: changed > 0,
             }))
         })

