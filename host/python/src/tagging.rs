@@ -78,7 +78,7 @@ fn locate(msg: &Bound<'_, PyDict>) -> PyResult<Text> {
         let is_text = match part.get_item(intern!(py, "type"))? {
             Some(t) => t
                 .cast::<PyString>()
-                .is_ok_and(|t| t.to_cow().is_ok_and(|t| t == "text")),
+                .is_ok_and(|t| t.to_str().is_ok_and(|t| t == "text")),
             None => false,
         };
         let has_text = part
@@ -92,7 +92,7 @@ fn locate(msg: &Bound<'_, PyDict>) -> PyResult<Text> {
 }
 
 fn prefix_of(text: Option<&Bound<'_, PyString>>, chars: u32) -> PyResult<Option<String>> {
-    text.map(|t| Ok(prefix(&t.to_cow()?, chars).to_owned()))
+    text.map(|t| Ok(prefix(t.to_str()?, chars).to_owned()))
         .transpose()
 }
 
@@ -163,10 +163,14 @@ pub fn tag_messages(
             tool_call_id: None,
             tool_name: None,
             bridge_wrote,
-            loaded: Some(Box::new(LoadedMessage {
-                api_content,
-                ..LoadedMessage::default()
-            })),
+            // Only `api_content` of the loader's fields matters here (for
+            // `sent_text`, and an edit's second text); none, no box.
+            loaded: api_content.map(|api| {
+                Box::new(LoadedMessage {
+                    api_content: Some(api),
+                    ..LoadedMessage::default()
+                })
+            }),
         });
         places.push(place);
     }
@@ -194,7 +198,7 @@ pub fn tag_messages(
         let msg = messages.get_item(index)?.cast_into::<PyDict>()?;
         let mut wrote = false;
         if let Some(text) = text_at(&msg, &places[index])? {
-            set_text(&msg, &places[index], edit(&text.to_cow()?))?;
+            set_text(&msg, &places[index], edit(text.to_str()?))?;
             wrote = true;
         }
         // An empty `api_content` stays empty: Hermes sends it only when it
@@ -202,9 +206,9 @@ pub fn tag_messages(
         if let Some(api) = msg
             .get_item(intern!(py, "api_content"))?
             .and_then(|v| v.cast_into::<PyString>().ok())
-            .filter(|a| a.to_cow().is_ok_and(|a| !a.is_empty()))
+            .filter(|a| a.to_str().is_ok_and(|a| !a.is_empty()))
         {
-            msg.set_item(intern!(py, "api_content"), edit(&api.to_cow()?))?;
+            msg.set_item(intern!(py, "api_content"), edit(api.to_str()?))?;
             wrote = true;
         }
         changed += usize::from(wrote);
