@@ -141,5 +141,25 @@ class IdleBinding(unittest.TestCase):
         self.assertEqual((decision["redirected"], decision["reason"]), (False, "no-record"), decision)
 
 
+class PipBuild(unittest.TestCase):
+    """`pip install ./host/python` without `make component`: the build
+    backend stops before cargo, naming the fix (the install itself, a
+    cold release build, is checked by hand: README)."""
+
+    def test_a_missing_component_stops_the_build_at_once(self):
+        import os
+        import subprocess
+        import sys
+
+        env = dict(os.environ, SESSION_SWITCH_POLICY_WASM=str(support.ROOT / "target/no-such.wasm"))
+        done = subprocess.run(
+            [sys.executable, "-c", "import session_switch_build as b; b.build_wheel('unused')"],
+            cwd=support.ROOT / "host/python/build-backend", env=env, capture_output=True, text=True, timeout=60,
+        )
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertIn("no-such.wasm is missing: run `make component`", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
