@@ -131,7 +131,7 @@ demo: build venv ## the whole flow against a real ejabberd it starts and stops
 # Installs hyperfine and GNU time from Debian when missing; sends run against
 # one isolated ejabberd (with-ejabberd.sh). Writes target/bench/report.md
 # (the README's Performance table) and target/bench/results.json.
-bench: component variants ## benchmarks: policy per call, CLI, sends, hot swap, memory
+bench: component variants wheel hermes-venvs ## benchmarks: policy per call, CLI, sends, hot swap, memory
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
 	$(CARGO) build --release -p xmpp-session-bridge --bins && $(CARGO) build --release -p session-switch-tests --benches

@@ -15,6 +15,7 @@ Stdlib only.
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -95,6 +96,39 @@ def py_embedding(manifest, quick):
                check=False)
         if r.returncode != 0:
             return {"skipped": f"py_embedding_bench.py failed: {(r.stderr or '').strip()[-300:]}"}
+        out[db["name"]] = last_json(r.stdout)
+    return out
+
+
+#: The Hermes venv whose `hermes_state` matches each schema (`make hermes-venvs`).
+HERMES_VENVS = {"v22": "target/hermes-venv/0.19.0", "v31": "target/hermes-venv/v31"}
+BINDING_RESOLVE_US = 15.0
+PLUGIN_SHARE = 0.10
+
+
+def binding(manifest, quick):
+    """The Python binding and the Hermes plugin (issue 14): `resolve` from
+    Python and inside Rust, Hermes's own loader, the plugin's work per
+    request (bench/plugin_bench.py, in the Hermes venv of the schema, with
+    the wheel that `make python-test` installs there)."""
+    wheels = sorted(glob.glob(os.path.join(ROOT, "target/wheels/session_switch-*.whl")), key=os.path.getmtime)
+    if not wheels:
+        return {"skipped": "no wheel in target/wheels (run `make wheel`)"}
+    out = {}
+    for schema, venv in HERMES_VENVS.items():
+        python = os.path.join(ROOT, venv, "bin/python")
+        if not os.path.exists(python):
+            return {"skipped": f"{venv} is missing (run `make hermes-venvs`)"}
+        # `python -m pip`: the venv's scripts may name another checkout's python.
+        sh([python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", wheels[-1]])
+    for db in manifest["dbs"]:
+        r = sh([os.path.join(ROOT, HERMES_VENVS[db["schema"]], "bin/python"),
+                os.path.join(BENCH, "plugin_bench.py"), "--db", db["path"], "--config", manifest["config"],
+                "--agent", manifest["agent"], "--session", manifest["session"],
+                "--cli-session", manifest["cli_session"],
+                "--repeat", "300" if quick else "2000", "--batches", "5" if quick else "15"], check=False)
+        if r.returncode != 0:
+            return {"skipped": f"plugin_bench.py failed: {(r.stderr or '').strip()[-300:]}"}
         out[db["name"]] = last_json(r.stdout)
     return out
 
@@ -311,6 +345,31 @@ def report(res):
     if not has_emb:
         lines.append(f"Python embedding column left out: {emb['skipped']}.")
 
+    b = res.get("binding", {"skipped": "not run"})
+    lines.append("")
+    lines.append("**Python binding and Hermes plugin** (median; `bench/plugin_bench.py` in the Hermes "
+                 "venv of the schema; resolve from Python vs the same call looped inside Rust; the "
+                 "plugin's work per chat-completions request on a redirect against Hermes's own "
+                 "load of the CLI session; on other routes Hermes has loaded the client's session too)")
+    lines.append("")
+    if "skipped" in b:
+        lines.append(f"Skipped: {b['skipped']}.")
+    else:
+        lines.append("| database | resolve: binding | inside Rust | binding's own | Hermes's loader "
+                     "| plugin per request | share | of it `tag_messages` | other routes (+ client load) | share |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        for db in m["dbs"]:
+            x = b[db["name"]]
+            lines.append(f"| {db['name'].replace('-', ', ')} rows | {fmt_us(x['resolve_py'])} | "
+                         f"{fmt_us(x['resolve_rust'])} | {fmt_us(x['resolve_py'] - x['resolve_rust'])} | "
+                         f"{fmt_us(x['hermes_load'])} | {fmt_us(x['plugin_load_seam'])} | "
+                         f"{x['load_seam_share'] * 100:.1f} % | {fmt_us(x['tag_messages'])} | "
+                         f"{fmt_us(x['plugin_run_agent_seam'])} | {x['run_agent_seam_share'] * 100:.1f} % |")
+            checks.append((f"binding resolve ≤ {BINDING_RESOLVE_US:.0f} µs ({db['name']})",
+                           x["resolve_py"] <= BINDING_RESOLVE_US, fmt_us(x["resolve_py"])))
+            checks.append((f"plugin per request ≤ {PLUGIN_SHARE:.0%} of Hermes's load ({db['name']})",
+                           x["load_seam_share"] <= PLUGIN_SHARE, f"{x['load_seam_share'] * 100:.1f} %"))
+
     w = res["whole_process"]
     lines.append("")
     lines.append("**Whole process** (hyperfine, median (min–max); `--cache-dir` warm = the "
@@ -366,7 +425,7 @@ def report(res):
                        f"{h['failures']} failed"))
 
     lines.append("")
-    lines.append("**Targets of issue 7**")
+    lines.append("**Targets of issues 7 and 14**")
     lines.append("")
     lines.append("| target | result | measured |")
     lines.append("|---|---|---|")
@@ -411,6 +470,8 @@ def main():
     res["manifest"] = manifest
     res["seed_python"] = seed_python(manifest, args.quick)
     res["py_embedding"] = py_embedding(manifest, args.quick)
+    restamp(run_dir)
+    res["binding"] = binding(manifest, args.quick)
     restamp(run_dir)
     res["criterion"] = criterion(run_dir, args.quick)
     restamp(run_dir)

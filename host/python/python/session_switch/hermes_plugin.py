@@ -2,22 +2,36 @@
 group ``hermes_agent.plugins``; enable it with ``plugins: {enabled:
 [session-switch]}`` in Hermes's ``config.yaml``).
 
-The seam: ``APIServerAdapter._run_agent``. No plugin hook fires where the API
-server picks a turn's session and history (``llm_request`` middleware can
-rewrite what the model gets, but not the session the turn is stored in).
-``_run_agent`` is the one call both Hermes lines (0.19.0 and the v31 line)
-make by keyword with ``session_id`` and ``conversation_history`` already
-chosen, so wrapping it at ``register(ctx)`` redirects a turn fully: the
-model gets the CLI session's history, the turn is stored there.
+The seams. No plugin hook fires where the API server picks a turn's session
+and history (``llm_request`` middleware can rewrite what the model gets,
+but not the session the turn is stored in). Two methods are wrapped at
+``register(ctx)``, on both Hermes lines (0.19.0 and the v31 line):
 
-For a turn on one of an agent's XMPP sessions the wrapper asks the policy
-(``resolve``); on a redirect it loads the CLI session with Hermes's own
-loader (``SessionDB.get_messages_as_conversation``, on v31 after Hermes's
-own live-tip lookup), applies the policy's ``[YOU] `` edits to that output
-(``Bridge.tag_messages``) and runs the turn there; the result names the
-session the client sent, so ``X-Hermes-Session-Id`` does too. Without a
-redirect the history Hermes loaded gets the same edits. Any failure of ours
-falls back to Hermes's own behaviour with one log line.
+- ``APIServerAdapter._run_agent``, called by keyword with ``session_id`` and
+  ``conversation_history`` already chosen: replacing both redirects a turn
+  fully (the model gets the CLI session's history, the turn is stored
+  there). It is the seam every route passes through.
+- The history load of ``/v1/chat/completions``: its handler loads the
+  client's session with ``SessionDB.get_messages_as_conversation(session_id)``
+  (in a worker thread; on v31 after its own live-tip lookup) and hands the
+  list to ``_run_agent``. The handler is wrapped only to mark the request
+  (a context variable, which ``asyncio.to_thread`` and the agent task
+  inherit); the loader, wrapped, decides there, on that request's one load:
+  on a redirect it loads the CLI session instead, so the client's session
+  is never loaded, and the ``_run_agent`` wrapper finds the plan made (it
+  checks that the history it gets is that very list). Other routes
+  (``/v1/responses``, ``/v1/runs``, ``/api/sessions/…/chat``) take the
+  first seam alone: a redirect there loads the CLI session after Hermes
+  loaded the client's.
+
+For a turn on one of an agent's XMPP sessions the policy answers
+(``resolve``); on a redirect the CLI session is loaded with Hermes's own
+loader (on v31 its live compression tip first), the policy's ``[YOU] ``
+edits are applied to that output (``Bridge.tag_messages``) and the turn runs
+there; the result names the session the client sent, so
+``X-Hermes-Session-Id`` does too. Without a redirect the history Hermes
+loaded gets the same edits. Any failure of ours falls back to Hermes's own
+behaviour with one log line.
 
 Importing this module does nothing but define it: Hermes's newer versions
 import every enabled entry point while scanning for providers.
@@ -26,6 +40,7 @@ import every enabled entry point while scanning for providers.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import logging
@@ -35,6 +50,7 @@ from typing import Any, Callable, Optional
 log = logging.getLogger("session_switch.hermes")
 
 SEAM = "gateway.platforms.api_server.APIServerAdapter._run_agent"
+LOAD_SEAM = "hermes_state.SessionDB.get_messages_as_conversation in APIServerAdapter._handle_chat_completions"
 # The keyword parameters the wrapper reads or replaces.
 _SEAM_PARAMETERS = ("user_message", "conversation_history", "session_id")
 
@@ -88,9 +104,10 @@ class _Bridges:
 
 
 def register(ctx: Any) -> None:
-    """Install the wrapper of the seam; inert (one log line) when Hermes has
-    no seam this plugin knows, or the config or the policy file cannot be
-    loaded. Never raises."""
+    """Install the wrappers of the seams; inert (one log line) when Hermes
+    has no ``_run_agent`` seam this plugin knows, or the config or the
+    policy file cannot be loaded. Without the history-load seam (another
+    Hermes) the first works alone. Never raises."""
     hermes = _hermes_version()
     try:
         from session_switch import Bridge, SessionSwitchError, __version__
@@ -126,12 +143,17 @@ def register(ctx: Any) -> None:
         return
     bridges = _Bridges()
     bridges.put(home, bridge)
-    APIServerAdapter._run_agent = _wrap(original, bridges)
+    APIServerAdapter._run_agent = _wrap_run_agent(original, bridges)
+    try:
+        _install_load_seam(APIServerAdapter, bridges)
+        seams = f"seam {SEAM}, history load {LOAD_SEAM}"
+    except Exception as e:
+        seams = f"seam {SEAM} alone (no history-load seam: {e}; a redirect loads the client's session too)"
     log.info(
-        "session-switch %s on %s: seam %s, policy %s (%s), home %s",
+        "session-switch %s on %s: %s, policy %s (%s), home %s",
         __version__,
         hermes,
-        SEAM,
+        seams,
         bridge.version(),
         bridge.policy_file or "embedded",
         home,
@@ -145,6 +167,9 @@ register.register = register  # type: ignore[attr-defined]
 
 
 class _Plan:
+    """What a turn runs on: ``session_id`` and ``history`` in place of what
+    the client asked (``asked``)."""
+
     __slots__ = ("asked", "session_id", "history", "redirected")
 
     def __init__(self, asked: str, session_id: str, history: list, redirected: bool):
@@ -154,7 +179,105 @@ class _Plan:
         self.redirected = redirected
 
 
-def _wrap(original: Callable, bridges: _Bridges) -> Callable:
+class _Request:
+    """One ``/v1/chat/completions`` request, from its handler's start: the
+    Hermes home (captured on the event loop, where Hermes's profile scope
+    is set) and the plan its one history load made."""
+
+    __slots__ = ("home", "loading", "plan")
+
+    def __init__(self, home: str) -> None:
+        self.home = home
+        # Until the load or `_run_agent`: no later load is the handler's.
+        self.loading = True
+        self.plan: Optional[_Plan] = None
+
+
+_REQUEST: contextvars.ContextVar[Optional[_Request]] = contextvars.ContextVar(
+    "session_switch_request", default=None
+)
+
+
+def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
+    """Wrap the chat-completions handler (to mark its requests) and
+    ``SessionDB.get_messages_as_conversation`` (to decide at the load);
+    raises, changing nothing, when either is not as expected."""
+    from hermes_state import SessionDB
+
+    handler = adapter_class._handle_chat_completions
+    loader = SessionDB.get_messages_as_conversation
+    if not inspect.iscoroutinefunction(handler):
+        raise LookupError("_handle_chat_completions is not async")
+    if "session_id" not in inspect.signature(loader).parameters:
+        raise LookupError("get_messages_as_conversation takes no session_id")
+
+    @functools.wraps(handler)
+    async def _handle_chat_completions(self, *args, **kwargs):
+        try:
+            request = _Request(_hermes_home())
+        except Exception:  # Hermes's own behaviour, through the first seam
+            return await handler(self, *args, **kwargs)
+        token = _REQUEST.set(request)
+        try:
+            return await handler(self, *args, **kwargs)
+        finally:
+            _REQUEST.reset(token)
+
+    @functools.wraps(loader)
+    def get_messages_as_conversation(db, *args, **kwargs):
+        request = _REQUEST.get()
+        # The handler's load is `loader(session_id)`, positional, alone.
+        if request is None or not request.loading or len(args) != 1 or kwargs:
+            return loader(db, *args, **kwargs)
+        request.loading = False
+        (session_id,) = args
+        try:
+            request.plan = _plan_at_load(db, loader, bridges, request.home, session_id)
+        except Exception as e:  # ours failed: Hermes's own load
+            log.warning(
+                "session-switch: turn on %s runs as Hermes's own: %s",
+                session_id,
+                getattr(e, "message", None) or e,
+            )
+            request.plan = _Plan(session_id, session_id, loader(db, session_id), False)
+        return request.plan.history
+
+    SessionDB.get_messages_as_conversation = get_messages_as_conversation
+    adapter_class._handle_chat_completions = _handle_chat_completions
+
+
+def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str) -> _Plan:
+    """The plan of a chat-completions turn, made at its history load (in
+    Hermes's worker thread): one load, of the session the turn runs on."""
+    bridge = bridges.get(home)
+    agent = bridge.agent_for_session(asked) if bridge is not None else None
+    if agent is None:
+        return _Plan(asked, asked, loader(db, asked), False)
+    decision = bridge.resolve(agent, asked)
+    target = decision["session_id"] if decision["redirected"] else asked
+    if decision["redirected"]:
+        # v31: the live compression tip, as Hermes's `_resolve_live_session_id`
+        # does for the client's id (fails open to the id itself).
+        resolver = getattr(db, "resolve_resume_session_id", None)
+        if callable(resolver):
+            try:
+                target = str(resolver(target) or target)
+            except Exception:
+                pass
+    history = loader(db, target)
+    bridge.tag_messages(agent, target, history)
+    if decision["redirected"]:
+        log.info(
+            "session-switch: %s turn on %s runs on %s (%s; history loaded once)",
+            agent,
+            asked,
+            target,
+            decision["detail"],
+        )
+    return _Plan(asked, target, history, bool(decision["redirected"]))
+
+
+def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -164,15 +287,27 @@ def _wrap(original: Callable, bridges: _Bridges) -> Callable:
         except TypeError:
             return await original(self, *args, **kwargs)
         arguments = bound.arguments
-        try:
-            plan = await _plan(self, bridges, arguments)
-        except Exception as e:  # ours failed: Hermes's own behaviour
-            log.warning(
-                "session-switch: turn on %s runs as Hermes's own: %s",
-                arguments.get("session_id"),
-                getattr(e, "message", None) or e,
-            )
-            plan = None
+        request = _REQUEST.get()
+        plan = None
+        if request is not None:
+            request.loading = False
+            made = request.plan
+            # The plan of the load seam, if this turn got that very list.
+            if (
+                made is not None
+                and arguments.get("session_id") == made.asked
+                and arguments.get("conversation_history") is made.history
+            ):
+                plan = made
+        if plan is None:
+            try:
+                plan = await _plan(self, bridges, arguments)
+            except Exception as e:  # ours failed: Hermes's own behaviour
+                log.warning(
+                    "session-switch: turn on %s runs as Hermes's own: %s",
+                    arguments.get("session_id"),
+                    getattr(e, "message", None) or e,
+                )
         if plan is None:
             return await original(*bound.args, **bound.kwargs)
         arguments["session_id"] = plan.session_id
@@ -191,7 +326,9 @@ def _wrap(original: Callable, bridges: _Bridges) -> Callable:
 
 
 async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
-    """What the turn runs on, or ``None`` for Hermes's own behaviour."""
+    """What a turn that the load seam did not see runs on, or ``None`` for
+    Hermes's own behaviour. On a redirect the CLI session is loaded here,
+    after Hermes loaded the client's."""
     asked = arguments.get("session_id")
     history = arguments.get("conversation_history")
     if not isinstance(asked, str) or not asked or not isinstance(history, list):
@@ -220,7 +357,13 @@ async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
         return loaded
 
     loaded = await asyncio.to_thread(load)
-    log.info("session-switch: %s turn on %s runs on %s (%s)", agent, asked, target, decision["detail"])
+    log.info(
+        "session-switch: %s turn on %s runs on %s (%s; the client's history was loaded too)",
+        agent,
+        asked,
+        target,
+        decision["detail"],
+    )
     return _Plan(asked, target, loaded, True)
 
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The Python binding and the Hermes plugin, per call and per request
+(issue 14's speed targets), on one database of a bench run. Run it with the
+Python of a Hermes venv with the wheel installed (`make hermes-venvs`,
+`make python-test` installs it): `hermes_state` must match the database's
+schema (0.19.0 for v22, the v31 line for v31).
+
+  plugin_bench.py --db DB --config TOML --agent mohe --session xmpp-mohe-v2 \
+      --cli-session ID [--repeat N] [--batches B]
+
+Prints one JSON line, times in µs (medians over B batches of N calls):
+- `resolve_py`: `Bridge.resolve` from Python, the figure a gateway sees;
+  `resolve_rust`: the same call looped inside Rust (`Bridge._bench_resolve`,
+  no Python objects); their difference is the binding's own share;
+- `hermes_load`: Hermes's own loader, `SessionDB.get_messages_as_conversation`
+  of the CLI session (what the API server does per request anyway);
+- `plugin_load_seam`: what the plugin adds to a chat-completions request on
+  a redirect (`agent_for_session`, `resolve`, the live-tip lookup where
+  Hermes has one, `tag_messages` on the loaded list): its history load
+  replaces Hermes's, so no load is counted;
+- `plugin_run_agent_seam`: the same on the other routes, where Hermes has
+  already loaded the client's session: plus one load of that session;
+- `tag_messages`: its part of the above.
+"""
+
+import argparse
+import copy
+import json
+import statistics
+import time
+from pathlib import Path
+
+
+def median_us(fn, repeat, batches):
+    fn()  # warm
+    out = []
+    for _ in range(batches):
+        start = time.perf_counter_ns()
+        for _ in range(repeat):
+            fn()
+        out.append((time.perf_counter_ns() - start) / repeat / 1000)
+    return statistics.median(out)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--db", required=True)
+    p.add_argument("--config", required=True)
+    p.add_argument("--agent", required=True)
+    p.add_argument("--session", required=True)
+    p.add_argument("--cli-session", required=True)
+    p.add_argument("--repeat", type=int, default=2000)
+    p.add_argument("--batches", type=int, default=15)
+    a = p.parse_args()
+
+    from hermes_state import SessionDB
+
+    import session_switch
+
+    bridge = session_switch.Bridge(Path(a.config).parent, config=a.config, db=a.db, watch=False)
+    decision = bridge.resolve(a.agent, a.session)
+    assert decision["redirected"] and decision["session_id"] == a.cli_session, decision
+    db = SessionDB(db_path=Path(a.db))
+    loaded = db.get_messages_as_conversation(a.cli_session)
+    rows = len(loaded)
+    # Long calls (a load of 10,000 rows) need fewer repeats.
+    slow = max(1, a.repeat // max(1, rows // 10))
+
+    res = {"db": Path(a.db).name, "rows_loaded": rows}
+    res["resolve_py"] = median_us(lambda: bridge.resolve(a.agent, a.session), a.repeat, a.batches)
+    rust = []
+    for _ in range(a.batches):
+        rust.append(bridge._bench_resolve(a.agent, a.session, a.repeat) / 1000)
+    res["resolve_rust"] = statistics.median(rust)
+    res["hermes_load"] = median_us(lambda: db.get_messages_as_conversation(a.cli_session), slow, a.batches)
+    res["client_load"] = median_us(lambda: db.get_messages_as_conversation(a.session), a.repeat // 10 or 1, a.batches)
+    # tag_messages edits in place: each call gets its own copy, made
+    # before the timed loop.
+    tag = []
+    for _ in range(a.batches):
+        copies = [copy.deepcopy(loaded) for _ in range(slow)]
+        start = time.perf_counter_ns()
+        for c in copies:
+            bridge.tag_messages(a.agent, a.cli_session, c)
+        tag.append((time.perf_counter_ns() - start) / len(copies) / 1000)
+    res["tag_messages"] = statistics.median(tag)
+    resolver = getattr(db, "resolve_resume_session_id", None)
+
+    def plan():
+        agent = bridge.agent_for_session(a.session)
+        d = bridge.resolve(agent, a.session)
+        target = d["session_id"]
+        if callable(resolver):
+            target = resolver(target) or target
+        return target
+
+    res["plugin_load_seam"] = median_us(plan, a.repeat // 10 or 1, a.batches) + res["tag_messages"]
+    res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
+    res["load_seam_share"] = res["plugin_load_seam"] / res["hermes_load"]
+    res["run_agent_seam_share"] = res["plugin_run_agent_seam"] / res["hermes_load"]
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+//! The `Bridge` class: the host of one Hermes home ([`session_switch::Bridge`])
+//! for Python threads. Each call converts its arguments, releases the GIL,
+//! runs on a pooled policy instance, and converts the answer; every rule
+//! stays in the policy, every guard in the Rust host.
+
+use crate::convert::{self, to_py};
+use crate::error::error;
+use crate::pool::Pool;
+use crate::tagging;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use serde_json::Value;
+use session_switch::runtime::{CacheMode, PolicyInstance, WatchOptions, Watcher};
+use session_switch::store::{HermesStore, hermes_home};
+use session_switch::{Bridge as Host, BridgeOptions, Failure, json, wiring};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The session-switch host of one Hermes home: the config, `state.db` and
+/// the policy (embedded, or a file that is hot-swapped when it changes).
+#[pyclass(frozen, module = "session_switch._native")]
+pub struct Bridge {
+    pub(crate) host: Host,
+    /// Instances not in use (without a transport: `send` opens its own).
+    instances: Pool<PolicyInstance>,
+    /// Connections for [`tagging`]'s read of the bridge's rows.
+    pub(crate) stores: Pool<HermesStore>,
+    watcher: Mutex<Option<Watcher>>,
+    home: PathBuf,
+}
+
+impl Bridge {
+    /// Run `f` on a pooled instance with the GIL released.
+    pub(crate) fn call<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut PolicyInstance) -> Result<R, Failure> + Send,
+    ) -> Result<R, Failure> {
+        py.detach(|| self.instances.with(|| self.host.instance(false), f))
+    }
+}
+
+#[pymethods]
+impl Bridge {
+    /// Open the host of a Hermes home, with the CLI's defaults: `home`
+    /// `$HERMES_HOME` (else `~/.hermes`), `config` `home/session-switch.toml`,
+    /// `db` `home/state.db`, `policy` the config's `[policy] path`, else the
+    /// embedded policy. A policy file is watched and hot-swapped (`watch`).
+    #[new]
+    #[pyo3(signature = (home=None, *, config=None, db=None, policy=None, cache_dir=None, watch=true))]
+    fn new(
+        py: Python<'_>,
+        home: Option<PathBuf>,
+        config: Option<PathBuf>,
+        db: Option<PathBuf>,
+        policy: Option<PathBuf>,
+        cache_dir: Option<PathBuf>,
+        watch: bool,
+    ) -> PyResult<Self> {
+        let home = home.unwrap_or_else(hermes_home);
+        let options = BridgeOptions {
+            config: Some(config.unwrap_or_else(|| home.join("session-switch.toml"))),
+            db: Some(db.unwrap_or_else(|| home.join("state.db"))),
+            policy,
+            cache: cache_dir.map_or(CacheMode::Default, CacheMode::Dir),
+        };
+        let host = py.detach(|| Host::open(options)).map_err(error)?;
+        let watcher = match (watch, host.policy_file()) {
+            (true, Some(path)) => Some(host.policy().watch(
+                path,
+                WatchOptions {
+                    settings: Some(wiring::settings(host.config())),
+                    ..WatchOptions::default()
+                },
+            )),
+            _ => None,
+        };
+        Ok(Self {
+            host,
+            instances: Pool::new(),
+            stores: Pool::new(),
+            watcher: Mutex::new(watcher),
+            home,
+        })
+    }
+
+    /// The Hermes home this host serves.
+    #[getter]
+    fn home(&self) -> PathBuf {
+        self.home.clone()
+    }
+
+    /// The path of `state.db`.
+    #[getter]
+    fn db_path(&self) -> PathBuf {
+        self.host.db_path().to_path_buf()
+    }
+
+    /// The config file read.
+    #[getter]
+    fn config_path(&self) -> Option<PathBuf> {
+        self.host.config().path.clone()
+    }
+
+    /// The policy file in use; `None` for the embedded policy.
+    #[getter]
+    fn policy_file(&self) -> Option<PathBuf> {
+        self.host.policy_file().map(PathBuf::from)
+    }
+
+    /// The configured agents' names, in file order.
+    #[getter]
+    fn agents(&self) -> Vec<String> {
+        self.host
+            .config()
+            .agents
+            .iter()
+            .map(|a| a.name.clone())
+            .collect()
+    }
+
+    /// The agent whose XMPP sessions include `session_id`, else `None`.
+    fn agent_for_session(&self, session_id: &str) -> Option<String> {
+        self.host
+            .config()
+            .agents
+            .iter()
+            .find(|a| a.sessions.iter().any(|s| s == session_id))
+            .map(|a| a.name.clone())
+    }
+
+    /// The serving policy's version, e.g. `session-switch-policy 0.1.0`.
+    fn version(&self) -> String {
+        self.host.policy().version()
+    }
+
+    /// Which session `agent`'s bot loads for `session_id`: a dict with
+    /// `session_id`, `redirected`, `reason`, `detail` (CLI `resolve --json`).
+    fn resolve<'py>(
+        &self,
+        py: Python<'py>,
+        agent: &str,
+        session_id: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let decision = self
+            .call(py, |i| i.resolve(agent, session_id))
+            .map_err(error)?;
+        convert::decision(py, &decision)
+    }
+
+    /// The decision and the chosen session's history with the `[YOU] ` edits
+    /// applied (CLI `context --json`); `limit`: the last rows only.
+    #[pyo3(signature = (agent, session_id, limit=None))]
+    fn context<'py>(
+        &self,
+        py: Python<'py>,
+        agent: &str,
+        session_id: &str,
+        limit: Option<u32>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let answer = self
+            .call(py, |i| i.context(agent, session_id, limit))
+            .map_err(error)?;
+        to_py(py, &json::context(&answer))
+    }
+
+    /// Post `text` to the room as `agent` and record CLI session
+    /// `cli_session_id` (CLI `send --json`).
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        agent: &str,
+        cli_session_id: &str,
+        text: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let receipt = py
+            .detach(|| self.host.send(agent, cli_session_id, text))
+            .map_err(error)?;
+        to_py(py, &json::receipt(&receipt))
+    }
+
+    /// The records of `agent` (or of every agent), each a dict as CLI
+    /// `active --json`.
+    #[pyo3(signature = (agent=None))]
+    fn active<'py>(&self, py: Python<'py>, agent: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let statuses = self.call(py, |i| i.active(agent)).map_err(error)?;
+        let list: Vec<Value> = statuses.iter().map(json::record_status).collect();
+        to_py(py, &Value::Array(list))
+    }
+
+    /// Delete the records of `agent` (or of every agent); the keys removed.
+    #[pyo3(signature = (agent=None))]
+    fn clear(&self, py: Python<'_>, agent: Option<&str>) -> PyResult<Vec<String>> {
+        self.call(py, |i| i.clear(agent)).map_err(error)
+    }
+
+    /// Whether a room message from `sender` is `agent`'s own echo.
+    fn is_own(&self, py: Python<'_>, agent: &str, sender: &str) -> PyResult<bool> {
+        self.call(py, |i| i.is_own_message(agent, sender))
+            .map_err(error)
+    }
+
+    /// Swap in the policy file `path` (default: the one in use) if it passes
+    /// every check; the old policy keeps serving on any failure (raised).
+    /// Returns the new version, or `None` when the bytes are unchanged.
+    #[pyo3(signature = (path=None))]
+    fn reload(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<Option<String>> {
+        let Some(path) = path.or_else(|| self.host.policy_file().map(PathBuf::from)) else {
+            return Err(error(Failure::bad_input(
+                "the embedded policy has no file to reload: pass a path".to_owned(),
+            )));
+        };
+        let settings = wiring::settings(self.host.config());
+        py.detach(|| self.host.policy().reload(&path, Some(&settings)))
+            .map(|report| report.map(|r| r.info.version))
+            .map_err(error)
+    }
+
+    /// What the file watcher has done: `swaps`, `rejections`,
+    /// `last_rejection` (`None` without a watcher).
+    fn watch_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let guard = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(watcher) = guard.as_ref() else {
+            return Ok(None);
+        };
+        let stats = watcher.stats();
+        let value = serde_json::json!({
+            "swaps": stats.swaps,
+            "rejections": stats.rejections,
+            "last_rejection": stats.last_rejection,
+        });
+        to_py(py, &value).map(Some)
+    }
+
+    /// Stop watching the policy file.
+    fn close(&self, py: Python<'_>) {
+        let watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(watcher) = watcher {
+            py.detach(|| watcher.stop());
+        }
+    }
+
+    /// Apply the `[YOU] ` edits to `messages`, Hermes's own loader output
+    /// for `session_id` (dicts with `role`, `content` (a string, a list of
+    /// parts, or `None`), `timestamp`, maybe `api_content`), in place;
+    /// returns how many messages changed.
+    ///
+    /// The policy sees each message's text as Hermes would send it
+    /// (`api_content` when it is a non-empty string on a user or assistant
+    /// message, else the content: a string, or a list's first
+    /// `{"type": "text"}` part) and whether the bridge wrote the row; the
+    /// bridge's rows are recognised by role and stored timestamp, never by
+    /// position, as the loader drops rows and carries no ids. An edit
+    /// applies to the content's text and a non-empty `api_content` alike.
+    /// Raises `SessionSwitchError` (`store`, `policy`) and leaves
+    /// `messages` as they were.
+    fn tag_messages(
+        &self,
+        py: Python<'_>,
+        agent: &str,
+        session_id: &str,
+        messages: &Bound<'_, PyList>,
+    ) -> PyResult<usize> {
+        tagging::tag_messages(self, py, agent, session_id, messages)
+    }
+
+    /// For `make bench` (bench/driver.py): `resolve` run `n` times in Rust
+    /// on one pooled instance with the GIL released, no Python objects
+    /// made; nanoseconds per call. Set beside the time of `resolve` from
+    /// Python, it splits a call into the host's share and the binding's.
+    fn _bench_resolve(
+        &self,
+        py: Python<'_>,
+        agent: &str,
+        session_id: &str,
+        n: u32,
+    ) -> PyResult<f64> {
+        self.call(py, |i| {
+            let start = Instant::now();
+            for _ in 0..n {
+                i.resolve(agent, session_id)?;
+            }
+            Ok(start.elapsed().as_nanos() as f64 / f64::from(n.max(1)))
+        })
+        .map_err(error)
+    }
+}

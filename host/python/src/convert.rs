@@ -1,0 +1,51 @@
+//! Answers as Python objects with the CLI's JSON field names
+//! ([`session_switch::json`] is the one copy of those shapes).
+
+use pyo3::IntoPyObjectExt;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use serde_json::Value;
+use session_switch::runtime::Decision;
+
+/// A JSON value as the Python object `json.loads` would give.
+pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_bound_py_any(py)?,
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.into_bound_py_any(py)?,
+            (None, Some(f)) => f.into_bound_py_any(py)?,
+            (None, None) => n.to_string().into_bound_py_any(py)?,
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// `resolve`'s answer, the dict of [`session_switch::json::decision`],
+/// built directly: `resolve` runs on every turn of a gateway, and the
+/// detour through a `serde_json::Value` (a map, four owned strings) was
+/// a measurable part of the binding's own share of it. The keys are
+/// interned (made once per process).
+pub fn decision<'py>(py: Python<'py>, d: &Decision) -> PyResult<Bound<'py, PyAny>> {
+    let dict = PyDict::new(py);
+    dict.set_item(intern!(py, "session_id"), &d.session_id)?;
+    dict.set_item(intern!(py, "redirected"), d.redirected)?;
+    dict.set_item(intern!(py, "reason"), d.reason.as_str())?;
+    dict.set_item(intern!(py, "detail"), &d.detail)?;
+    Ok(dict.into_any())
+}

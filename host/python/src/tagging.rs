@@ -1,0 +1,217 @@
+//! The `[YOU] ` edits on Hermes's own loader output
+//! (`SessionDB.get_messages_as_conversation`), for the plugin: the policy
+//! decides on the text Hermes sends, the edits land in the list Hermes then
+//! uses, in place.
+//!
+//! Rows are known by identity, never by position: the loader drops rows
+//! (background-review harness turns, on v31 stale tool-call markers) and
+//! 0.19.0's output carries no row ids, so a row the bridge wrote is
+//! recognised by its role and stored timestamp (the bridge's own list,
+//! `session_switch_sent`).
+
+use crate::bridge::Bridge;
+use crate::error::error;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use session_switch::runtime::{LoadedMessage, YOU_TAG, prefix, tag, untag};
+use session_switch::store::HermesStore;
+use session_switch::{Failure, HistoryRow};
+use std::collections::HashSet;
+
+/// Where a message's text is: what the policy sees and where an edit lands.
+enum Text {
+    /// `content` is a string.
+    Content,
+    /// `content` is a list (multimodal); the text is part `index`'s `text`,
+    /// its first part `{"type": "text", "text": <str>}` (Hermes's own rule
+    /// for where a list's text is; the CLI's `context` tags the same part).
+    Part(usize),
+    /// No text (`None`, a list without a text part): the policy sees an
+    /// empty text, and an edit has nowhere to go.
+    Absent,
+}
+
+/// The text of `messages[i]` at `where_`, if it is a string.
+fn text_at<'py>(msg: &Bound<'py, PyDict>, where_: &Text) -> PyResult<Option<Bound<'py, PyString>>> {
+    let py = msg.py();
+    let value = match where_ {
+        Text::Absent => return Ok(None),
+        Text::Content => msg.get_item(intern!(py, "content"))?,
+        Text::Part(i) => match msg.get_item(intern!(py, "content"))? {
+            Some(list) => Some(list.get_item(*i)?.get_item(intern!(py, "text"))?),
+            None => None,
+        },
+    };
+    Ok(value.and_then(|v| v.cast_into::<PyString>().ok()))
+}
+
+/// Put `text` where [`locate`] found `msg`'s text.
+fn set_text(msg: &Bound<'_, PyDict>, place: &Text, text: String) -> PyResult<()> {
+    let py = msg.py();
+    match place {
+        Text::Content => msg.set_item(intern!(py, "content"), text),
+        Text::Part(i) => match msg.get_item(intern!(py, "content"))? {
+            Some(list) => list.get_item(*i)?.set_item(intern!(py, "text"), text),
+            None => Ok(()),
+        },
+        Text::Absent => Ok(()),
+    }
+}
+
+/// Where the text of `msg`'s content is.
+fn locate(msg: &Bound<'_, PyDict>) -> PyResult<Text> {
+    let py = msg.py();
+    let Some(content) = msg.get_item(intern!(py, "content"))? else {
+        return Ok(Text::Absent);
+    };
+    if content.is_instance_of::<PyString>() {
+        return Ok(Text::Content);
+    }
+    let Ok(parts) = content.cast::<PyList>() else {
+        return Ok(Text::Absent);
+    };
+    for (i, part) in parts.iter().enumerate() {
+        let Ok(part) = part.cast::<PyDict>() else {
+            continue;
+        };
+        let is_text = match part.get_item(intern!(py, "type"))? {
+            Some(t) => t
+                .cast::<PyString>()
+                .is_ok_and(|t| t.to_str().is_ok_and(|t| t == "text")),
+            None => false,
+        };
+        let has_text = part
+            .get_item(intern!(py, "text"))?
+            .is_some_and(|t| t.is_instance_of::<PyString>());
+        if is_text && has_text {
+            return Ok(Text::Part(i));
+        }
+    }
+    Ok(Text::Absent)
+}
+
+fn prefix_of(text: Option<&Bound<'_, PyString>>, chars: u32) -> PyResult<Option<String>> {
+    text.map(|t| Ok(prefix(t.to_str()?, chars).to_owned()))
+        .transpose()
+}
+
+/// The bridge's rows of `session_id` for `agent`, as `(role, timestamp
+/// bits)`, over a pooled store connection.
+fn bridge_rows(
+    bridge: &Bridge,
+    session_id: &str,
+    agent: &str,
+) -> Result<HashSet<(String, u64)>, Failure> {
+    let rows = bridge.stores.with(
+        || HermesStore::open(bridge.host.db_path()),
+        |store| store.bridge_rows(session_id, agent),
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|(_, role, ts)| (role, ts.to_bits()))
+        .collect())
+}
+
+/// [`Bridge::tag_messages`](crate::bridge::Bridge): the policy's edits on
+/// `messages` in place; how many messages changed.
+///
+/// The policy sees, per message, a prefix of the text Hermes would send
+/// (`api_content` when it is a non-empty string on a user or assistant
+/// message, else the content's text: the rule of
+/// [`HistoryRow::sent_text`]) and whether the bridge wrote the row; only
+/// prefixes cross into Rust, so a long history costs little. An edit
+/// (tag or untag) is then applied to the full texts, `content`'s text and
+/// `api_content` alike, so it holds whichever of the two Hermes sends.
+pub fn tag_messages(
+    bridge: &Bridge,
+    py: Python<'_>,
+    agent: &str,
+    session_id: &str,
+    messages: &Bound<'_, PyList>,
+) -> PyResult<usize> {
+    let ours = py
+        .detach(|| bridge_rows(bridge, session_id, agent))
+        .map_err(error)?;
+    let chars = bridge.host.policy().options().tag_prefix_chars;
+    let mut rows = Vec::with_capacity(messages.len());
+    let mut places = Vec::with_capacity(messages.len());
+    for (index, item) in messages.iter().enumerate() {
+        let msg = item.cast::<PyDict>()?;
+        let role: String = match msg.get_item(intern!(py, "role"))? {
+            Some(r) => r.extract()?,
+            None => String::new(),
+        };
+        let place = locate(msg)?;
+        let content = prefix_of(text_at(msg, &place)?.as_ref(), chars)?.unwrap_or_default();
+        let api = msg
+            .get_item(intern!(py, "api_content"))?
+            .and_then(|v| v.cast_into::<PyString>().ok());
+        let api_content = prefix_of(api.as_ref(), chars)?;
+        let bridge_wrote = !ours.is_empty()
+            && match msg.get_item(intern!(py, "timestamp"))? {
+                Some(ts) => ts
+                    .extract::<f64>()
+                    .is_ok_and(|ts| ours.contains(&(role.clone(), ts.to_bits()))),
+                None => false,
+            };
+        rows.push(HistoryRow {
+            id: index as i64,
+            role,
+            content,
+            tool_calls: None,
+            tool_call_id: None,
+            tool_name: None,
+            bridge_wrote,
+            // Only `api_content` of the loader's fields matters here (for
+            // `sent_text`, and an edit's second text); none, no box.
+            loaded: api_content.map(|api| {
+                Box::new(LoadedMessage {
+                    api_content: Some(api),
+                    ..LoadedMessage::default()
+                })
+            }),
+        });
+        places.push(place);
+    }
+    let before = rows.clone();
+    let tagged = bridge.call(py, |i| i.tag(agent, rows)).map_err(error)?;
+    let mut changed = 0;
+    for (index, (new, old)) in tagged.iter().zip(&before).enumerate() {
+        let api = |r: &HistoryRow| r.loaded.as_deref().and_then(|l| l.api_content.clone());
+        // The edit's action, read off the text it changed: tag() always
+        // starts a text with the tag, untag() never does.
+        let edited = if new.content != old.content {
+            new.content.clone()
+        } else if api(new) != api(old) {
+            api(new).unwrap_or_default()
+        } else {
+            continue;
+        };
+        let edit = |text: &str| -> String {
+            if edited.starts_with(YOU_TAG) {
+                tag(text)
+            } else {
+                untag(text).to_owned()
+            }
+        };
+        let msg = messages.get_item(index)?.cast_into::<PyDict>()?;
+        let mut wrote = false;
+        if let Some(text) = text_at(&msg, &places[index])? {
+            set_text(&msg, &places[index], edit(text.to_str()?))?;
+            wrote = true;
+        }
+        // An empty `api_content` stays empty: Hermes sends it only when it
+        // is not, and a bare `[YOU] ` there would replace the whole text.
+        if let Some(api) = msg
+            .get_item(intern!(py, "api_content"))?
+            .and_then(|v| v.cast_into::<PyString>().ok())
+            .filter(|a| a.to_str().is_ok_and(|a| !a.is_empty()))
+        {
+            msg.set_item(intern!(py, "api_content"), edit(api.to_str()?))?;
+            wrote = true;
+        }
+        changed += usize::from(wrote);
+    }
+    Ok(changed)
+}

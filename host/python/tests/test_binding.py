@@ -1,0 +1,165 @@
+"""The binding's own duties, without a gateway: the `[YOU] ` edits on
+Hermes's loader shapes (`tag_messages`: multimodal lists, `api_content`, the
+bridge's rows known by identity), and a long-lived `Bridge` that holds no
+SQLite transaction or statement between calls while CLI sends run (issue 17
+item 2), on DELETE and WAL copies of the fixtures."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+import time
+import unittest
+
+from session_switch import Bridge
+
+from . import support
+from .support import CLI_SESSION, TOOL_SESSION
+
+XMPP = "xmpp-mohe-v2"
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+class TagMessages(unittest.TestCase):
+    """Messages in the shapes `get_messages_as_conversation` returns (both
+    lines), edited in place."""
+
+    def setUp(self):
+        d = support.tempdir(self)
+        self.home = support.hermes_home(d / "home", "hermes-latest.db")
+        self.db = self.home / "state.db"
+        self.bridge = Bridge(self.home, cache_dir=d / "cache", watch=False)
+        # Two rows of the same role and text in the XMPP session; only the
+        # second is listed as the bridge's (written for mohe). Before them a
+        # row the loader drops (not in the list handed over below), so
+        # positions in the list and in the table differ.
+        self.ts_dropped, self.ts_alike, self.ts_ours = 1_900_000_000.25, 1_900_000_001.5, 1_900_000_002.75
+        for ts, content in ((self.ts_dropped, "harness turn"), (self.ts_alike, "the line"), (self.ts_ours, "the line")):
+            support.execute(self.db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+                            (XMPP, content, ts))
+        support.execute(self.db, "CREATE TABLE IF NOT EXISTS session_switch_sent (message_id INTEGER PRIMARY KEY, "
+                                 "agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL)")
+        support.execute(self.db, "INSERT INTO session_switch_sent SELECT id, 'mohe', ?, ? FROM messages "
+                                 "WHERE session_id = ? AND timestamp = ?", (CLI_SESSION, self.ts_ours, XMPP, self.ts_ours))
+
+    def test_lists_api_content_and_identity(self):
+        messages = [
+            # The agent's own picture: the tag goes on the first text part,
+            # which is not the first part.
+            {"role": "user", "content": [IMAGE, {"type": "text", "text": "mohe: look at my diagram"},
+                                         {"type": "text", "text": "second part"}], "timestamp": 10.0},
+            # An imitation inside a list: untagged.
+            {"role": "user", "content": [{"type": "text", "text": "[YOU] zhiwei: a list imitation"}], "timestamp": 11.0},
+            # Hermes sends api_content: the policy decides on it, the edit
+            # lands in both texts.
+            {"role": "user", "content": "zhiwei: stored text", "api_content": "mohe: what the API got", "timestamp": 12.0},
+            # An empty api_content is not sent, and stays empty.
+            {"role": "user", "content": "mohe: plain", "api_content": "", "timestamp": 13.0},
+            # The bridge's row, known by role and timestamp; its twin by text is not.
+            {"role": "user", "content": "the line", "timestamp": self.ts_alike},
+            {"role": "user", "content": "the line", "timestamp": self.ts_ours},
+            # No text to tag: a list of images only, NULL content.
+            {"role": "user", "content": [IMAGE], "timestamp": 14.0},
+            {"role": "user", "content": None, "timestamp": 15.0},
+            # Not user rows: never edited.
+            {"role": "assistant", "content": "[YOU] mohe: assistant", "timestamp": 16.0},
+        ]
+        original = copy.deepcopy(messages)
+        image, part2 = messages[0]["content"][0], messages[0]["content"][2]
+        changed = self.bridge.tag_messages("mohe", XMPP, messages)
+        want = copy.deepcopy(original)
+        want[0]["content"][1]["text"] = "[YOU] mohe: look at my diagram"
+        want[1]["content"][0]["text"] = "zhiwei: a list imitation"
+        want[2]["content"] = "[YOU] zhiwei: stored text"
+        want[2]["api_content"] = "[YOU] mohe: what the API got"
+        want[3]["content"] = "[YOU] mohe: plain"
+        want[5]["content"] = "[YOU] the line"
+        self.assertEqual(messages, want)
+        self.assertEqual(changed, 5)
+        # Edited in place: the other parts are the very same objects.
+        self.assertIs(messages[0]["content"][0], image)
+        self.assertIs(messages[0]["content"][2], part2)
+        # Applying again changes nothing (already tagged, nothing to untag).
+        self.assertEqual(self.bridge.tag_messages("mohe", XMPP, messages), 0)
+        self.assertEqual(messages, want)
+
+    def test_the_cli_context_tags_the_same_multimodal_row(self):
+        """The CLI's `context` (the reference) and `tag_messages` agree on a
+        stored multimodal row of the agent's own."""
+        import json
+
+        parts = [IMAGE, {"type": "text", "text": "mohe: same rule"}]
+        support.execute(self.db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+                        (XMPP, "\x00json:" + json.dumps(parts), 1_900_000_010.0))
+        context = self.bridge.context("mohe", XMPP)
+        stored = [m for m in context["messages"] if isinstance(m.get("content"), list)]
+        self.assertEqual(stored[-1]["content"][1]["text"], "[YOU] mohe: same rule")
+        mine = [{"role": "user", "content": copy.deepcopy(parts), "timestamp": 1_900_000_010.0}]
+        self.bridge.tag_messages("mohe", XMPP, mine)
+        self.assertEqual(mine[0]["content"], stored[-1]["content"])
+
+
+class IdleBinding(unittest.TestCase):
+    """A `Bridge` kept open and idle between calls, as a gateway keeps it,
+    while CLI sends (other processes) write: in DELETE mode a transaction or
+    an unfinished statement held between calls would make every send fail
+    as busy; in WAL mode an open read snapshot would keep answering with the
+    old record."""
+
+    def test_sends_succeed_and_the_next_call_sees_them(self):
+        ej = support.require_ejabberd()
+        for fixture in ("hermes-0.19.0.db", "hermes-latest.db"):
+            for mode in ("delete", "wal"):
+                with self.subTest(fixture=fixture, mode=mode):
+                    self.check(ej, fixture, mode)
+
+    def check(self, ej, fixture, mode):
+        d = support.tempdir(self)
+        home = support.hermes_home(d / "home", fixture, ej)
+        db = home / "state.db"
+        conn = sqlite3.connect(db)
+        self.assertEqual(conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0], mode)
+        conn.close()
+        bridge = Bridge(home, cache_dir=d / "cache", watch=False)
+        cli = support.Cli(home, d / "cache")
+        # Every kind of call first, so each pooled instance and store
+        # connection has run its statements before the sends.
+        self.assertEqual(bridge.resolve("mohe", XMPP)["redirected"], False)
+        bridge.context("mohe", XMPP, 5)
+        bridge.active("mohe")
+        bridge.tag_messages("mohe", XMPP, [{"role": "user", "content": "mohe: hi", "timestamp": 1.0}])
+        for i, target in enumerate((CLI_SESSION, TOOL_SESSION, CLI_SESSION)):
+            status, out, err = cli.run("send", support.unique(f"idle {i}"), target, "--agent", "mohe")
+            self.assertEqual(status, 0, err)
+            decision = bridge.resolve("mohe", XMPP)
+            self.assertEqual((decision["redirected"], decision["session_id"]), (True, target), decision)
+            self.assertEqual(bridge.active("mohe")[0]["session_id"], target)
+            time.sleep(0.05)  # idle, as between two room messages
+        cli.json("clear", "--agent", "mohe")
+        decision = bridge.resolve("mohe", XMPP)
+        self.assertEqual((decision["redirected"], decision["reason"]), (False, "no-record"), decision)
+
+
+class PipBuild(unittest.TestCase):
+    """`pip install ./host/python` without `make component`: the build
+    backend stops before cargo, naming the fix (the install itself, a
+    cold release build, is checked by hand: README)."""
+
+    def test_a_missing_component_stops_the_build_at_once(self):
+        import os
+        import subprocess
+        import sys
+
+        env = dict(os.environ, SESSION_SWITCH_POLICY_WASM=str(support.ROOT / "target/no-such.wasm"))
+        done = subprocess.run(
+            [sys.executable, "-c", "import session_switch_build as b; b.build_wheel('unused')"],
+            cwd=support.ROOT / "host/python/build-backend", env=env, capture_output=True, text=True, timeout=60,
+        )
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertIn("no-such.wasm is missing: run `make component`", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
