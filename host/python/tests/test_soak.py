@@ -275,6 +275,9 @@ class _Soak:
         print(f"\n[soak {self.VERSION}] {time.monotonic() - start:.0f} s: {len(asked)} chat completions "
               f"({where['cli']} redirected, {where['xmpp']} own), {len(ok)}/{len(sends)} CLI sends ok",
               flush=True)
+        for body, status, err in sends:
+            if status != 0:
+                print(f"  send refused, exit {status}: {err}", flush=True)
 
 
 class SoakHermes019(_Soak, unittest.TestCase):

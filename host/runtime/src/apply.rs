@@ -107,7 +107,14 @@ pub fn apply_edits(rows: &mut [HistoryRow], edits: &[RowEdit]) -> Result<(), Str
             EditAction::Untag => untag(text).to_owned(),
         };
         row.content = edit(&row.content);
-        if let Some(api) = row.loaded.as_mut().and_then(|l| l.api_content.as_mut()) {
+        // An empty `api_content` is not what Hermes sends (it falls back to
+        // `content`): a tag there would make the row a bare `[YOU] `.
+        if let Some(api) = row
+            .loaded
+            .as_mut()
+            .and_then(|l| l.api_content.as_mut())
+            .filter(|api| !api.is_empty())
+        {
             *api = edit(api);
         }
     }
@@ -129,6 +136,35 @@ mod tests {
             bridge_wrote: false,
             loaded: None,
         }
+    }
+
+    #[test]
+    fn an_empty_api_content_stays_empty_under_a_tag() {
+        let loaded = |api: &str| {
+            Some(Box::new(crate::LoadedMessage {
+                fields: Vec::new(),
+                structured: None,
+                text_part: None,
+                api_content: Some(api.into()),
+            }))
+        };
+        let mut rows = vec![row(1, "user", "mohe: hi"), row(2, "user", "mohe: yo")];
+        rows[0].loaded = loaded("");
+        rows[1].loaded = loaded("mohe: yo (sent)");
+        let tag_all = [0, 1].map(|index| RowEdit {
+            index,
+            action: EditAction::Tag,
+        });
+        apply_edits(&mut rows, &tag_all).unwrap();
+        assert_eq!(rows[0].content, "[YOU] mohe: hi");
+        assert_eq!(
+            rows[0].loaded.as_ref().unwrap().api_content.as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            rows[1].loaded.as_ref().unwrap().api_content.as_deref(),
+            Some("[YOU] mohe: yo (sent)")
+        );
     }
 
     #[test]
