@@ -13,6 +13,12 @@ pub(super) fn early_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a Sq
             msg.push(key, cell(key).json());
         }
     }
+    tool_calls_field(msg, cell);
+}
+
+/// `tool_calls` when set, parsed (`[]` when not JSON), as every schema's
+/// loader adds it.
+fn tool_calls_field<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
     if cell("tool_calls").truthy() {
         msg.push(
             "tool_calls",
@@ -45,12 +51,7 @@ fn common_tail<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
             msg.push(key, cell(key).json());
         }
     }
-    if cell("tool_calls").truthy() {
-        msg.push(
-            "tool_calls",
-            json_or(cell("tool_calls"), Value::Array(vec![])),
-        );
-    }
+    tool_calls_field(msg, cell);
     if cell("platform_message_id").truthy() {
         msg.push("message_id", cell("platform_message_id").json());
     }
