@@ -490,3 +490,158 @@ fn a_send_killed_during_the_post_is_reported_by_active_and_forgotten_by_clear() 
         assert_clean(&db);
     }
 }
+
+/// The `state_meta` keys of pending sends in `db`, read inside `conn`'s
+/// current transaction (so a caller can keep its shared lock).
+fn pending_keys(conn: &Connection) -> i64 {
+    conn.query_row(
+        "SELECT count(*) FROM state_meta WHERE key >= 'session_switch:pending:' \
+         AND key < 'session_switch:pending;'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// Every table's rows, in a fixed order, for "nothing changed" checks.
+fn snapshot(db: &Path) -> Vec<String> {
+    let conn = Connection::open(db).unwrap();
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE '%fts%' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut out = Vec::new();
+    for t in tables {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                let mut line = format!("{t}:");
+                for i in 0..n {
+                    line.push_str(&format!("{:?}|", r.get_ref(i).unwrap()));
+                }
+                Ok(line)
+            })
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+/// kill -9 of the CLI in the send's other two steps, each held open by a
+/// Hermes-style reader in a DELETE-mode database (its shared lock makes
+/// the step's `COMMIT` wait, and the step retry, for up to the write
+/// deadline):
+/// - **intent**: the reader holds its lock from before the send; the CLI is
+///   killed while its intent cannot commit: nothing was posted, and the
+///   database is exactly as before (SQLite rolls the hot journal back);
+/// - **record**: the reader takes its lock once the intent is committed,
+///   during a 1.5 s post; the CLI is killed after the room got the message,
+///   while its record cannot commit: the database is intact, the history
+///   has no row, and `active` reports the interrupted send (state
+///   `posting`, not in progress) — the disagreement with the room is one
+///   `active` shows, and `clear` forgets it.
+#[test]
+fn a_send_killed_in_its_intent_or_record_step_leaves_the_database_intact() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    for step in ["intent", "record"] {
+        let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+            return;
+        };
+        assert_eq!(journal_mode(&db), "delete");
+        let room = RoomObserver::join(&ej);
+        let mut ctl = vec![
+            "bash".to_string(),
+            stand_in("slow-ejabberdctl.sh"),
+            "1.5".into(),
+        ];
+        ctl.extend(ej.ctl_argv());
+        let slow = cli_config(&ej, &db, "slow.toml", &ctl, 30);
+        let normal = cli_config(&ej, &db, "normal.toml", &ej.ctl_argv(), 15);
+        let before = snapshot(&db);
+        let body = format!("killed in the {step} step {}", std::process::id());
+        let reader = Connection::open(&db).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        if step == "intent" {
+            assert_eq!(pending_keys(&reader), 0); // the shared lock is ours now
+        }
+        let mut child = cli(&slow, &db, &["send", &body, SAMPLE_CLI, "--agent", "mohe"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if step == "intent" {
+            // The CLI starts, checks the sender, then retries its intent
+            // against our lock (up to 10 s): kill it in the middle.
+            std::thread::sleep(Duration::from_secs(3));
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the send must still be waiting"
+            );
+        } else {
+            reader.execute_batch("COMMIT").unwrap();
+            let started = Instant::now();
+            loop {
+                reader.execute_batch("BEGIN").unwrap();
+                if pending_keys(&reader) == 1 {
+                    break; // our lock is held from here on
+                }
+                reader.execute_batch("COMMIT").unwrap();
+                assert!(started.elapsed() < Duration::from_secs(20), "no intent");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(
+                room.wait_for_body(&body, Duration::from_secs(15)).is_some(),
+                "the room got the post"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the record must still be waiting"
+            );
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+
+        assert_clean(&db);
+        let content = format!("[YOU] {body}");
+        assert_eq!(rows_with(&db, &content), 0, "{step}");
+        if step == "intent" {
+            assert_eq!(snapshot(&db), before, "nothing changed");
+            assert!(
+                room.wait_for_body(&body, Duration::from_secs(3)).is_none(),
+                "never posted"
+            );
+            continue;
+        }
+        let active = cli_json(&normal, &db, &["active"]);
+        let pending: Vec<&serde_json::Value> = active
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["pending_send"] == true)
+            .collect();
+        assert_eq!(pending.len(), 1, "{active}");
+        assert_eq!(pending[0]["state"], "posting", "{active}");
+        assert_eq!(pending[0]["in_progress"], false, "{active}");
+        assert_eq!(pending[0]["body"], content.as_str());
+        let cleared = cli_json(&normal, &db, &["clear", "--agent", "mohe"]);
+        assert_eq!(cleared["pending_sends_cleared"], 1, "{cleared}");
+        assert_eq!(
+            rows_with(&db, &content),
+            0,
+            "never guessed into the history"
+        );
+        assert_clean(&db);
+    }
+}
