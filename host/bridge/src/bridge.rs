@@ -226,6 +226,27 @@ impl Bridge {
         HermesStore::open(&self.db)?.clear_pending(agent)
     }
 
+    /// What `active` shows (the CLI's and the binding's): every record's
+    /// status ([`Bridge::active`]) and the sends not yet in the history
+    /// ([`Bridge::pending_sends`], delivered ones written first).
+    pub fn active_and_pending(
+        &self,
+        agent: Option<&str>,
+    ) -> Result<(Vec<RecordStatus>, Vec<PendingSend>), Failure> {
+        Ok((self.active(agent)?, self.pending_sends(agent)?))
+    }
+
+    /// What `clear` does (the CLI's and the binding's): the delivered sends
+    /// are written first (the room has them, so the history must too), then
+    /// the records of `agent` (or every agent) deleted and its other pending
+    /// sends forgotten. Returns the record keys deleted and how many pending
+    /// sends were forgotten.
+    pub fn clear_all(&self, agent: Option<&str>) -> Result<(Vec<String>, usize), Failure> {
+        self.complete_pending()?;
+        let keys = self.clear(agent)?;
+        Ok((keys, self.clear_pending(agent)?))
+    }
+
     /// Whether a room message from `sender` is `agent`'s own echo.
     pub fn is_own(&self, agent: &str, sender: &str) -> Result<bool, Failure> {
         self.instance(false)?.is_own_message(agent, sender)

@@ -28,8 +28,9 @@ pub fn context(answer: &ContextAnswer) -> Value {
     v
 }
 
-/// `send`: what the room got and what was recorded.
-pub fn receipt(r: &Receipt) -> Value {
+/// `send`: what the room got and what was recorded, and the session the
+/// `[YOU]` row went into.
+pub fn receipt(r: &Receipt, history_session_id: &str) -> Value {
     json!({
         "delivered": true,
         "room": r.room,
@@ -37,7 +38,21 @@ pub fn receipt(r: &Receipt) -> Value {
         "message_id": r.message_id,
         "record_key": r.record_key,
         "record_replaced": r.record_replaced,
+        "history_session_id": history_session_id,
     })
+}
+
+/// `active`: the records' statuses, then the sends not (yet) in the
+/// history ([`pending_send`]), one array.
+pub fn active(statuses: &[RecordStatus], pending: &[crate::store::PendingSend]) -> Value {
+    let mut v: Vec<Value> = statuses.iter().map(record_status).collect();
+    v.extend(pending.iter().map(pending_send));
+    Value::Array(v)
+}
+
+/// `clear`: `{"cleared": [the record keys deleted], "pending_sends_cleared": N}`.
+pub fn cleared(keys: &[String], pending_sends_cleared: usize) -> Value {
+    json!({ "cleared": keys, "pending_sends_cleared": pending_sends_cleared })
 }
 
 /// One entry of `active`.

@@ -70,9 +70,7 @@ fn tool_calls_text(calls: &str) -> String {
 
 pub fn sent(r: &Receipt, history_session: &str, cli_session: &str, json: bool) {
     if json {
-        let mut v = json::receipt(r);
-        v["history_session_id"] = Value::String(history_session.to_owned());
-        return print_json(&v);
+        return print_json(&json::receipt(r, history_session));
     }
     println!("sent to {}: {}", r.room, r.body);
     println!(
@@ -88,9 +86,7 @@ pub fn sent(r: &Receipt, history_session: &str, cli_session: &str, json: bool) {
 /// JSON the latter as objects with `"pending_send": true`.
 pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<&str>, json: bool) {
     if json {
-        let mut v: Vec<Value> = statuses.iter().map(json::record_status).collect();
-        v.extend(pending.iter().map(json::pending_send));
-        return print_json(&Value::Array(v));
+        return print_json(&json::active(statuses, pending));
     }
     for p in pending {
         let what = match p.state {
@@ -143,7 +139,7 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
 
 pub fn cleared(keys: &[String], pending: usize, json: bool) {
     if json {
-        return print_json(&json!({ "cleared": keys, "pending_sends_cleared": pending }));
+        return print_json(&json::cleared(keys, pending));
     }
     if pending > 0 {
         println!(

@@ -44,18 +44,13 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Active { agent } => {
             let bridge = open(g)?;
-            let statuses = bridge.active(agent.as_deref())?;
-            let pending = bridge.pending_sends(agent.as_deref())?;
+            let (statuses, pending) = bridge.active_and_pending(agent.as_deref())?;
             output::active(&statuses, &pending, agent.as_deref(), g.json);
             Ok(())
         }
         Command::Clear { agent } => {
             let bridge = open(g)?;
-            // A delivered send goes into the history before its record is
-            // cleared: the room has it, so the history must too.
-            bridge.complete_pending()?;
-            let keys = bridge.clear(agent.as_deref())?;
-            let pending = bridge.clear_pending(agent.as_deref())?;
+            let (keys, pending) = bridge.clear_all(agent.as_deref())?;
             output::cleared(&keys, pending, g.json);
             Ok(())
         }

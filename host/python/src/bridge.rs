@@ -9,7 +9,6 @@ use crate::pool::Pool;
 use crate::tagging;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use serde_json::Value;
 use session_switch::runtime::{CacheMode, PolicyInstance, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{Bridge as Host, BridgeOptions, Failure, json, wiring};
@@ -174,25 +173,30 @@ impl Bridge {
         cli_session_id: &str,
         text: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let receipt = py
-            .detach(|| self.host.send(agent, cli_session_id, text))
+        let (receipt, history_session) = py
+            .detach(|| self.host.send_noting(agent, cli_session_id, text))
             .map_err(error)?;
-        to_py(py, &json::receipt(&receipt))
+        to_py(py, &json::receipt(&receipt, &history_session))
     }
 
-    /// The records of `agent` (or of every agent), each a dict as CLI
-    /// `active --json`.
+    /// The records of `agent` (or of every agent), then its sends not yet in
+    /// the history (`"pending_send": True`; delivered ones are written
+    /// first), each a dict as CLI `active --json`.
     #[pyo3(signature = (agent=None))]
     fn active<'py>(&self, py: Python<'py>, agent: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
-        let statuses = self.call(py, |i| i.active(agent)).map_err(error)?;
-        let list: Vec<Value> = statuses.iter().map(json::record_status).collect();
-        to_py(py, &Value::Array(list))
+        let (statuses, pending) = py
+            .detach(|| self.host.active_and_pending(agent))
+            .map_err(error)?;
+        to_py(py, &json::active(&statuses, &pending))
     }
 
-    /// Delete the records of `agent` (or of every agent); the keys removed.
+    /// Delete the records of `agent` (or of every agent) and forget its
+    /// pending sends (delivered ones are written first), as CLI `clear`:
+    /// `{"cleared": [keys], "pending_sends_cleared": n}`.
     #[pyo3(signature = (agent=None))]
-    fn clear(&self, py: Python<'_>, agent: Option<&str>) -> PyResult<Vec<String>> {
-        self.call(py, |i| i.clear(agent)).map_err(error)
+    fn clear<'py>(&self, py: Python<'py>, agent: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let (keys, pending) = py.detach(|| self.host.clear_all(agent)).map_err(error)?;
+        to_py(py, &json::cleared(&keys, pending))
     }
 
     /// Whether a room message from `sender` is `agent`'s own echo.

@@ -169,7 +169,7 @@ class Differential(unittest.TestCase):
         for h in (py_home, rust_home):
             shutil.copytree(home, h)
         cleared = Bridge(py_home, cache_dir=self.dir / "cache").clear()
-        self.assertEqual({"cleared": cleared}, support.Cli(rust_home, self.dir / "cache").json("clear"))
+        self.assertEqual(cleared, support.Cli(rust_home, self.dir / "cache").json("clear"))
         self.assertEqual(support.table_snapshot(py_home / "state.db"), support.table_snapshot(rust_home / "state.db"))
         self.compared += 1
 

@@ -45,6 +45,9 @@ class Receipt(TypedDict):
     message_id: int
     record_key: str
     record_replaced: bool
+    #: The session the `[YOU] ` row went into (the agent's first XMPP
+    #: session, or on v31 its live compression tip).
+    history_session_id: str
 
 class RecordStatus(TypedDict):
     agent: str
@@ -56,6 +59,22 @@ class RecordStatus(TypedDict):
     valid: bool
     reason: Reason
     detail: str
+
+class PendingSend(TypedDict):
+    """A send between its intent and its record (DESIGN §9.5)."""
+    agent: str
+    pending_send: Literal[True]
+    key: str
+    state: Literal["posting", "unknown", "delivered", "malformed"]
+    delivered: bool
+    in_progress: bool
+    timestamp: float
+    cli_session_id: str
+    body: str
+
+class Cleared(TypedDict):
+    cleared: list[str]
+    pending_sends_cleared: int
 
 class WatchStats(TypedDict):
     swaps: int
@@ -97,8 +116,8 @@ class Bridge:
     def resolve(self, agent: str, session_id: str) -> Decision: ...
     def context(self, agent: str, session_id: str, limit: Optional[int] = None) -> Context: ...
     def send(self, agent: str, cli_session_id: str, text: str) -> Receipt: ...
-    def active(self, agent: Optional[str] = None) -> list[RecordStatus]: ...
-    def clear(self, agent: Optional[str] = None) -> list[str]: ...
+    def active(self, agent: Optional[str] = None) -> list[Union[RecordStatus, PendingSend]]: ...
+    def clear(self, agent: Optional[str] = None) -> Cleared: ...
     def is_own(self, agent: str, sender: str) -> bool: ...
     def reload(self, path: Optional[_Path] = None) -> Optional[str]: ...
     def watch_stats(self) -> Optional[WatchStats]: ...
