@@ -14,7 +14,7 @@ use crate::error::error;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use session_switch::runtime::{LoadedMessage, YOU_TAG, prefix, tag, untag};
+use session_switch::runtime::{EditAction, LoadedMessage, RowEdit, prefix, tag, untag};
 use session_switch::store::HermesStore;
 use session_switch::{Failure, HistoryRow};
 use std::collections::HashSet;
@@ -174,32 +174,28 @@ pub fn tag_messages(
         });
         places.push(place);
     }
-    let before = rows.clone();
-    let tagged = bridge.call(py, |i| i.tag(agent, rows)).map_err(error)?;
+    let edits = bridge
+        .call(py, |i| i.tag_edits(agent, &rows))
+        .map_err(error)?;
     let mut changed = 0;
-    for (index, (new, old)) in tagged.iter().zip(&before).enumerate() {
-        let api = |r: &HistoryRow| r.loaded.as_deref().and_then(|l| l.api_content.clone());
-        // The edit's action, read off the text it changed: tag() always
-        // starts a text with the tag, untag() never does.
-        let edited = if new.content != old.content {
-            new.content.clone()
-        } else if api(new) != api(old) {
-            api(new).unwrap_or_default()
-        } else {
-            continue;
-        };
+    for RowEdit { index, action } in edits {
+        let index = index as usize;
         let edit = |text: &str| -> String {
-            if edited.starts_with(YOU_TAG) {
-                tag(text)
-            } else {
-                untag(text).to_owned()
+            match action {
+                EditAction::Tag => tag(text),
+                EditAction::Untag => untag(text).to_owned(),
             }
         };
         let msg = messages.get_item(index)?.cast_into::<PyDict>()?;
+        // Only a text the edit changes is written (an untag of a text with
+        // no tag is no change), so the count is of messages changed.
         let mut wrote = false;
         if let Some(text) = text_at(&msg, &places[index])? {
-            set_text(&msg, &places[index], edit(text.to_str()?))?;
-            wrote = true;
+            let (old, new) = (text.to_str()?, edit(text.to_str()?));
+            if new != old {
+                set_text(&msg, &places[index], new)?;
+                wrote = true;
+            }
         }
         // An empty `api_content` stays empty: Hermes sends it only when it
         // is not, and a bare `[YOU] ` there would replace the whole text.
@@ -208,8 +204,11 @@ pub fn tag_messages(
             .and_then(|v| v.cast_into::<PyString>().ok())
             .filter(|a| a.to_str().is_ok_and(|a| !a.is_empty()))
         {
-            msg.set_item(intern!(py, "api_content"), edit(api.to_str()?))?;
-            wrote = true;
+            let (old, new) = (api.to_str()?, edit(api.to_str()?));
+            if new != old {
+                msg.set_item(intern!(py, "api_content"), new)?;
+                wrote = true;
+            }
         }
         changed += usize::from(wrote);
     }

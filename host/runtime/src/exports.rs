@@ -6,7 +6,7 @@
 
 use super::answers::{self, check_cleared, check_decided, check_history_read, check_receipt};
 use super::apply;
-use super::bindings::{Decision, Reason, Receipt, RecordStatus};
+use super::bindings::{Decision, Reason, Receipt, RecordStatus, RowEdit};
 use super::call::no_check;
 use super::imports::{Call, HistoryQuery, SendArgs};
 use super::instance::PolicyInstance;
@@ -143,15 +143,24 @@ impl PolicyInstance {
         agent: &str,
         mut rows: Vec<HistoryRow>,
     ) -> Result<Vec<HistoryRow>, Failure> {
-        let summaries = apply::summaries(&rows, self.options().tag_prefix_chars);
+        let edits = self.tag_edits(agent, &rows)?;
+        apply::apply_edits(&mut rows, &edits).map_err(|why| self.fail(Call::Tag, &why))?;
+        Ok(rows)
+    }
+
+    /// The edits [`PolicyInstance::tag`] applies, checked (every index in
+    /// range, none twice), for a caller that applies them to rows of its
+    /// own (the Python binding edits Hermes's message dicts in place).
+    pub fn tag_edits(&mut self, agent: &str, rows: &[HistoryRow]) -> Result<Vec<RowEdit>, Failure> {
+        let summaries = apply::summaries(rows, self.options().tag_prefix_chars);
         let (edits, _) = self.call_wit(
             Call::Tag,
             None,
             |g, s| g.call_tag(s, agent, &summaries),
             no_check,
         )?;
-        apply::apply_edits(&mut rows, &edits).map_err(|why| self.fail(Call::Tag, &why))?;
-        Ok(rows)
+        apply::check_edits(&edits, rows.len()).map_err(|why| self.fail(Call::Tag, &why))?;
+        Ok(edits)
     }
 
     /// [`PolicyInstance::tag`], or on a failure `rows` unchanged (logged).
