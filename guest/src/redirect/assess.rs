@@ -1,0 +1,196 @@
+//! One record's value against the rules (DESIGN §3 "Redirect", §8
+//! "Records"): its shape (JSON object, `session_id`, numeric `timestamp`,
+//! the agent), its age against the TTL and the future skew, its target;
+//! and how its times read in a sentence.
+
+use super::concat;
+use super::record::{self, Field, Top};
+use crate::Reason;
+use crate::settings::{AgentEntry, ValidSettings, check_session_id};
+use session_switch_contract::keys::LEGACY_KEY;
+
+/// The fields of a record that could be read, even when it is not valid.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Readable {
+    pub session_id: Option<String>,
+    pub timestamp: Option<f64>,
+}
+
+/// A record checked against every rule except the target's existence (a
+/// host call, made last).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    /// The `state_meta` key it was read from.
+    pub key: String,
+    pub readable: Readable,
+    /// `now - timestamp`, when the timestamp is readable.
+    pub age: Option<f64>,
+    /// `Redirected` when every rule but existence holds; else why not.
+    pub reason: Reason,
+    /// What is wrong (or right) with the record, a sentence without the
+    /// consequence, e.g. `record session_switch:active:mohe is 12 s old (TTL 3600 s)`.
+    pub detail: String,
+}
+
+/// Seconds for a person: whole numbers without decimals, else up to three
+/// (rounded to the millisecond), e.g. `12`, `3599.999`, `-0.5`. Integer
+/// arithmetic: it keeps float formatting (≈15 KB) out of the component.
+pub fn seconds(s: f64) -> String {
+    // `as` saturates: absurd ages still print, just clamped.
+    let ms = (s * 1000.0).round() as i64;
+    let (whole, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
+    // Digits by hand rather than `format!`: this runs twice per `resolve`.
+    let mut out = String::with_capacity(24);
+    if ms < 0 {
+        out.push('-');
+    }
+    out.push_str(&whole.to_string());
+    if frac != 0 {
+        out.push('.');
+        let digits = [frac / 100, frac / 10 % 10, frac % 10];
+        let keep = if digits[2] != 0 {
+            3
+        } else if digits[1] != 0 {
+            2
+        } else {
+            1
+        };
+        for d in &digits[..keep] {
+            out.push(char::from(b'0' + *d as u8));
+        }
+    }
+    out
+}
+
+/// The shape rules of a record value (WIT `reason.malformed-record`):
+/// a JSON object; `session_id` a session id ([`check_session_id`]);
+/// `timestamp` a finite JSON number (Unix seconds, integer or float); when
+/// `agent` is `Some`, an `agent` field, if present, must equal it. Extra
+/// fields are ignored (the seed writes `source`). `Err` says what is wrong,
+/// e.g. `timestamp is a string`; the readable fields come back either way.
+pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
+    let fields = match record::parse(value) {
+        Err(_) => return (Readable::default(), Err("not JSON".into())),
+        Ok(Top::Not(kind)) => {
+            return (
+                Readable::default(),
+                Err(format!("not a JSON object but {kind}")),
+            );
+        }
+        Ok(Top::Object(fields)) => fields,
+    };
+    let readable = Readable {
+        session_id: match &fields.session_id {
+            Some(Field::Str(s)) => Some(s.clone()),
+            _ => None,
+        },
+        timestamp: match &fields.timestamp {
+            Some(Field::Num(n)) => n.as_f64().filter(|t| t.is_finite()),
+            _ => None,
+        },
+    };
+    let session_id = match fields.session_id {
+        None => Err("session_id is missing".to_string()),
+        Some(Field::Str(s)) => check_session_id(&s)
+            .map(|()| s)
+            .map_err(|e| e.replacen("session id", "session_id", 1)),
+        Some(other) => Err(format!("session_id is {}", other.kind())),
+    };
+    let timestamp = match &fields.timestamp {
+        None => Err("timestamp is missing".to_string()),
+        Some(Field::Num(n)) => match readable.timestamp {
+            Some(t) => Ok(t),
+            None => Err(format!("timestamp {n} is not a finite number")),
+        },
+        Some(other) => Err(format!("timestamp is {}", other.kind())),
+    };
+    let owner = match (agent, &fields.agent) {
+        (Some(want), Some(Field::Str(got))) if got != want => {
+            Err(format!("agent is '{got}', not '{want}'"))
+        }
+        (None, _) | (_, None) | (_, Some(Field::Str(_))) => Ok(()),
+        (Some(_), Some(other)) => Err(format!("agent is {}", other.kind())),
+    };
+    let result = session_id.and_then(|s| timestamp.and_then(|t| owner.map(|()| (s, t))));
+    (readable, result)
+}
+
+/// Check the record `value` stored under `key` for `agent` at time `now`
+/// against the rules of `resolve` in order (DESIGN §3): shape
+/// ([`parse_record`]; the `agent` field is checked on the per-agent key
+/// only), then age (`age < -future-skew` → `future-timestamp`;
+/// `age >= ttl` → `expired`: a record exactly TTL old is expired, as the
+/// seed keeps it only while `age < 3600`), then the target (any agent's XMPP
+/// session → `malformed-record`). Existence is not checked here.
+pub fn assess(
+    settings: &ValidSettings,
+    agent: &AgentEntry,
+    key: &str,
+    value: &str,
+    now: f64,
+) -> Assessment {
+    let per_agent = key != LEGACY_KEY;
+    let (readable, parsed) = parse_record(value, per_agent.then_some(agent.agent.name.as_str()));
+    let age = readable.timestamp.map(|t| now - t);
+    let mut out = Assessment {
+        key: key.to_string(),
+        readable,
+        age,
+        reason: Reason::Redirected,
+        detail: String::new(),
+    };
+    let (target, timestamp) = match parsed {
+        Ok(parsed) => parsed,
+        Err(what) => {
+            out.reason = Reason::MalformedRecord;
+            out.detail = format!("record {key} is malformed ({what})");
+            return out;
+        }
+    };
+    let age = now - timestamp;
+    let ttl = settings.ttl_seconds();
+    let skew = settings.future_skew_seconds();
+    if age < -skew {
+        out.reason = Reason::FutureTimestamp;
+        out.detail = format!(
+            "record {key} is dated {} s in the future (allowed skew {} s)",
+            seconds(-age),
+            seconds(skew)
+        );
+    } else if age >= ttl {
+        out.reason = Reason::Expired;
+        out.detail = age_sentence(key, age, ttl);
+    } else if let Some(owner) = settings.session_owner(&target) {
+        out.reason = Reason::MalformedRecord;
+        out.detail = format!(
+            "record {key} names {target}, an XMPP session of {}, which is never a target",
+            owner.agent.name
+        );
+    } else if age < 0.0 {
+        out.detail = format!(
+            "record {key} is dated {} s in the future, within the allowed skew ({} s)",
+            seconds(-age),
+            seconds(skew)
+        );
+    } else {
+        out.detail = age_sentence(key, age, ttl);
+    }
+    out
+}
+
+/// `record <key> is <age> s old (TTL <ttl> s)`.
+fn age_sentence(key: &str, age: f64, ttl: f64) -> String {
+    let (age, ttl) = (seconds(age), seconds(ttl));
+    concat(&["record ", key, " is ", &age, " s old (TTL ", &ttl, " s)"])
+}
+
+/// How a person reads a non-finite `f64` (without float formatting).
+pub(crate) fn non_finite(x: f64) -> &'static str {
+    if x.is_nan() {
+        "NaN"
+    } else if x > 0.0 {
+        "+infinity"
+    } else {
+        "-infinity"
+    }
+}
