@@ -5,7 +5,6 @@
 use session_switch_contract::keys::pending_key_agent;
 use session_switch_runtime::Failure;
 
-use super::send_write::validate;
 use super::{HermesStore, SendWrite, Written};
 
 /// The pending keys, as a key range (not `LIKE`, which ignores case and
@@ -252,7 +251,7 @@ impl Intent {
             record_value: s("record_value")?,
             timestamp: v.get("timestamp")?.as_f64()?,
         };
-        validate(&intent.as_write()).ok()?;
+        intent.as_write().check().ok()?;
         Some(intent)
     }
 

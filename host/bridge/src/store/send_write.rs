@@ -39,7 +39,6 @@
 use rusqlite::params;
 
 use super::pending::{PendingState, intent_json};
-use super::write_tx::check_our_key;
 use super::{HermesStore, SendWrite, Written};
 use session_switch_contract::keys::pending_key;
 use session_switch_runtime::{Failure, FailureKind};
@@ -93,7 +92,7 @@ impl HermesStore {
         w: &SendWrite<'_>,
         post: impl FnOnce() -> Result<T, Failure>,
     ) -> Result<(Written, T), Failure> {
-        validate(w)?;
+        w.check()?;
         let key = pending_key(w.agent, &token(w.timestamp));
         let doing = "record the intent to send";
         self.write_briefly(doing, |tx| {
@@ -276,48 +275,4 @@ impl Drop for IntentGuard<'_> {
             self.store.drop_intent(self.key);
         }
     }
-}
-
-/// Refuse (kind `bad-input`) what must never be written; see
-/// [`HermesStore::send_write`].
-pub(super) fn validate(w: &SendWrite<'_>) -> Result<(), Failure> {
-    for (name, value) in [
-        ("agent", w.agent),
-        ("history session id", w.history_session_id),
-        ("CLI session id", w.cli_session_id),
-        ("history content", w.history_content),
-    ] {
-        if value.is_empty() {
-            return Err(Failure::bad_input(format!(
-                "refusing to write a send with an empty {name}"
-            )));
-        }
-    }
-    if w.history_content.contains('\0') {
-        return Err(Failure::bad_input(
-            "refusing to write history content with a NUL character (Hermes reads content \
-             starting with NUL + `json:` as multimodal parts); normalise the body first",
-        ));
-    }
-    check_our_key(w.record_key, false)?;
-    if !(w.timestamp.is_finite() && w.timestamp > 0.0) {
-        return Err(Failure::bad_input(format!(
-            "refusing to write a send with timestamp {}: it must be Unix seconds > 0",
-            w.timestamp
-        )));
-    }
-    let record: Option<serde_json::Value> = serde_json::from_str(w.record_value).ok();
-    let timestamp = record
-        .as_ref()
-        .and_then(|r| r.as_object())
-        .and_then(|r| r.get("timestamp"))
-        .filter(|t| t.is_number());
-    if timestamp.is_none() {
-        return Err(Failure::bad_input(format!(
-            "refusing to write record {:?}: its value is not a JSON object with a numeric \
-             \"timestamp\" (DESIGN §8): {}",
-            w.record_key, w.record_value
-        )));
-    }
-    Ok(())
 }
