@@ -7,8 +7,8 @@ use crate::hermes_imports::HermesImports;
 use crate::store::{HermesStore, PendingSend, Written};
 use crate::wiring;
 use session_switch_runtime::{
-    CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Receipt,
-    RecordStatus,
+    Admission, CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions,
+    Receipt, RecordStatus, RoomMessage,
 };
 use std::path::PathBuf;
 
@@ -160,6 +160,12 @@ impl Bridge {
     /// [`Bridge::complete_pending`] first (the CLI's `clear` does).
     pub fn clear_pending(&self, agent: Option<&str>) -> Result<usize, Failure> {
         HermesStore::open(&self.db)?.clear_pending(agent)
+    }
+
+    /// The loop guard: whether `agent`'s bot should answer `message`, and
+    /// why (WIT `admit`, DESIGN §9.3).
+    pub fn admit(&self, agent: &str, message: &RoomMessage) -> Result<Admission, Failure> {
+        self.instance(false)?.admit(agent, message)
     }
 
     /// Whether a room message from `sender` is `agent`'s own echo.

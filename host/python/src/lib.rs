@@ -15,7 +15,9 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
-use session_switch::runtime::{CacheMode, PolicyInstance, WatchOptions, Watcher, tag, untag};
+use session_switch::runtime::{
+    CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher, tag, untag,
+};
 use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{Bridge as RustBridge, BridgeOptions, Failure, HistoryRow, json, wiring};
 use std::collections::HashSet;
@@ -279,6 +281,35 @@ impl Bridge {
     /// Whether a room message from `sender` is `agent`'s own echo.
     fn is_own(&self, py: Python<'_>, agent: &str, sender: &str) -> PyResult<bool> {
         self.call(py, |i| i.is_own_message(agent, sender))
+    }
+
+    /// The loop guard (CLI `admit --json`): whether `agent`'s bot should
+    /// answer one live room message from `occupant` (`room/nick`), and why;
+    /// a dict with `reply`, `reason`, `hops`, `detail`. A thin call over
+    /// `Bridge::admit`.
+    #[pyo3(signature = (agent, occupant, body, *, jid=None, delayed=false, human_origin=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn admit<'py>(
+        &self,
+        py: Python<'py>,
+        agent: &str,
+        occupant: String,
+        body: String,
+        jid: Option<String>,
+        delayed: bool,
+        human_origin: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let message = RoomMessage {
+            occupant,
+            jid,
+            body,
+            delayed,
+            human_origin,
+        };
+        let admission = py
+            .detach(|| self.bridge.admit(agent, &message))
+            .map_err(error)?;
+        to_py(py, &json::admission(&admission))
     }
 
     /// Swap in the policy file `path` (default: the one in use) if it passes

@@ -8,6 +8,7 @@
 //! that Hermes's own `append_message` / `set_meta` also make.
 
 mod cjk;
+mod guard_state;
 mod hermes;
 mod init;
 mod loader;
