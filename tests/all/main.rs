@@ -17,6 +17,7 @@ mod fidelity;
 mod hostile_input;
 mod hot_swap;
 mod isolation;
+mod loop_guard;
 mod policy_differential;
 mod policy_props;
 mod runtime;
