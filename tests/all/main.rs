@@ -18,6 +18,7 @@ mod hostile_input;
 mod hot_swap;
 mod isolation;
 mod loop_guard;
+mod loop_guard_e2e;
 mod policy_differential;
 mod policy_props;
 mod runtime;
