@@ -99,8 +99,10 @@ class Client(slixmpp.ClientXMPP):
                 self.send_message(mto=self.a.room, mbody=body, mtype="groupchat")
 
     def admit(self, m):
-        cmd = [self.a.bridge, "--config", self.a.config, "--db", self.a.db,
-               "--cache-dir", self.a.cache_dir, "--json", "admit",
+        cmd = [self.a.bridge, "--config", self.a.config, "--db", self.a.db]
+        if self.a.cache_dir:
+            cmd += ["--cache-dir", self.a.cache_dir]
+        cmd += ["--json", "admit",
                "--agent", self.a.agent, "--from", "%s/%s" % (self.a.room, m["nick"])]
         if m["jid"]:
             cmd += ["--jid", m["jid"]]
