@@ -35,7 +35,7 @@ component: toolchain ## build the policy component: target/policy/session_switch
 # test` holds the lock of target/, so a nested cargo there would wait for it.
 VARIANTS_TARGET := target/variants
 VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_policy.wasm
-TEST_POLICIES := panic loop alloc bad-self-check bad-edits other-interface memcopy chase reach spy hijack
+TEST_POLICIES := panic loop alloc bad-self-check bad-edits other-interface old-version meddle memcopy chase reach spy hijack
 TEST_POLICY_DIR := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/examples
 POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
 GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)

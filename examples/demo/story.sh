@@ -14,8 +14,10 @@ SIM="python3 $ROOT/examples/demo/hermes_sim.py"
 HERMES_HOME=$(mktemp -d /tmp/session-switch-demo.XXXXXX)
 export HERMES_HOME
 BOT=
+GUARD_BOTS=()
 cleanup() {
   [ -n "$BOT" ] && kill "$BOT" 2>/dev/null
+  for pid in "${GUARD_BOTS[@]}"; do kill "$pid" 2>/dev/null; done
   rm -rf "$HERMES_HOME"
 }
 trap cleanup EXIT
@@ -38,6 +40,12 @@ ejabberdctl = ["docker", "exec", "ejabberd", "ejabberdctl"]
 
 [redirect]
 ttl_seconds = 3600
+
+[loop_guard]
+max_hops = 6
+# The demo runs two chains within a minute; the default 20 agent messages
+# per 300 s would cut the second one short.
+window_messages = 40
 
 [[agents]]
 name = "mohe"
@@ -99,5 +107,54 @@ step "7. clear ends the switch: the bot falls back to its XMPP session, where mo
 xsb clear --agent mohe
 xsb resolve xmpp-mohe-v2 --agent mohe
 xsb context xmpp-mohe-v2 --agent mohe
+
+step "8. The loop guard: three bots that answer everything, each deciding with \`admit\`"
+# The guard trusts the human-origin marker only from an agent's real JID,
+# which the room shows its occupants only when it is not anonymous.
+run ejabberdctl change_room_option "$EJ_ROOM_NAME" "$EJ_MUC_SERVICE" anonymous false >/dev/null
+for a in mohe zhiwei xiaoguo; do
+  names=()
+  for o in mohe zhiwei xiaoguo; do [ "$o" = "$a" ] || names+=(--name "$o"); done
+  "$PY" "$ROOT/tests/ejabberd/guard_bot.py" bot --jid "$a@$EJ_DOMAIN" --password "pw-$a" \
+    --room "$EJ_ROOM" --nick "$a" --agent "$a" --port "$EJ_C2S_PORT" "${names[@]}" \
+    --bridge "$BIN" --config "$HERMES_HOME/session-switch.toml" --db "$HERMES_HOME/state.db" \
+    >"$HERMES_HOME/$a.decisions" 2>/dev/null &
+  GUARD_BOTS+=($!)
+done
+for a in mohe zhiwei xiaoguo; do
+  until grep -q READY "$HERMES_HOME/$a.decisions"; do sleep 0.2; done
+done
+# Until every bot has been silent for 4 s (the bots share the CLI's
+# precompiled policy, so a decision takes well under a second); then the
+# room's messages as mohe's bot saw them (from, what the guard said).
+settle() {
+  local last= now
+  sleep 2
+  while :; do
+    now=$(cat "$HERMES_HOME"/*.decisions | wc -l)
+    [ "$now" = "$last" ] && break
+    last=$now
+    sleep 4
+  done
+  python3 - "$HERMES_HOME" "$1" <<'PY'
+import json, sys
+home, skip = sys.argv[1], int(sys.argv[2])
+seen = [json.loads(l) for l in open(home + "/mohe.decisions") if '"decision"' in l][skip:]
+agents = 0
+for d in seen:
+    agents += d["nick"] in ("mohe", "zhiwei", "xiaoguo") and not d["human_origin"]
+    print("  %-8s %-46.46s mohe: %s (hops %s)" % (d["nick"], d["body"], d["reason"], d["hops"]))
+print("  -> %d agent messages, then silence" % agents)
+PY
+}
+SEEN=$(grep -c '"decision"' "$HERMES_HOME/mohe.decisions" || true)
+run "$BIN" send "zhiwei, xiaoguo: can you both check the invite?" "$CLI" --agent mohe >/dev/null
+settle "$SEEN"
+
+step "9. A person in the room speaks: the counters reset and the agents talk again"
+SEEN=$(grep -c '"decision"' "$HERMES_HOME/mohe.decisions" || true)
+run "$PY" "$ROOT/tests/ejabberd/guard_bot.py" say --jid "outsider@$EJ_DOMAIN" --password pw-outsider \
+  --room "$EJ_ROOM" --nick alice --port "$EJ_C2S_PORT" --body "mohe, zhiwei, xiaoguo: one more round, please" >/dev/null
+settle "$SEEN"
 
 step "Done: the ejabberd instance is stopped and removed next"

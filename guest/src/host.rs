@@ -14,6 +14,8 @@ pub trait Host {
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure>;
     /// Delete `state_meta` key `key`; `true` when a row was removed.
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure>;
+    /// Set `state_meta` key `key` (only the loop guard's, inside `admit`).
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure>;
     /// Whether `sessions` has a row with this id.
     fn session_exists(&mut self, session_id: &str) -> Result<bool, Failure>;
     /// Summaries of `session_id`'s history (last `limit` rows, prefixes of at
@@ -47,6 +49,9 @@ impl Host for WitHost {
     }
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
         imports::meta_delete(key)
+    }
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure> {
+        imports::meta_set(key, value)
     }
     fn session_exists(&mut self, session_id: &str) -> Result<bool, Failure> {
         imports::session_exists(session_id)

@@ -48,8 +48,8 @@ pub mod component {
     use crate::exports::agentsmeeting::session_switch::policy::Guest;
     use crate::host::WitHost;
     use crate::{
-        ContextResult, Decision, Failure, Policy, Receipt, RecordStatus, RowEdit, RowSummary,
-        Settings,
+        Admission, ContextResult, Decision, Failure, Policy, Receipt, RecordStatus, RoomMessage,
+        RowEdit, RowSummary, Settings,
     };
 
     thread_local! {
@@ -119,6 +119,9 @@ pub mod component {
         }
         fn is_own_message(agent: String, sender: String) -> Result<bool, Failure> {
             with(|p| p.is_own_message(&agent, &sender))
+        }
+        fn admit(agent: String, message: RoomMessage) -> Result<Admission, Failure> {
+            with(|p| p.admit(&agent, &message))
         }
     }
 

@@ -26,34 +26,15 @@
 //! per human one, whatever the delivery order; when every bot sees the
 //! same order, at most `(n - 1) × max_hops + 1` (README "Loop guard").
 
-use crate::settings::AgentEntry;
+use crate::failure::bad_input;
+use crate::host::Host;
+use crate::settings::{AgentEntry, ValidSettings};
+use crate::{Failure, RoomMessage as WitMessage};
+use session_switch_contract::keys::guard_key;
 use session_switch_contract::marker::untag;
 
-/// The guard's settings (config `[loop_guard]`); defaults from DESIGN §9.3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GuardSettings {
-    /// Agent messages since the last human one after which no agent
-    /// replies (default 6).
-    pub max_hops: u32,
-    /// At most this many agent messages in the room window (default 20)…
-    pub window_messages: u32,
-    /// …of this many seconds (default 300).
-    pub window_seconds: u32,
-    /// The same sender and normalised body within this many seconds is a
-    /// duplicate (default 600).
-    pub duplicate_seconds: u32,
-}
-
-impl Default for GuardSettings {
-    fn default() -> Self {
-        Self {
-            max_hops: 6,
-            window_messages: 20,
-            window_seconds: 300,
-            duplicate_seconds: 600,
-        }
-    }
-}
+/// The guard's settings: WIT `loop-guard` (config `[loop_guard]`).
+pub use crate::LoopGuard as GuardSettings;
 
 /// One live room message as the receiving bot sees it.
 #[derive(Clone, Copy, Debug)]
@@ -71,50 +52,7 @@ pub struct RoomMessage<'a> {
     pub human_origin: bool,
 }
 
-/// Why the guard decided as it did (WIT `admit-reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AdmitReason {
-    /// A live human message (or a trusted human-origin send): answer.
-    Human,
-    /// An agent message that names this agent, within every bound: answer.
-    Addressed,
-    /// The agent's own reflection: never answered.
-    OwnMessage,
-    /// An agent message that does not name this agent.
-    NotAddressed,
-    /// The same sender and body again within the duplicate window.
-    Duplicate,
-    /// The hop counter or the room window is exhausted.
-    LoopGuard,
-    /// Delayed history: never counted, never answered.
-    Delayed,
-}
-
-impl AdmitReason {
-    /// Kebab-case name, as in the WIT enum and the CLI's JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Human => "human",
-            Self::Addressed => "addressed",
-            Self::OwnMessage => "own-message",
-            Self::NotAddressed => "not-addressed",
-            Self::Duplicate => "duplicate",
-            Self::LoopGuard => "loop-guard",
-            Self::Delayed => "delayed",
-        }
-    }
-}
-
-/// The guard's answer for one message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Admission {
-    pub reply: bool,
-    pub reason: AdmitReason,
-    /// The hop counter after this message.
-    pub hops: u32,
-    /// One line for a person (the counts behind a `loop-guard`).
-    pub detail: String,
-}
+pub use crate::{Admission, AdmitReason};
 
 /// A recently seen message, for the duplicate rule.
 #[derive(Clone, Debug, PartialEq)]
@@ -387,11 +325,98 @@ fn digest(body: &str) -> u64 {
     hash
 }
 
+/// WIT `admit` for `agent`: parse the occupant (`room/nick` of the
+/// configured room), read the agent's guard state, decide at the host's
+/// clock, write the state back when it changed.
+///
+/// A stored state that is not ours (not JSON, another version, a field of
+/// the wrong type) fails closed: it is read as a capped chain (`max_hops`
+/// agent messages), so a corrupted value never reopens a loop, while a
+/// person's message still gets through and resets it; the state is then
+/// rewritten whole and the decision's detail says so (logged too).
+///
+/// Errors: `unknown-agent`; `bad-input` for an occupant outside the room;
+/// `policy` when the host's clock is not a finite Unix time; the host's
+/// failures unchanged.
+pub fn admit_message(
+    settings: &ValidSettings,
+    host: &mut impl Host,
+    agent: &str,
+    message: &WitMessage,
+) -> Result<Admission, Failure> {
+    let receiver = settings.agent(agent)?;
+    let occupant = message.occupant.trim();
+    let nick = match occupant.split_once('/') {
+        Some((room, nick)) if room.eq_ignore_ascii_case(settings.room()) && !nick.is_empty() => {
+            nick
+        }
+        _ => {
+            return Err(bad_input(format!(
+                "occupant {occupant:?} is not `room/nick` of the configured room {}",
+                settings.room()
+            )));
+        }
+    };
+    let guard = settings.loop_guard();
+    let key = guard_key(agent, settings.room());
+    let mut malformed = false;
+    let mut state = match host.meta_get(&key)? {
+        None => GuardState::default(),
+        Some(text) => GuardState::from_json(&text).unwrap_or_else(|| {
+            malformed = true;
+            host.log(
+                crate::LogLevel::Warn,
+                &format!(
+                    "loop-guard state {key} is not a state of ours; read as a capped chain                      ({} hops) and rewritten",
+                    guard.max_hops
+                ),
+            );
+            GuardState {
+                hops: guard.max_hops,
+                ..GuardState::default()
+            }
+        }),
+    };
+    let now = host.now();
+    if !now.is_finite() {
+        return Err(crate::failure::policy(format!(
+            "the host's clock returned {}, not a Unix time in seconds",
+            crate::redirect::non_finite(now)
+        )));
+    }
+    let room_message = RoomMessage {
+        nick,
+        jid: message.jid.as_deref(),
+        body: &message.body,
+        delayed: message.delayed,
+        human_origin: message.human_origin,
+    };
+    let before = state.clone();
+    let mut admission = admit(
+        settings.agents(),
+        receiver,
+        receiver.agent.mention.as_deref(),
+        guard,
+        &room_message,
+        &mut state,
+        now,
+    );
+    if malformed {
+        admission.detail.push_str(&format!(
+            " (the stored state {key} was not valid: read as {} hops)",
+            guard.max_hops
+        ));
+    }
+    if malformed || state != before {
+        host.meta_set(&key, &state.to_json())?;
+    }
+    Ok(admission)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::samples::sample_settings;
-    use crate::settings::ValidSettings;
 
     fn msg<'a>(nick: &'a str, jid: Option<&'a str>, body: &'a str) -> RoomMessage<'a> {
         RoomMessage {
@@ -415,7 +440,7 @@ mod tests {
             let n = settings.agents().len();
             Self {
                 settings,
-                guard: GuardSettings::default(),
+                guard: crate::samples::default_loop_guard(),
                 states: vec![GuardState::default(); n],
             }
         }
@@ -667,6 +692,130 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn wit(occupant: &str, jid: Option<&str>, body: &str) -> WitMessage {
+        WitMessage {
+            occupant: occupant.into(),
+            jid: jid.map(Into::into),
+            body: body.into(),
+            delayed: false,
+            human_origin: false,
+        }
+    }
+
+    const ROOM: &str = "coregroup@conference.example.org";
+
+    #[test]
+    fn admit_message_keeps_the_state_under_the_agents_key() {
+        let settings = ValidSettings::new(sample_settings()).unwrap();
+        let mut host = crate::memory::MemoryHost::new(1000.0, ROOM);
+        let d = admit_message(
+            &settings,
+            &mut host,
+            "mohe",
+            &wit(&format!("{ROOM}/zhiwei"), None, "mohe, over to you"),
+        )
+        .unwrap();
+        assert_eq!(
+            (d.reply, d.reason, d.hops),
+            (true, AdmitReason::Addressed, 1)
+        );
+        let key = format!("session_switch:loop:mohe:{ROOM}");
+        let stored = GuardState::from_json(&host.meta[&key]).unwrap();
+        assert_eq!(stored.hops, 1);
+        assert_eq!(host.meta.len(), 1, "{:?}", host.meta);
+        // Delayed history changes nothing: nothing is written.
+        host.meta.insert(key.clone(), "kept".into());
+        let mut replay = wit(&format!("{ROOM}/alice"), None, "hello");
+        replay.delayed = true;
+        let d = admit_message(&settings, &mut host, "mohe", &replay);
+        // "kept" is malformed: read as capped, and rewritten even so.
+        assert_eq!(d.unwrap().reason, AdmitReason::Delayed);
+        assert!(GuardState::from_json(&host.meta[&key]).is_some());
+    }
+
+    #[test]
+    fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
+        let settings = ValidSettings::new(sample_settings()).unwrap();
+        let key = format!("session_switch:loop:mohe:{ROOM}");
+        for bad in [
+            "{not json",
+            "[]",
+            r#"{"v":1,"hops":"3","window":[],"seen":[]}"#,
+        ] {
+            let mut host = crate::memory::MemoryHost::new(1000.0, ROOM);
+            host.meta.insert(key.clone(), bad.into());
+            let d = admit_message(
+                &settings,
+                &mut host,
+                "mohe",
+                &wit(&format!("{ROOM}/zhiwei"), None, "mohe?"),
+            )
+            .unwrap();
+            assert_eq!(
+                (d.reply, d.reason, d.hops),
+                (false, AdmitReason::LoopGuard, 7),
+                "{bad}"
+            );
+            assert!(
+                d.detail.contains("was not valid: read as 6 hops"),
+                "{}",
+                d.detail
+            );
+            assert!(
+                host.logs
+                    .iter()
+                    .any(|(_, l)| l.contains("is not a state of ours")),
+                "{:?}",
+                host.logs
+            );
+            let stored = GuardState::from_json(&host.meta[&key]).expect("rewritten whole");
+            assert_eq!(stored.hops, 7);
+            let d = admit_message(
+                &settings,
+                &mut host,
+                "mohe",
+                &wit(&format!("{ROOM}/alice"), Some("alice@example.org"), "mohe?"),
+            )
+            .unwrap();
+            assert_eq!((d.reply, d.reason, d.hops), (true, AdmitReason::Human, 0));
+        }
+    }
+
+    #[test]
+    fn admit_message_refuses_bad_occupants_unknown_agents_and_a_broken_clock() {
+        let settings = ValidSettings::new(sample_settings()).unwrap();
+        let mut host = crate::memory::MemoryHost::new(1000.0, ROOM);
+        for occupant in [
+            "zhiwei",
+            "other@conference.example.org/zhiwei",
+            &format!("{ROOM}/"),
+        ] {
+            let e =
+                admit_message(&settings, &mut host, "mohe", &wit(occupant, None, "x")).unwrap_err();
+            assert_eq!(e.kind, crate::FailureKind::BadInput, "{occupant}");
+            assert!(e.message.contains("is not `room/nick`"), "{}", e.message);
+        }
+        let e = admit_message(
+            &settings,
+            &mut host,
+            "nobody",
+            &wit(&format!("{ROOM}/a"), None, "x"),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, crate::FailureKind::UnknownAgent);
+        host.clock = f64::NAN;
+        let e = admit_message(
+            &settings,
+            &mut host,
+            "mohe",
+            &wit(&format!("{ROOM}/a"), None, "x"),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, crate::FailureKind::Policy);
+        assert!(e.message.contains("not a Unix time"), "{}", e.message);
+        assert!(host.meta.is_empty(), "nothing written: {:?}", host.meta);
     }
 
     #[test]

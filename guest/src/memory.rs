@@ -14,6 +14,7 @@ use crate::{Failure, LogLevel, Role, RowSummary, SendPlan, Sent};
 pub enum HostOp {
     MetaGet,
     MetaDelete,
+    MetaSet,
     SessionExists,
     History,
     Send,
@@ -139,6 +140,12 @@ impl Host for MemoryHost {
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
         self.scripted(HostOp::MetaDelete)?;
         Ok(self.meta.remove(key).is_some())
+    }
+
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure> {
+        self.scripted(HostOp::MetaSet)?;
+        self.meta.insert(key.to_owned(), value.to_owned());
+        Ok(())
     }
 
     fn session_exists(&mut self, session_id: &str) -> Result<bool, Failure> {

@@ -8,10 +8,11 @@
 use crate::failure::not_configured;
 use crate::host::Host;
 use crate::settings::ValidSettings;
+use crate::{Admission, RoomMessage};
 use crate::{
     ContextResult, Decision, Failure, Receipt, RecordStatus, RowEdit, RowSummary, Settings,
 };
-use crate::{echo, redirect, self_check, send, tagging};
+use crate::{echo, loop_guard, redirect, self_check, send, tagging};
 
 /// One policy instance: unconfigured until [`Policy::configure`] succeeds;
 /// until then every method but [`Policy::version`] and
@@ -122,6 +123,12 @@ impl<H: Host> Policy<H> {
     pub fn clear(&mut self, agent: Option<&str>) -> Result<Vec<String>, Failure> {
         let (s, h) = self.ready()?;
         redirect::clear(s, h, agent)
+    }
+
+    /// WIT `admit` ([`loop_guard::admit_message`]).
+    pub fn admit(&mut self, agent: &str, message: &RoomMessage) -> Result<Admission, Failure> {
+        let (s, h) = self.ready()?;
+        loop_guard::admit_message(s, h, agent, message)
     }
 
     /// WIT `is-own-message` ([`echo::is_own_message`]).

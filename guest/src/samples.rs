@@ -2,7 +2,7 @@
 //! the component's `self-check` (no host involved) and by tests; never by
 //! the rules themselves.
 
-use crate::{Agent, Settings};
+use crate::{Agent, LoopGuard, Settings};
 
 /// Unix time the samples' clocks read: 2027-01-15 08:00:00 UTC.
 pub const SAMPLE_NOW: f64 = 1_800_000_000.0;
@@ -21,6 +21,7 @@ pub fn sample_settings() -> Settings {
         nick: name.into(),
         sessions: sessions.iter().map(|s| s.to_string()).collect(),
         aliases: aliases.iter().map(|s| s.to_string()).collect(),
+        mention: None,
     };
     Settings {
         room: "coregroup@conference.example.org".into(),
@@ -33,6 +34,18 @@ pub fn sample_settings() -> Settings {
             agent("zhiwei", &["xmpp-zhiwei"], &[]),
             agent("xiaoguo", &["xmpp-xiaoguo"], &[]),
         ],
+        loop_guard: default_loop_guard(),
+    }
+}
+
+/// The loop guard's defaults (DESIGN §9.3): 6 hops, 20 agent messages per
+/// 300 s, duplicates within 600 s.
+pub fn default_loop_guard() -> LoopGuard {
+    LoopGuard {
+        max_hops: 6,
+        window_messages: 20,
+        window_seconds: 300,
+        duplicate_seconds: 600,
     }
 }
 

@@ -95,6 +95,17 @@ impl ValidSettings {
         let mut seen_jids: BTreeMap<String, String> = BTreeMap::new();
         let mut seen_signs: BTreeMap<String, String> = BTreeMap::new();
 
+        let guard = &settings.loop_guard;
+        for (field, value) in [
+            ("max_hops", guard.max_hops),
+            ("window_messages", guard.window_messages),
+            ("window_seconds", guard.window_seconds),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("loop guard {field} must be at least 1")));
+            }
+        }
+
         for (i, agent) in settings.agents.iter().enumerate() {
             let who = if agent.name.is_empty() {
                 format!("agent #{}", i + 1)
@@ -105,6 +116,9 @@ impl ValidSettings {
             let name = &agent.name;
             check_text(&format!("nick of {who}"), &agent.nick).map_err(invalid)?;
             check_bare_jid(&format!("JID of {who}"), &agent.jid).map_err(invalid)?;
+            if let Some(mention) = &agent.mention {
+                check_text(&format!("mention of {who}"), mention).map_err(invalid)?;
+            }
             for (field, value, seen) in [
                 ("name", name, &mut seen_names),
                 ("nick", &agent.nick, &mut seen_nicks),
@@ -231,6 +245,11 @@ impl ValidSettings {
     /// Bare JID of the MUC room.
     pub fn room(&self) -> &str {
         &self.settings.room
+    }
+
+    /// The loop guard's bounds (WIT `settings.loop-guard`).
+    pub fn loop_guard(&self) -> &crate::LoopGuard {
+        &self.settings.loop_guard
     }
 
     /// Record lifetime in seconds (WIT `settings.ttl-seconds`).

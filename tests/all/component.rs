@@ -83,7 +83,7 @@ fn a_component_of_another_interface_is_refused() {
     assert_eq!(err.kind, FailureKind::Policy);
     assert!(
         err.message
-            .contains("does not export `agentsmeeting:session-switch/policy@0.1.0`"),
+            .contains("does not export `agentsmeeting:session-switch/policy@0.2.0`"),
         "{}",
         err.message
     );
@@ -92,6 +92,22 @@ fn a_component_of_another_interface_is_refused() {
         "{}",
         err.message
     );
+}
+
+#[test]
+fn a_component_of_the_previous_wit_version_is_refused_naming_both_versions() {
+    let err = Policy::load(variant_path("old-version"), no_cache()).unwrap_err();
+    assert_eq!(err.kind, FailureKind::Policy);
+    assert!(err.message.contains("old-version.wasm"), "{}", err.message);
+    assert!(
+        err.message.contains(
+            "it was built for `agentsmeeting:session-switch@0.1.0`, but this host speaks \
+             `agentsmeeting:session-switch@0.2.0`"
+        ),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("make component"), "{}", err.message);
 }
 
 #[test]

@@ -19,6 +19,8 @@ mod hostile_input;
 mod hot_swap;
 mod idle_bridge;
 mod isolation;
+mod loop_guard;
+mod loop_guard_e2e;
 mod policy_differential;
 mod policy_props;
 mod runtime;

@@ -97,7 +97,21 @@ fn assert_delivers_tricky_bodies(t: &dyn Transport, ej: &Ejabberd, sender: &str)
              in the room: {mine:?}",
             t.name()
         );
+        // A person's post (DESIGN §9.3): the human-origin marker, a stanza
+        // id and the same XEP-0359 origin-id, unique per post.
+        let got = mine.iter().find(|m| &m.body == body).unwrap();
+        assert!(got.human_origin, "{}: no marker on {got:?}", t.name());
+        let id = got.id.as_deref().unwrap_or_default();
+        assert!(id.starts_with("ssw-") && id.len() == 36, "{got:?}");
+        assert_eq!(got.origin_id.as_deref(), Some(id), "{got:?}");
     }
+    let ids: std::collections::HashSet<_> = observer
+        .messages()
+        .into_iter()
+        .filter(|m| m.body.contains(&tag))
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ids.len(), bodies.len(), "one id per post");
 }
 
 /// Assert `result` failed with `kind` (and so the CLI's exit status of
@@ -388,18 +402,12 @@ fn a_bad_sender_jid_gives_the_server_s_text() {
     assert_fails(
         ctl(ej.ctl_argv(), EJABBERDCTL_TIMEOUT).post(bad, &ej.room, "hi"),
         FailureKind::Transport,
-        &[
-            "send_message` failed (exit 1)",
-            "Bad value of attribute 'from'",
-        ],
+        &["send_stanza` failed (exit 1)", "JID malformed"],
     );
     assert_fails(
         http(&ej.api_url, HTTP_TIMEOUT).post(bad, &ej.room, "hi"),
         FailureKind::Transport,
-        &[
-            "/send_message answered HTTP 400",
-            "Bad value of attribute 'from'",
-        ],
+        &["/send_stanza answered HTTP 400", "JID malformed"],
     );
 }
 
@@ -439,7 +447,7 @@ fn a_missing_command_or_container_is_a_transport_failure() {
             .post(&mohe, &ej.room, "hi"),
         FailureKind::Transport,
         &[
-            "cannot run `/nonexistent/ejabberdctl send_message`",
+            "cannot run `/nonexistent/ejabberdctl send_stanza`",
             "command not found",
         ],
     );
@@ -498,7 +506,7 @@ fn http_credentials_are_sent_and_checked_by_ejabberd() {
     assert_fails(
         wrong.post(&ej.jid("mohe"), &ej.room, "hi"),
         FailureKind::Transport,
-        &["/send_message answered 401", "not authorized"],
+        &["/send_stanza answered 401", "not authorized"],
     );
 }
 
@@ -548,7 +556,7 @@ fn http_to_a_port_nobody_listens_on_fails_fast() {
         result,
         FailureKind::Transport,
         &[
-            &format!("cannot connect to {url}/send_message"),
+            &format!("cannot connect to {url}/send_stanza"),
             "nothing was posted",
         ],
     );
@@ -574,7 +582,7 @@ fn a_wrong_api_url_names_the_url() {
     assert_fails(
         t.post(&ej.jid("mohe"), &ej.room, "hi"),
         FailureKind::Transport,
-        &[&format!("POST {wrong}/send_message answered 404")],
+        &[&format!("POST {wrong}/send_stanza answered 404")],
     );
     // A host that does not resolve (RFC 2606 reserves .invalid).
     let t = http("http://ejabberd.invalid/api", HTTP_TIMEOUT);
@@ -583,7 +591,7 @@ fn a_wrong_api_url_names_the_url() {
         result,
         FailureKind::Transport,
         &[
-            "http://ejabberd.invalid/api/send_message",
+            "http://ejabberd.invalid/api/send_stanza",
             "nothing was posted",
         ],
     );
@@ -733,7 +741,7 @@ fn an_http_server_that_never_answers_gives_unknown_outcome_for_post() {
         result,
         FailureKind::UnknownOutcome,
         &[
-            &format!("no answer from POST {url}/send_message within 1 s"),
+            &format!("no answer from POST {url}/send_stanza within 1 s"),
             "may have the message",
         ],
     );
@@ -757,7 +765,7 @@ fn an_http_connection_closed_without_answer_gives_unknown_outcome_for_post() {
     assert_fails(
         result,
         FailureKind::UnknownOutcome,
-        &[&format!("POST {url}/send_message"), "may have the message"],
+        &[&format!("POST {url}/send_stanza"), "may have the message"],
     );
     assert!(took < HTTP_TIMEOUT, "took {took:?}");
 }

@@ -2,13 +2,14 @@
 # slow-ejabberdctl.sh SECONDS CTL... ARGS... - a transport stand-in for a
 # slow room (issue 17): runs the real ejabberdctl (CTL..., e.g. this
 # instance's bin/ejabberdctl) with ejabberd's command ARGS, but sleeps
-# SECONDS first when the command is `send_message`, as a loaded server or
+# SECONDS first when the command is a post (`send_stanza`, the bridge's;
+# or `send_message`), as a loaded server or
 # `docker exec` on a busy host would take that long to accept a post.
 # Every other command (get_subscribers, ...) runs at once.
 delay=${1:?usage: slow-ejabberdctl.sh SECONDS CTL... ARGS...}
 shift
 for arg in "$@"; do
-  if [ "$arg" = send_message ]; then
+  if [ "$arg" = send_stanza ] || [ "$arg" = send_message ]; then
     sleep "$delay"
     break
   fi

@@ -40,6 +40,7 @@ pub fn read_archive(ej: &Ejabberd) -> Vec<RoomMessage> {
             Some("mam") if event["type"] == "groupchat" => messages.push(RoomMessage {
                 nick: event["nick"].as_str().unwrap_or_default().to_owned(),
                 body: event["body"].as_str().unwrap_or_default().to_owned(),
+                ..RoomMessage::default()
             }),
             Some("mam_done") => done = event["count"].as_u64(),
             _ => {}

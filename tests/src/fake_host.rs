@@ -34,6 +34,9 @@ use std::time::Duration;
 pub enum Import {
     MetaGet,
     MetaDelete,
+    /// Only `admit` sets state (not in [`Import::ALL`]: the fault tests
+    /// cover the imports of the other exports).
+    MetaSet,
     SessionExists,
     History,
     Send,
@@ -55,6 +58,7 @@ impl Import {
 pub enum ImportCall {
     MetaGet(String),
     MetaDelete(String),
+    MetaSet(String, String),
     SessionExists(String),
     /// `prefix-chars` is not kept: the runtime's `HostImports` never sees it
     /// (the runtime cuts the prefixes itself).
@@ -176,6 +180,15 @@ impl FakeState {
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
         self.enter(Import::MetaDelete, ImportCall::MetaDelete(key.to_owned()))?;
         Ok(self.meta.remove(key).is_some())
+    }
+
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure> {
+        self.enter(
+            Import::MetaSet,
+            ImportCall::MetaSet(key.to_owned(), value.to_owned()),
+        )?;
+        self.meta.insert(key.to_owned(), value.to_owned());
+        Ok(())
     }
 
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {
@@ -392,6 +405,11 @@ impl guest::Host for FakeHost {
             .map_err(|f| failure_to_guest(&f))
     }
 
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), guest::Failure> {
+        self.import(|s| s.meta_set(key, value))
+            .map_err(|f| failure_to_guest(&f))
+    }
+
     fn session_exists(&mut self, session_id: &str) -> Result<bool, guest::Failure> {
         self.import(|s| s.session_exists(session_id))
             .map_err(|f| failure_to_guest(&f))
@@ -444,6 +462,10 @@ impl HostImports for FakeHost {
 
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
         self.import(|s| s.meta_delete(key))
+    }
+
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure> {
+        self.import(|s| s.meta_set(key, value))
     }
 
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {

@@ -1,6 +1,7 @@
 //! An HTTP proxy in front of ejabberd's `mod_http_api` that injects the
 //! faults a bridge meets in production, for the soak test: ejabberd
-//! unreachable (the port refuses connections), and a `send_message` whose
+//! unreachable (the port refuses connections), and a post (`send_stanza`,
+//! or the seed's `send_message`) whose
 //! answer never comes — either after ejabberd accepted it (the room has the
 //! message) or before it was passed on (the room never sees it). Every
 //! `send_message` it handles is logged with its fate, so a test can explain
@@ -197,6 +198,20 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<(Vec<Strin
     Ok((head, body))
 }
 
+/// The text of a stanza's `<body>`, unescaped as the bridge escapes it
+/// (`&amp;`, `&lt;`, `&gt;`, `&#13;`).
+fn stanza_body(stanza: &str) -> String {
+    let inner = stanza
+        .split_once("<body>")
+        .and_then(|(_, rest)| rest.split_once("</body>"))
+        .map_or("", |(body, _)| body);
+    inner
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#13;", "\r")
+        .replace("&amp;", "&")
+}
+
 /// Serve one client connection: one request, one answer (or none).
 fn serve(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
     client.set_nonblocking(false)?;
@@ -208,11 +223,15 @@ fn serve(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
         .and_then(|line| line.split_whitespace().nth(1))
         .unwrap_or_default()
         .to_owned();
-    let message = path.ends_with("/send_message").then(|| {
-        serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["body"].as_str().map(str::to_owned))
-            .unwrap_or_default()
+    // A post: the seed's `send_message` (its `body`) or the bridge's
+    // `send_stanza` (the `<body>` of its stanza).
+    let message = (path.ends_with("/send_message") || path.ends_with("/send_stanza")).then(|| {
+        let v = serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default();
+        match (v["body"].as_str(), v["stanza"].as_str()) {
+            (Some(body), _) => body.to_owned(),
+            (None, Some(stanza)) => stanza_body(stanza),
+            _ => String::new(),
+        }
     });
     let log = |fate: Fate| {
         if let Some(body) = &message {

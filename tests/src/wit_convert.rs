@@ -28,8 +28,15 @@ pub fn settings_to_guest(s: &host::Settings) -> guest::Settings {
                 nick: a.nick.clone(),
                 sessions: a.sessions.clone(),
                 aliases: a.aliases.clone(),
+                mention: a.mention.clone(),
             })
             .collect(),
+        loop_guard: guest::LoopGuard {
+            max_hops: s.loop_guard.max_hops,
+            window_messages: s.loop_guard.window_messages,
+            window_seconds: s.loop_guard.window_seconds,
+            duplicate_seconds: s.loop_guard.duplicate_seconds,
+        },
     }
 }
 
@@ -50,8 +57,15 @@ pub fn settings_to_host(s: &guest::Settings) -> host::Settings {
                 nick: a.nick.clone(),
                 sessions: a.sessions.clone(),
                 aliases: a.aliases.clone(),
+                mention: a.mention.clone(),
             })
             .collect(),
+        loop_guard: host::LoopGuard {
+            max_hops: s.loop_guard.max_hops,
+            window_messages: s.loop_guard.window_messages,
+            window_seconds: s.loop_guard.window_seconds,
+            duplicate_seconds: s.loop_guard.duplicate_seconds,
+        },
     }
 }
 

@@ -228,12 +228,20 @@ pub fn unused_port() -> u16 {
 }
 
 /// One live groupchat message the observer received.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RoomMessage {
     /// The sender's room nick (the resource of `room@service/nick`).
     pub nick: String,
     /// The body exactly as received.
     pub body: String,
+    /// The stanza's `id` attribute.
+    pub id: Option<String>,
+    /// Its XEP-0359 `<origin-id id='…'/>`.
+    pub origin_id: Option<String>,
+    /// Whether it carries the bridge's human-origin marker.
+    pub human_origin: bool,
+    /// The sender's real bare JID, when the room exposes it (non-anonymous).
+    pub jid: Option<String>,
 }
 
 #[derive(Default)]
@@ -312,6 +320,10 @@ impl RoomObserver {
                     Some("message") if event["history"] == false => seen.live.push(RoomMessage {
                         nick: event["nick"].as_str().unwrap_or_default().to_owned(),
                         body: event["body"].as_str().unwrap_or_default().to_owned(),
+                        id: event["id"].as_str().map(str::to_owned),
+                        origin_id: event["origin_id"].as_str().map(str::to_owned),
+                        human_origin: event["human_origin"] == true,
+                        jid: event["jid"].as_str().map(str::to_owned),
                     }),
                     _ => {}
                 }

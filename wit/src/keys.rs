@@ -51,6 +51,20 @@ pub fn pending_key_agent(key: &str) -> Option<&str> {
     (!agent.is_empty() && !token.is_empty()).then_some(agent)
 }
 
+/// Prefix of the loop guard's state: `session_switch:loop:<agent>:<room>`.
+pub const GUARD_KEY_PREFIX: &str = "session_switch:loop:";
+
+/// The `state_meta` key of `agent`'s loop-guard state in `room` (DESIGN
+/// §9.3: per receiving agent and room).
+pub fn guard_key(agent: &str, room: &str) -> String {
+    let mut key = String::with_capacity(GUARD_KEY_PREFIX.len() + agent.len() + 1 + room.len());
+    key.push_str(GUARD_KEY_PREFIX);
+    key.push_str(agent);
+    key.push(':');
+    key.push_str(room);
+    key
+}
+
 /// Whether `key` is one we may write: [`OUR_KEY_PREFIX`] and at least one
 /// character after it (the seed's key is never written).
 pub fn is_prefixed_key(key: &str) -> bool {

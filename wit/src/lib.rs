@@ -7,6 +7,7 @@
 //! - [`keys`]: our `state_meta` keys and the seed's (DESIGN §8 "Records");
 //! - [`marker`]: the `[YOU] ` tag, its look-alikes and the blanks around it
 //!   (DESIGN §8 "Provenance of our rows", WIT `edit-action`);
+//! - [`origin`]: the human-origin marker on a person's sends (DESIGN §9.3);
 //! - [`limits`]: the bounds on session ids, bodies and texts;
 //! - [`ids`]: session ids Hermes's API server takes (`X-Hermes-Session-Id`);
 //! - [`role`]: Hermes's free-text `messages.role` as the contract's roles;
@@ -20,4 +21,5 @@ pub mod ids;
 pub mod keys;
 pub mod limits;
 pub mod marker;
+pub mod origin;
 pub mod role;

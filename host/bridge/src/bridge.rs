@@ -7,8 +7,8 @@ use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports};
 use crate::store::{HermesStore, PendingSend, Written, add_continuations};
 use crate::wiring;
 use session_switch_runtime::{
-    CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Reason,
-    Receipt, RecordStatus,
+    Admission, CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions,
+    Reason, Receipt, RecordStatus, RoomMessage,
 };
 use std::path::PathBuf;
 
@@ -245,6 +245,12 @@ impl Bridge {
         self.complete_pending()?;
         let keys = self.clear(agent)?;
         Ok((keys, self.clear_pending(agent)?))
+    }
+
+    /// The loop guard: whether `agent`'s bot should answer `message`, and
+    /// why (WIT `admit`, DESIGN §9.3).
+    pub fn admit(&self, agent: &str, message: &RoomMessage) -> Result<Admission, Failure> {
+        self.instance(false)?.admit(agent, message)
     }
 
     /// Whether a room message from `sender` is `agent`'s own echo.

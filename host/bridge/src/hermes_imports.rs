@@ -45,6 +45,38 @@ fn note(notes: &ChainNotes, n: ChainNote) {
     notes.lock().unwrap_or_else(|e| e.into_inner()).push(n);
 }
 
+/// For tests only: when set (and not empty), the host's clock (WIT
+/// `host.now`) reads the Unix time in seconds (e.g. `1800000000.5`) from
+/// the file this variable names, at every call, instead of the system
+/// clock: a test moves time for every process at once (the bots' `admit`
+/// calls, `send`, `active`) by rewriting the file. A file that cannot be
+/// read or holds no finite number reads as NaN, which the policy refuses
+/// (kind `policy`, "not a Unix time"): never a silent fall-back to the real
+/// clock.
+pub const TEST_CLOCK_ENV: &str = "SESSION_SWITCH_TEST_CLOCK_FILE";
+
+/// The time in the test clock's file ([`TEST_CLOCK_ENV`]), NaN when unreadable.
+fn test_clock(path: &std::path::Path) -> f64 {
+    let read = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| text.trim().parse::<f64>().map_err(|e| e.to_string()))
+        .and_then(|t| {
+            if t.is_finite() {
+                Ok(t)
+            } else {
+                Err(format!("{t} is not a finite number"))
+            }
+        });
+    read.unwrap_or_else(|e| {
+        tracing::warn!(
+            target: "session_switch::hermes_imports",
+            "test clock {} ({TEST_CLOCK_ENV}) is unreadable: {e}",
+            path.display()
+        );
+        f64::NAN
+    })
+}
+
 /// [`HostImports`] over a Hermes database and, for sends, an ejabberd transport.
 pub struct HermesImports {
     store: HermesStore,
@@ -156,6 +188,18 @@ impl HostImports for HermesImports {
         self.store.meta_delete(key)
     }
 
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure> {
+        self.store.meta_set(key, value)
+    }
+
+    fn begin_write(&mut self) -> Result<(), Failure> {
+        self.store.begin_state_write()
+    }
+
+    fn end_write(&mut self, commit: bool) -> Result<(), Failure> {
+        self.store.end_state_write(commit)
+    }
+
     /// Whether `sessions` has `id`. The policy asks this last about a
     /// session it would redirect to or record, so a session that may be
     /// neither is refused here (kind `bad-input`, nothing redirected or
@@ -213,10 +257,15 @@ impl HostImports for HermesImports {
         }
     }
 
+    /// The system clock in Unix seconds, or the test clock of
+    /// [`TEST_CLOCK_ENV`] when that variable is set.
     fn now(&mut self) -> f64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64())
+        match std::env::var_os(TEST_CLOCK_ENV) {
+            Some(path) if !path.is_empty() => test_clock(std::path::Path::new(&path)),
+            _ => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        }
     }
 
     /// DESIGN §8 "Send", §9.5: complete any send that reached the room

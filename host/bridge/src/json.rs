@@ -3,7 +3,7 @@
 
 use crate::HistoryRow;
 use serde_json::{Value, json};
-use session_switch_runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
+use session_switch_runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 
 /// `resolve`: `session_id`, `redirected`, `reason`, `detail`.
 pub fn decision(d: &Decision) -> Value {
@@ -26,6 +26,17 @@ pub fn context(answer: &ContextAnswer) -> Value {
     let mut v = decision(&answer.decision);
     v["messages"] = answer.messages.iter().map(message).collect();
     v
+}
+
+/// `admit`: `reply`, `reason` (kebab-case, e.g. `loop-guard`), `hops`
+/// (the hop counter after this message), `detail`.
+pub fn admission(a: &Admission) -> Value {
+    json!({
+        "reply": a.reply,
+        "reason": a.reason.as_str(),
+        "hops": a.hops,
+        "detail": a.detail,
+    })
 }
 
 /// `send`: what the room got and what was recorded, and the session the

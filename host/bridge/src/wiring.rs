@@ -4,7 +4,7 @@
 
 use crate::config::{Config, TransportKind};
 use crate::transport::{self, EjabberdCtl, HttpApi, Transport};
-use session_switch_runtime::{Agent, Failure, Settings};
+use session_switch_runtime::{Agent, Failure, LoopGuard, Settings};
 use std::time::Duration;
 
 /// The policy's settings from the config (DESIGN §8: settings reach the
@@ -25,8 +25,15 @@ pub fn settings(config: &Config) -> Settings {
                 nick: a.nick.clone(),
                 sessions: a.sessions.clone(),
                 aliases: a.aliases.clone(),
+                mention: a.mention.clone(),
             })
             .collect(),
+        loop_guard: LoopGuard {
+            max_hops: config.loop_guard.max_hops,
+            window_messages: config.loop_guard.window_messages,
+            window_seconds: config.loop_guard.window_seconds,
+            duplicate_seconds: config.loop_guard.duplicate_seconds,
+        },
     }
 }
 

@@ -103,6 +103,30 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         agent: String,
     },
+    /// Whether the agent's bot should answer one live room message (the loop guard)
+    ///
+    /// Prints the decision; exit 0 whether it replies or not. The guard's
+    /// state (hop counter, room window, recent bodies) is kept in state.db.
+    /// A BODY starting with "-" needs "--" before it.
+    Admit {
+        /// The agent whose bot got the message
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+        /// The sender as the room shows it: the occupant JID room/nick
+        #[arg(long = "from", value_name = "OCCUPANT")]
+        occupant: String,
+        /// The sender's real JID, where the room exposes it
+        #[arg(long, value_name = "BARE_JID")]
+        jid: Option<String>,
+        /// The message is delayed history (XEP-0203), not live
+        #[arg(long)]
+        delayed: bool,
+        /// The stanza carries the bridge's human-origin marker
+        #[arg(long)]
+        human_origin: bool,
+        /// The message body
+        body: String,
+    },
     /// List the configured agents
     Agents,
     /// Create a new, empty Hermes-compatible database at --db

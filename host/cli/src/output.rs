@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
-use session_switch::runtime::{ContextAnswer, Decision, Receipt, RecordStatus};
+use session_switch::runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 use session_switch::store::{PendingSend, PendingState};
 use std::path::Path;
 
@@ -152,6 +152,20 @@ pub fn cleared(keys: &[String], pending: usize, json: bool) {
     for k in keys {
         println!("cleared {k}");
     }
+}
+
+/// `admit`: `{"reply", "reason", "hops", "detail"}`.
+pub fn admission(a: &Admission, json: bool) {
+    if json {
+        return print_json(&json::admission(a));
+    }
+    let verdict = if a.reply { "reply" } else { "do not reply" };
+    println!(
+        "{verdict} ({}, hops {}): {}",
+        a.reason.as_str(),
+        a.hops,
+        a.detail
+    );
 }
 
 pub fn is_own(from: &str, agent: &str, own: bool, json: bool) {

@@ -4,7 +4,7 @@
 use crate::args::{Cli, Command, Global};
 use crate::output;
 use session_switch::config::Config;
-use session_switch::runtime::{CacheMode, max_text_bytes};
+use session_switch::runtime::{CacheMode, RoomMessage, max_text_bytes};
 use session_switch::store::HermesStore;
 use session_switch::{Bridge, BridgeOptions, Failure};
 use std::io::Read;
@@ -66,6 +66,25 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let answer = open(g)?.context(&agent, &session_id, limit)?;
             output::context(&session_id, &answer, g.json);
+            Ok(())
+        }
+        Command::Admit {
+            agent,
+            occupant,
+            jid,
+            delayed,
+            human_origin,
+            body,
+        } => {
+            let message = RoomMessage {
+                occupant,
+                jid,
+                body,
+                delayed,
+                human_origin,
+            };
+            let admission = open(g)?.admit(&agent, &message)?;
+            output::admission(&admission, g.json);
             Ok(())
         }
         Command::IsOwn { from, agent } => {

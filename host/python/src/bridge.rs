@@ -9,7 +9,7 @@ use crate::pool::Pool;
 use crate::tagging;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use session_switch::runtime::{CacheMode, PolicyInstance, WatchOptions, Watcher};
+use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{Bridge as Host, BridgeOptions, Failure, json, wiring};
 use std::path::PathBuf;
@@ -203,6 +203,37 @@ impl Bridge {
     fn is_own(&self, py: Python<'_>, agent: &str, sender: &str) -> PyResult<bool> {
         self.call(py, |i| i.is_own_message(agent, sender))
             .map_err(error)
+    }
+
+    /// The loop guard (CLI `admit --json`, DESIGN §9.3): whether `agent`'s
+    /// bot should answer one live room message from `occupant`
+    /// (`room/nick` as the room shows it; `jid` the sender's real bare JID
+    /// where the room exposes it), and why: a dict with `reply`, `reason`,
+    /// `hops`, `detail`. `delayed`: the message is replayed history;
+    /// `human_origin`: it carries the bridge's human-origin marker.
+    #[pyo3(signature = (agent, occupant, body, *, jid=None, delayed=false, human_origin=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn admit<'py>(
+        &self,
+        py: Python<'py>,
+        agent: &str,
+        occupant: String,
+        body: String,
+        jid: Option<String>,
+        delayed: bool,
+        human_origin: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let message = RoomMessage {
+            occupant,
+            jid,
+            body,
+            delayed,
+            human_origin,
+        };
+        let admission = py
+            .detach(|| self.host.admit(agent, &message))
+            .map_err(error)?;
+        to_py(py, &json::admission(&admission))
     }
 
     /// Swap in the policy file `path` (default: the one in use) if it passes

@@ -9,8 +9,8 @@ from wasmtime.component import Component, Linker, Record
 
 from . import support
 
-HOST = "agentsmeeting:session-switch/host@0.1.0"
-POLICY = "agentsmeeting:session-switch/policy@0.1.0"
+HOST = "agentsmeeting:session-switch/host@0.2.0"
+POLICY = "agentsmeeting:session-switch/policy@0.2.0"
 
 
 def record(**fields):
@@ -33,7 +33,7 @@ class Portability(unittest.TestCase):
 
         with linker.root() as root:
             with root.add_instance(HOST) as host:
-                for name in ("meta-get", "meta-delete", "session-exists", "history", "now", "send"):
+                for name in ("meta-get", "meta-delete", "meta-set", "session-exists", "history", "now", "send"):
                     host.add_func(name, never)
                 host.add_func("log", lambda _store, _level, _message: None)
         store = wasmtime.Store(engine)
@@ -49,9 +49,12 @@ class Portability(unittest.TestCase):
 
         self.assertTrue(call("version").startswith("session-switch-policy "))
         self.assertIsNotNone(call("self-check"))
-        agent = record(name="mohe", jid="mohe@meeting.localhost", nick="mohe", sessions=["xmpp-mohe"], aliases=[])
+        agent = record(name="mohe", jid="mohe@meeting.localhost", nick="mohe", sessions=["xmpp-mohe"], aliases=[],
+                       mention=None)
+        loop_guard = record(max_hops=6, window_messages=20, window_seconds=300, duplicate_seconds=600)
         settings = record(room="coregroup@conference.meeting.localhost", ttl_seconds=3600,
-                          future_skew_seconds=120, max_body_chars=10000, legacy_agent=None, agents=[agent])
+                          future_skew_seconds=120, max_body_chars=10000, legacy_agent=None, agents=[agent],
+                          loop_guard=loop_guard)
         self.assertIsNone(call("configure", settings))
 
 

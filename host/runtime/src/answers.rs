@@ -215,6 +215,9 @@ mod tests {
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| (*v).to_owned()))
         }
+        fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
+            unreachable!("the check only reads")
+        }
         fn meta_delete(&mut self, _: &str) -> Result<bool, Failure> {
             unreachable!("the check only reads")
         }

@@ -12,8 +12,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use agentsmeeting::session_switch::types::{
-    Agent, ContextResult, Decision, EditAction, LogLevel, Reason, Receipt, RecordStatus, Role,
-    RowEdit, RowSummary, SendPlan, Sent, Settings,
+    Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
+    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummary, SendPlan, Sent,
+    Settings,
 };
 
 /// The WIT `failure` record and its kind, under names that do not clash with
@@ -23,6 +24,22 @@ pub use agentsmeeting::session_switch::types::{
 };
 
 use crate::{Failure, FailureKind};
+
+impl AdmitReason {
+    /// The kebab-case name of the WIT enum case, as the CLI's JSON prints
+    /// it, e.g. `"loop-guard"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Human => "human",
+            Self::Addressed => "addressed",
+            Self::OwnMessage => "own-message",
+            Self::NotAddressed => "not-addressed",
+            Self::Duplicate => "duplicate",
+            Self::LoopGuard => "loop-guard",
+            Self::Delayed => "delayed",
+        }
+    }
+}
 
 impl Reason {
     /// The kebab-case name of the WIT enum case, as the CLI's JSON prints

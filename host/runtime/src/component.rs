@@ -24,11 +24,11 @@ use wasmtime::component::Component;
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(env!("SESSION_SWITCH_POLICY_WASM"));
 
 /// The host interface the policy may import (WIT `host`).
-pub const HOST_INTERFACE: &str = "agentsmeeting:session-switch/host@0.1.0";
+pub const HOST_INTERFACE: &str = "agentsmeeting:session-switch/host@0.2.0";
 /// The type-only interface the policy may import (WIT `types`).
-pub const TYPES_INTERFACE: &str = "agentsmeeting:session-switch/types@0.1.0";
+pub const TYPES_INTERFACE: &str = "agentsmeeting:session-switch/types@0.2.0";
 /// The interface the policy must export (WIT `policy`).
-pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.1.0";
+pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.2.0";
 
 /// Where a component came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +83,18 @@ pub(crate) struct Loaded {
 /// One line on what to do about a refused component.
 const REBUILD: &str = "build it with `make component` (wasm32-unknown-unknown, our WIT only)";
 
+/// Our WIT package and its version (`wit/*.wit`).
+pub const PACKAGE: &str = "agentsmeeting:session-switch";
+pub const PACKAGE_VERSION: &str = "0.2.0";
+
+/// The version of `name` (`agentsmeeting:session-switch/IFACE@V`) when it
+/// is one of our interfaces at a version other than ours.
+fn other_version_of_ours(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(PACKAGE)?.strip_prefix('/')?;
+    let (_, version) = rest.split_once('@')?;
+    (version != PACKAGE_VERSION).then_some(version)
+}
+
 /// The component's imports and exports, or why it cannot be ours: any
 /// import but [`HOST_INTERFACE`] and [`TYPES_INTERFACE`] (WASI included), or
 /// no [`POLICY_INTERFACE`] export.
@@ -100,6 +112,20 @@ fn check_interfaces(
         .exports(engine)
         .map(|(name, _)| name.to_owned())
         .collect();
+    // A component of our package at another version: say which, before
+    // its imports read as foreign (WIT packages carry a version; a breaking
+    // change bumps it, STYLE.md "Spin").
+    if let Some(other) = imports
+        .iter()
+        .chain(&exports)
+        .find_map(|name| other_version_of_ours(name))
+    {
+        return Err(Failure::policy(format!(
+            "refusing {source}: it was built for `{PACKAGE}@{other}`, but this host speaks \
+             `{PACKAGE}@{PACKAGE_VERSION}`; rebuild the policy against this version's wit/ \
+             (`make component`)"
+        )));
+    }
     let foreign: Vec<&str> = imports
         .iter()
         .map(String::as_str)

@@ -6,12 +6,19 @@
 
 use super::answers::{self, check_cleared, check_decided, check_history_read, check_receipt};
 use super::apply;
-use super::bindings::{Decision, Reason, Receipt, RecordStatus, RowEdit};
+use super::bindings::{Admission, Decision, Reason, Receipt, RecordStatus, RoomMessage, RowEdit};
 use super::call::no_check;
 use super::imports::{Call, HistoryQuery, SendArgs};
 use super::instance::PolicyInstance;
 use super::limits::max_text_bytes;
-use crate::{Failure, HistoryRow};
+use crate::{Failure, FailureKind, HistoryRow};
+use session_switch_contract::keys::guard_key;
+
+/// How many times [`PolicyInstance::admit`] runs when its commit finds the
+/// database busy (each attempt's `BEGIN` already waits up to the store's
+/// write deadline; a busy `COMMIT` means readers held a DELETE-mode file
+/// past the brief busy timeout).
+pub const ADMIT_ATTEMPTS: u32 = 3;
 
 /// What [`PolicyInstance::context`] answers: the decision and the chosen
 /// session's history, as Hermes's loader returns it (`role`, `content`,
@@ -241,6 +248,49 @@ impl PolicyInstance {
             .0)
     }
 
+    /// The loop guard (WIT `admit`, DESIGN §9.3): whether `agent`'s bot
+    /// should answer `message`, and why. Runs in one brief write
+    /// transaction of the imports ([`HostImports::begin_write`]): the
+    /// guard's state is read and written atomically, committed only when
+    /// the policy answered (a refused or trapping policy changes nothing).
+    /// The policy may set exactly one key, once: `agent`'s guard key in the
+    /// configured room ([`guard_key`]). A commit the database refused as
+    /// busy is rolled back and the whole call tried again, at most
+    /// [`ADMIT_ATTEMPTS`] times in all (the decision depends only on the
+    /// stored state, so a retry decides afresh from it).
+    ///
+    /// Errors: the policy's (`unknown-agent`, `bad-input` for an occupant
+    /// outside the room), the imports' (`busy`, `store`), `policy`.
+    pub fn admit(&mut self, agent: &str, message: &RoomMessage) -> Result<Admission, Failure> {
+        let key = guard_key(agent, &self.settings().room);
+        let mut attempt = 1;
+        loop {
+            // Configure (and compile) before taking the write lock.
+            self.ready()?;
+            self.imports_mut().begin_write()?;
+            self.set_admit_key(key.clone());
+            let answer = self
+                .call_wit(
+                    Call::Admit,
+                    None,
+                    |g, s| g.call_admit(s, agent, message),
+                    no_check,
+                )
+                .map(|(admission, _)| admission);
+            let ended = self.imports_mut().end_write(answer.is_ok());
+            match (answer, ended) {
+                (Err(failure), _) => return Err(failure),
+                (Ok(_), Err(busy))
+                    if busy.kind == FailureKind::Busy && attempt < ADMIT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                (Ok(_), Err(failure)) => return Err(failure),
+                (Ok(admission), Ok(())) => return Ok(admission),
+            }
+        }
+    }
+
     /// [`PolicyInstance::is_own_message`], or `false` on a failure
     /// (logged): the bot may then answer its own echo once, rather than
     /// drop a message of someone else.
@@ -282,7 +332,7 @@ fn fallback_decision(asked: &str, failure: &Failure) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Agent, SendPlan, Sent, Settings};
+    use crate::{Agent, LoopGuard, SendPlan, Sent, Settings};
     use crate::{CacheMode, EMBEDDED_COMPONENT, HostImports, Policy, PolicyOptions};
     use std::sync::{Arc, Mutex};
     use tracing::field::{Field, Visit};
@@ -382,6 +432,9 @@ mod tests {
         fn meta_get(&mut self, _: &str) -> Result<Option<String>, Failure> {
             Ok(None)
         }
+        fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
+            Ok(())
+        }
         fn meta_delete(&mut self, _: &str) -> Result<bool, Failure> {
             Ok(false)
         }
@@ -417,7 +470,14 @@ mod tests {
                 nick: "mohe".into(),
                 sessions: vec!["xmpp-mohe-v2".into()],
                 aliases: vec![],
+                mention: None,
             }],
+            loop_guard: LoopGuard {
+                max_hops: 6,
+                window_messages: 20,
+                window_seconds: 300,
+                duplicate_seconds: 600,
+            },
         }
     }
 

@@ -157,6 +157,12 @@ pub trait HostImports: Send + 'static {
     /// [`is_our_meta_key`](super::is_our_meta_key)) before calling this.
     fn meta_delete(&mut self, key: &str) -> Result<bool, Failure>;
 
+    /// Set `state_meta` key `key` to `value` (insert or replace; creates
+    /// the table where it is missing). The runtime calls it only inside
+    /// `admit` and only for a loop-guard key, between
+    /// [`HostImports::begin_write`] and [`HostImports::end_write`].
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure>;
+
     /// Whether Hermes's `sessions` table has a row with this id.
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure>;
 
@@ -186,6 +192,21 @@ pub trait HostImports: Send + 'static {
     /// Default: nothing.
     fn begin_read(&mut self) {}
 
+    /// A policy call that reads and writes its state (`admit`) is about to
+    /// run: open one brief write transaction so the read and the write are
+    /// atomic against other bots and CLI calls. Errors (e.g. kind `busy`)
+    /// fail the call before the policy runs. Default: nothing.
+    fn begin_write(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// End the call [`HostImports::begin_write`] announced: commit when
+    /// `commit`, else roll back. Default: nothing.
+    fn end_write(&mut self, commit: bool) -> Result<(), Failure> {
+        let _ = commit;
+        Ok(())
+    }
+
     /// The call [`HostImports::begin_read`] announced has ended, also when the
     /// policy trapped: close the snapshot. Default: nothing.
     fn end_read(&mut self) {}
@@ -211,6 +232,9 @@ impl HostImports for NoImports {
     }
     fn meta_delete(&mut self, _key: &str) -> Result<bool, Failure> {
         Err(Self::refuse("meta-delete"))
+    }
+    fn meta_set(&mut self, _key: &str, _value: &str) -> Result<(), Failure> {
+        Err(Self::refuse("meta-set"))
     }
     fn session_exists(&mut self, _id: &str) -> Result<bool, Failure> {
         Err(Self::refuse("session-exists"))

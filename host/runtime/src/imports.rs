@@ -4,7 +4,8 @@
 //! Besides forwarding, the imports enforce what a call may do: `send` only
 //! inside `policy.send` (once, with a plan that matches the call),
 //! `meta-delete` only inside `policy.clear` and only on our keys, `history`
-//! only inside `policy.context`. A policy that steps outside gets a
+//! only inside `policy.context`, `meta-set` only inside `policy.admit`, once,
+//! on that agent's loop-guard key. A policy that steps outside gets a
 //! `policy` failure and its answer is refused.
 //!
 //! Every import is timed: its time is not the guest's, so a slow `state.db`
@@ -17,7 +18,7 @@ use super::host_imports::HostImports;
 use super::limits::{GuestClock, Limiter, Limits};
 use crate::Failure;
 use crate::HistoryRow;
-use session_switch_contract::keys::{is_our_meta_key, record_key};
+use session_switch_contract::keys::{GUARD_KEY_PREFIX, is_our_meta_key, record_key};
 use std::time::Instant;
 
 /// Which export of the policy is running (what its imports may do).
@@ -34,6 +35,7 @@ pub(crate) enum Call {
     Active,
     Clear,
     IsOwnMessage,
+    Admit,
 }
 
 impl Call {
@@ -56,6 +58,7 @@ impl Call {
             Self::Active => "active",
             Self::Clear => "clear",
             Self::IsOwnMessage => "is-own-message",
+            Self::Admit => "admit",
         }
     }
 }
@@ -106,6 +109,11 @@ pub(crate) struct CallState {
     /// the host's own check of a redirect reuses it (same read snapshot)
     /// instead of reading `state_meta` again.
     pub(crate) meta_read: Vec<(String, Option<String>)>,
+    /// The one key `admit` may set: the receiving agent's guard key in the
+    /// configured room (`None` in every other call).
+    pub(crate) admit_key: Option<String>,
+    /// `admit` has set its loop-guard state.
+    pub(crate) guard_written: bool,
 }
 
 /// The data of a policy `Store`.
@@ -119,6 +127,9 @@ pub(crate) struct StoreData {
     pub(crate) policy_version: String,
     /// The running call.
     pub(crate) call: CallState,
+    /// The key the next `admit` call may set ([`CallState::admit_key`]),
+    /// handed over when that call begins.
+    pub(crate) next_admit_key: Option<String>,
 }
 
 impl StoreData {
@@ -136,14 +147,23 @@ impl StoreData {
             clock: GuestClock::new(limits),
             policy_version,
             call: CallState::default(),
+            next_admit_key: None,
         }
     }
 
     /// Forget the previous call and start `export`.
     pub(crate) fn begin(&mut self, export: Call, send_args: Option<SendArgs>) {
+        // Only `admit` takes the key: a `configure` that runs first (a new
+        // store) must not.
+        let admit_key = if export == Call::Admit {
+            self.next_admit_key.take()
+        } else {
+            None
+        };
         self.call = CallState {
             export,
             send_args,
+            admit_key,
             ..CallState::default()
         };
         self.limiter.hit = false;
@@ -232,6 +252,10 @@ impl host::Host for StoreData {
         self.timed(|s| s.meta_delete_untimed(key))
     }
 
+    fn meta_set(&mut self, key: String, value: String) -> Result<(), WitFailure> {
+        self.timed(|s| s.meta_set_untimed(key, value))
+    }
+
     fn session_exists(&mut self, session_id: String) -> Result<bool, WitFailure> {
         self.timed(|s| s.imports.session_exists(&session_id).map_err(Into::into))
     }
@@ -280,6 +304,33 @@ impl StoreData {
             self.call.deleted.push(key);
         }
         Ok(deleted)
+    }
+
+    /// `meta-set` only inside `policy.admit`, once, on the receiving
+    /// agent's loop-guard key in the configured room
+    /// (`session_switch:loop:<agent>:<room>`): the guard's state is the one
+    /// thing the policy writes itself, and one agent's bot must not move
+    /// another agent's counter.
+    fn meta_set_untimed(&mut self, key: String, value: String) -> Result<(), WitFailure> {
+        if self.call.export != Call::Admit {
+            return Err(self.refuse(format!(
+                "called host.meta-set during {}; only policy.admit may set state",
+                self.call.export.name()
+            )));
+        }
+        if self.call.guard_written {
+            return Err(self.refuse(format!(
+                "set state_meta key '{key}' a second time; admit may set its key once"
+            )));
+        }
+        if self.call.admit_key.as_deref() != Some(key.as_str()) {
+            let allowed = self.call.admit_key.as_deref().unwrap_or(GUARD_KEY_PREFIX);
+            return Err(self.refuse(format!(
+                "set state_meta key '{key}'; admit may set only '{allowed}'"
+            )));
+        }
+        self.call.guard_written = true;
+        self.imports.meta_set(&key, &value).map_err(Into::into)
     }
 
     fn history_untimed(
@@ -377,6 +428,9 @@ mod tests {
     impl HostImports for Recording {
         fn meta_get(&mut self, _: &str) -> Result<Option<String>, Failure> {
             Ok(None)
+        }
+        fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
+            Ok(())
         }
         fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
             self.0.lock().unwrap().deletes.push(key.into());

@@ -105,6 +105,12 @@ impl PolicyInstance {
         &mut *self.data_mut().imports
     }
 
+    /// The one `state_meta` key the next `admit` call may set (the
+    /// runtime's gate on `host.meta-set`, `imports.rs`).
+    pub(crate) fn set_admit_key(&mut self, key: String) {
+        self.data_mut().next_admit_key = Some(key);
+    }
+
     /// Give the imports back.
     pub fn into_imports(self) -> Box<dyn HostImports> {
         match self.slot {

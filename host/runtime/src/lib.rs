@@ -42,12 +42,14 @@ mod swap;
 
 pub use apply::{YOU_TAG, prefix, tag, untag};
 pub use bindings::{
-    Agent, ContextResult, Decision, EditAction, LogLevel, Reason, Receipt, RecordStatus, Role,
-    RowEdit, RowSummary, SendPlan, Sent, Settings,
+    Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
+    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummary, SendPlan, Sent,
+    Settings,
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use component::{
-    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, POLICY_INTERFACE, Source, TYPES_INTERFACE,
+    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, PACKAGE, PACKAGE_VERSION, POLICY_INTERFACE,
+    Source, TYPES_INTERFACE,
 };
 pub use engine::{PolicyOptions, disable_signal_traps};
 pub use exports::ContextAnswer;

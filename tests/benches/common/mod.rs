@@ -120,6 +120,11 @@ impl native::Host for NativeHost {
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, native::Failure> {
         self.store.meta_get(key).map_err(|f| failure_to_guest(&f))
     }
+    fn meta_set(&mut self, key: &str, value: &str) -> Result<(), native::Failure> {
+        self.store
+            .meta_set(key, value)
+            .map_err(|f| failure_to_guest(&f))
+    }
     fn meta_delete(&mut self, key: &str) -> Result<bool, native::Failure> {
         self.store
             .meta_delete(key)

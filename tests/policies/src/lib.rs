@@ -21,7 +21,8 @@ pub use session_switch_policy as policy;
 pub use session_switch_policy::component::{Component as Shipped, with};
 pub use session_switch_policy::exports::agentsmeeting::session_switch::policy::Guest;
 pub use session_switch_policy::{
-    ContextResult, Decision, Failure, Receipt, RecordStatus, RowEdit, RowSummary, Settings,
+    Admission, ContextResult, Decision, Failure, Receipt, RecordStatus, RoomMessage, RowEdit,
+    RowSummary, Settings,
 };
 
 /// The WIT `policy` exports, written once: [`TestPolicy`], whose every
@@ -65,6 +66,7 @@ exports! {
     fn active(agent: Option<String>) -> Result<Vec<RecordStatus>, Failure>;
     fn clear(agent: Option<String>) -> Result<Vec<String>, Failure>;
     fn is_own_message(agent: String, sender: String) -> Result<bool, Failure>;
+    fn admit(agent: String, message: RoomMessage) -> Result<Admission, Failure>;
 }
 
 /// Export test policy `$policy` as the component's `policy` interface, with

@@ -108,7 +108,10 @@ fn agent(a: RawAgent, taken: &mut Taken, src: &Source<'_>) -> Result<AgentConfig
         aliases,
         http_port: a.http_port,
         gateway_port: a.gateway_port,
-        mention: a.mention,
+        mention: match &a.mention {
+            Some(m) => Some(name_like(m, "mention", src)?.to_string()),
+            None => None,
+        },
     })
 }
 

@@ -11,6 +11,7 @@
 
 mod agents;
 mod fields;
+mod loop_guard;
 mod raw;
 mod validate;
 
@@ -39,6 +40,25 @@ pub struct Config {
     /// relative path relative to the config file's folder; [`Config::parse`]
     /// keeps it as written.
     pub policy_path: Option<PathBuf>,
+    /// `[loop_guard]`: the loop guard's bounds (DESIGN §9.3).
+    pub loop_guard: LoopGuardConfig,
+}
+
+/// `[loop_guard]` (DESIGN §9.3): when agents stop answering each other.
+/// Defaults: 6 hops, 20 agent messages per 300 s, duplicates within 600 s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopGuardConfig {
+    /// Agent messages since the last human one after which no agent
+    /// replies (default 6, at least 1).
+    pub max_hops: u32,
+    /// At most this many agent messages in the room window (default 20,
+    /// at least 1)…
+    pub window_messages: u32,
+    /// …of this many seconds (default 300, at least 1).
+    pub window_seconds: u32,
+    /// The same sender and normalised body within this many seconds is a
+    /// duplicate (default 600; 0 turns the rule off).
+    pub duplicate_seconds: u32,
 }
 
 /// `[xmpp]`: where and how to post.
@@ -96,9 +116,11 @@ pub struct AgentConfig {
     /// XMPP session ids; the first receives the `[YOU] ` rows.
     pub sessions: Vec<String>,
     pub aliases: Vec<String>,
-    /// The seed's per-agent ports and @mention format, kept for the gateway.
+    /// The seed's per-agent ports, kept for the gateway.
     pub http_port: Option<u16>,
     pub gateway_port: Option<u16>,
+    /// How other agents address it in the room, e.g. `@mohe`: the loop
+    /// guard's "addressed" rule (its nick always counts too).
     pub mention: Option<String>,
 }
 

@@ -16,6 +16,16 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) agents: Vec<RawAgent>,
     pub(super) policy: Option<RawPolicy>,
+    pub(super) loop_guard: Option<RawLoopGuard>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoopGuard {
+    pub(super) max_hops: Option<Spanned<u32>>,
+    pub(super) window_messages: Option<Spanned<u32>>,
+    pub(super) window_seconds: Option<Spanned<u32>>,
+    pub(super) duplicate_seconds: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -56,7 +66,7 @@ pub(super) struct RawAgent {
     pub(super) aliases: Vec<Spanned<String>>,
     pub(super) http_port: Option<u16>,
     pub(super) gateway_port: Option<u16>,
-    pub(super) mention: Option<String>,
+    pub(super) mention: Option<Spanned<String>>,
 }
 
 /// The config text, for errors that name the line.

@@ -19,12 +19,14 @@ pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failu
     let agents = super::agents::agents(raw.agents, src)?;
     let policy_path = policy_path(raw.policy, src)?;
     let redirect = redirect(raw.redirect, &agents, src)?;
+    let loop_guard = super::loop_guard::loop_guard(raw.loop_guard, src)?;
     Ok(Config {
         path: None,
         xmpp,
         redirect,
         agents,
         policy_path,
+        loop_guard,
     })
 }
 

@@ -16,6 +16,7 @@
 
 mod chain;
 mod cjk;
+mod guard_state;
 mod hermes;
 mod init;
 mod loader;

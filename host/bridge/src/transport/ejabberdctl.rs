@@ -159,7 +159,7 @@ impl EjabberdCtl {
     }
 
     /// The failure for a call that gave no answer. `posting`: whether the
-    /// call was `send_message`, whose time-out leaves the room's state
+    /// call was `send_stanza`, whose time-out leaves the room's state
     /// unknown (the VM may have routed the message before it was killed).
     fn no_answer(&self, command: &str, why: NoAnswer, posting: bool) -> Failure {
         let what = self.describe(command);
@@ -249,28 +249,31 @@ impl Transport for EjabberdCtl {
         }
     }
 
-    /// `ejabberdctl send_message groupchat FROM ROOM "" BODY`: exactly five
-    /// arguments, each one argv entry, so the body reaches ejabberd verbatim
-    /// (a leading `-`, quotes, `$(…)`, newlines: no shell, and ejabberdctl
-    /// parses options only before the command name).
+    /// `ejabberdctl send_stanza FROM ROOM STANZA` ([`super::human_stanza`]):
+    /// each one argv entry, so the stanza reaches ejabberd verbatim (no
+    /// shell; ejabberdctl parses options only before the command name), and
+    /// the body inside it is escaped for XML, so the room gets it byte for
+    /// byte.
     fn post(&self, from: &str, room: &str, body: &str) -> Result<(), Failure> {
         RoomJid::parse(room)?;
         super::refuse_unpostable(from, body)?;
-        if body.len() > MAX_ARG_BYTES {
+        let stanza = super::human_stanza(body, &super::new_stanza_id());
+        if stanza.len() > MAX_ARG_BYTES {
             return Err(Failure::bad_input(format!(
-                "the message body is {} bytes, but one ejabberdctl argument can hold at most \
-                 {MAX_ARG_BYTES} (Linux MAX_ARG_STRLEN); nothing was posted: shorten it or use \
-                 transport = \"http\"",
-                body.len()
+                "the message body is {} bytes ({} as an XML stanza), but one ejabberdctl \
+                 argument can hold at most {MAX_ARG_BYTES} (Linux MAX_ARG_STRLEN); nothing was \
+                 posted: shorten it or use transport = \"http\"",
+                body.len(),
+                stanza.len()
             )));
         }
         let done = self
-            .run(&["send_message", "groupchat", from, room, "", body])
-            .map_err(|why| self.no_answer("send_message", why, true))?;
+            .run(&["send_stanza", from, room, &stanza])
+            .map_err(|why| self.no_answer("send_stanza", why, true))?;
         if done.status.success() {
             Ok(())
         } else {
-            Err(self.failed("send_message", &done))
+            Err(self.failed("send_stanza", &done))
         }
     }
 

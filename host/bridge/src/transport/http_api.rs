@@ -2,8 +2,8 @@
 //! with the command's arguments as a JSON object (DESIGN §5: ~10–20 ms a
 //! call, no locale problem, the same FROM rules as `ejabberdctl`).
 //!
-//! Answers verified on ejabberd 23.01: `send_message` → 200 with body `0`
-//! (also when the room drops the message); `get_subscribers` → 200 with a
+//! Answers verified on ejabberd 23.01: `send_stanza` (like `send_message`)
+//! → 200 with body `0` (also when the room drops the message); `get_subscribers` → 200 with a
 //! JSON list of bare JIDs, 400 `"The room does not exist"`; a missing key or
 //! a bad JID → 400 with the reason; an unknown command → 404; a command the
 //! `api_permissions` deny → 403.
@@ -263,20 +263,19 @@ impl Transport for HttpApi {
         }
     }
 
-    /// `POST {api_url}/send_message {"type": "groupchat", "from", "to",
-    /// "subject": "", "body"}`; all five keys are required (23.01 answers
-    /// 400 without `subject`).
+    /// `POST {api_url}/send_stanza {"from", "to", "stanza"}` with the
+    /// [`super::human_stanza`] of `body` (JSON carries the stanza text as
+    /// is: no locale, no argument limit).
     fn post(&self, from: &str, room: &str, body: &str) -> Result<(), Failure> {
         RoomJid::parse(room)?;
         super::refuse_unpostable(from, body)?;
+        let stanza = super::human_stanza(body, &super::new_stanza_id());
         let args = json!({
-            "type": "groupchat",
             "from": from,
             "to": room,
-            "subject": "",
-            "body": body,
+            "stanza": stanza,
         });
-        let (status, text) = self.call("send_message", &args).map_err(|u| match u {
+        let (status, text) = self.call("send_stanza", &args).map_err(|u| match u {
             Unanswered::NotSent(m) => {
                 Failure::transport(format!("{m}; nothing was posted: is ejabberd running?"))
             }
@@ -288,7 +287,7 @@ impl Transport for HttpApi {
         if status == 200 {
             Ok(())
         } else {
-            Err(self.refused("send_message", status, &text))
+            Err(self.refused("send_stanza", status, &text))
         }
     }
 

@@ -1,0 +1,772 @@
+//! The loop guard (DESIGN §9.3, issue 16) below the room: the real
+//! component deciding over the real Hermes store (its state in
+//! `state_meta`, kept across a restart; an early database without
+//! `state_meta`), the runtime's gate on `host.meta-set` against a policy
+//! that abuses it (`meddle`), the CLI `admit` (JSON shape, exit statuses,
+//! a malformed stored state, the test clock), and proptest properties of
+//! the rule over random message sequences and delivery orders, deciding
+//! apart from posting: each agent replies at most `max_hops` times between
+//! two human messages, and the room stays within the README's bound.
+//! The end-to-end runs with real XMPP bots are in `loop_guard_e2e.rs`.
+
+use proptest::prelude::*;
+use serde_json::Value;
+use session_switch::FailureKind;
+use session_switch::runtime::*;
+use session_switch_contract::keys::guard_key;
+use session_switch_tests::fake_host::FakeHost;
+use session_switch_tests::sample::{sample_config_text, sample_settings};
+use session_switch_tests::{bin_path, component_path, fixture_copy, table_snapshot, variant_path};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const ROOM: &str = "coregroup@conference.example.org";
+
+fn options() -> PolicyOptions {
+    PolicyOptions {
+        cache: CacheMode::Off,
+        ..PolicyOptions::default()
+    }
+}
+
+fn message(occupant: &str, jid: Option<&str>, body: &str) -> RoomMessage {
+    RoomMessage {
+        occupant: format!("{ROOM}/{occupant}"),
+        jid: jid.map(Into::into),
+        body: body.into(),
+        delayed: false,
+        human_origin: false,
+    }
+}
+
+/// An instance of `component` over the real Hermes store of `db`.
+fn hermes_instance(policy: &Policy, db: &Path) -> PolicyInstance {
+    let store = session_switch::store::HermesStore::open(db).unwrap();
+    let settings = sample_settings();
+    let imports = session_switch::HermesImports::new(store, None, settings.room.clone());
+    policy.instance(imports, settings)
+}
+
+fn meta(db: &Path, key: &str) -> Option<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("SELECT value FROM state_meta WHERE key = ?1", [key], |r| {
+        r.get(0)
+    })
+    .ok()
+}
+
+// ------------------------------------------------- the real store, restarts
+
+/// The counter lives in `state_meta`: a new process (a new store and
+/// instance, as a restarted gateway) continues a capped chain instead of
+/// reopening it; only a person's message resets it.
+#[test]
+fn the_counter_survives_a_restart_on_the_real_store() {
+    let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+        return;
+    };
+    let policy = Policy::load(component_path(), options()).unwrap();
+    let mut bot = hermes_instance(&policy, &db);
+    for t in 1..=5 {
+        let d = bot
+            .admit("mohe", &message("zhiwei", None, &format!("mohe, turn {t}")))
+            .unwrap();
+        assert_eq!((d.reply, d.hops), (true, t), "{d:?}");
+    }
+    drop(bot);
+    let stored: Value =
+        serde_json::from_str(&meta(&db, &guard_key("mohe", ROOM)).unwrap()).unwrap();
+    assert_eq!(stored["hops"], 5);
+    assert_eq!(stored["v"], 1);
+
+    let mut restarted = hermes_instance(&policy, &db);
+    let d = restarted
+        .admit("mohe", &message("zhiwei", None, "mohe, turn 6"))
+        .unwrap();
+    assert_eq!(
+        (d.reply, d.reason, d.hops),
+        (false, AdmitReason::LoopGuard, 6)
+    );
+    assert_eq!(
+        d.detail,
+        "6 agent messages since the last human one (max_hops 6)"
+    );
+    // Each bot counts what it saw, under its own key: this is xiaoguo's first.
+    let d = restarted
+        .admit("xiaoguo", &message("zhiwei", None, "xiaoguo?"))
+        .unwrap();
+    assert_eq!((d.reply, d.hops), (true, 1));
+    let d = restarted
+        .admit(
+            "mohe",
+            &message("alice", Some("alice@example.org"), "mohe, go on"),
+        )
+        .unwrap();
+    assert_eq!((d.reply, d.reason, d.hops), (true, AdmitReason::Human, 0));
+}
+
+/// An early Hermes database has no `state_meta`: the first `admit` creates
+/// it with Hermes's DDL (inside its transaction) and nothing else.
+#[test]
+fn an_early_database_gets_state_meta_and_nothing_else() {
+    let Some((_dir, db)) = fixture_copy("hermes-early.db") else {
+        return;
+    };
+    let before = table_snapshot(&db);
+    let policy = Policy::load(component_path(), options()).unwrap();
+    let mut bot = hermes_instance(&policy, &db);
+    let d = bot
+        .admit("mohe", &message("zhiwei", None, "mohe?"))
+        .unwrap();
+    assert!(d.reply, "{d:?}");
+    drop(bot);
+    let after = table_snapshot(&db);
+    let added: Vec<&String> = after.keys().filter(|t| !before.contains_key(*t)).collect();
+    if before.contains_key("state_meta") {
+        assert!(added.is_empty(), "{added:?}");
+    } else {
+        assert_eq!(added, ["state_meta"]);
+    }
+    assert!(meta(&db, &guard_key("mohe", ROOM)).is_some());
+}
+
+// --------------------------------------------------- a policy that meddles
+
+/// `meddle` sets keys it must not, ignoring the error; the host refuses
+/// the answer (kind `policy`, naming the step) and the database keeps no
+/// trace: also not of the honest write the same call made before its
+/// second one (the transaction is rolled back).
+#[test]
+fn a_policy_that_abuses_meta_set_is_refused_and_writes_nothing() {
+    let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
+        return;
+    };
+    let policy = Policy::load(variant_path("meddle"), options()).unwrap();
+    let mut bot = hermes_instance(&policy, &db);
+    let before = table_snapshot(&db);
+    let mohe_key = guard_key("mohe", ROOM);
+    for (body, needle) in [
+        (
+            "meddle: other agent",
+            format!(
+                "set state_meta key '{}'; admit may set only '{mohe_key}'",
+                guard_key("zhiwei", ROOM)
+            ),
+        ),
+        (
+            "meddle: record",
+            format!(
+                "set state_meta key 'session_switch:active:mohe'; admit may set only '{mohe_key}'"
+            ),
+        ),
+        (
+            "meddle: hermes key",
+            format!("set state_meta key 'fts_tokenizer'; admit may set only '{mohe_key}'"),
+        ),
+        (
+            "meddle: twice",
+            format!("set state_meta key '{mohe_key}' a second time"),
+        ),
+    ] {
+        let err = bot
+            .admit("mohe", &message("zhiwei", None, body))
+            .unwrap_err();
+        assert_eq!(err.kind, FailureKind::Policy, "{body}: {}", err.message);
+        assert!(err.message.contains(&needle), "{body}: {}", err.message);
+        assert_eq!(table_snapshot(&db), before, "{body}: the database changed");
+    }
+    let err = bot.resolve("mohe", "meddle-in-resolve").unwrap_err();
+    assert_eq!(err.kind, FailureKind::Policy);
+    assert!(
+        err.message
+            .contains("called host.meta-set during resolve; only policy.admit may set state"),
+        "{}",
+        err.message
+    );
+    assert_eq!(table_snapshot(&db), before);
+    // Without a cue it is the shipped policy: its one write goes through.
+    let d = bot
+        .admit("mohe", &message("zhiwei", None, "mohe?"))
+        .unwrap();
+    assert_eq!((d.reply, d.hops), (true, 1));
+    assert!(meta(&db, &mohe_key).is_some());
+}
+
+// ----------------------------------------------------------- the CLI admit
+
+struct Cli {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    config: PathBuf,
+    cache: PathBuf,
+}
+
+impl Cli {
+    fn new(loop_guard: &str) -> Option<Cli> {
+        let (dir, db) = fixture_copy("hermes-latest.db")?;
+        let config = dir.path().join("session-switch.toml");
+        let text = sample_config_text(ROOM, &|n| format!("{n}@example.org"), "", "");
+        std::fs::write(&config, format!("{text}{loop_guard}")).unwrap();
+        let cache = dir.path().join("cache");
+        Some(Cli {
+            _dir: dir,
+            db,
+            config,
+            cache,
+        })
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
+        let mut cmd = Command::new(bin_path());
+        cmd.arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .env_remove("SESSION_SWITCH_TEST_CLOCK_FILE");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn admit(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json", "admit"];
+        all.extend_from_slice(args);
+        let out = self.run(&all, &[]);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn failed(out: &Output) -> (i32, String) {
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "stderr: {stderr:?}");
+    assert!(out.stdout.is_empty());
+    (out.status.code().unwrap(), stderr.trim_end().to_string())
+}
+
+/// `admit` prints `{"reply", "reason", "hops", "detail"}` and exits 0
+/// whether the bot should reply or not; the text form says the same.
+#[test]
+fn cli_admit_prints_the_decision_and_exits_0_either_way() {
+    let Some(cli) = Cli::new("\n[loop_guard]\nmax_hops = 2\n") else {
+        return;
+    };
+    let from = format!("{ROOM}/zhiwei");
+    let first = cli.admit(&["--agent", "mohe", "--from", &from, "--", "mohe: -one"]);
+    assert_eq!(
+        first,
+        serde_json::json!({"reply": true, "reason": "addressed", "hops": 1,
+                           "detail": "'zhiwei' named 'mohe'"})
+    );
+    let second = cli.admit(&["--agent", "mohe", "--from", &from, "--", "mohe: two"]);
+    assert_eq!(
+        second,
+        serde_json::json!({"reply": false, "reason": "loop-guard", "hops": 2,
+                           "detail": "2 agent messages since the last human one (max_hops 2)"})
+    );
+    let again = cli.admit(&["--agent", "mohe", "--from", &from, "--", "mohe: two"]);
+    assert_eq!(again["reason"], "duplicate", "{again}");
+    // A delayed person does not reset; a live one does.
+    let alice = format!("{ROOM}/alice");
+    let replay = cli.admit(&["--agent", "mohe", "--from", &alice, "--delayed", "hi mohe"]);
+    assert_eq!(
+        (
+            replay["reply"].clone(),
+            replay["reason"].clone(),
+            replay["hops"].clone()
+        ),
+        (false.into(), "delayed".into(), 3.into())
+    );
+    let live = cli.admit(&[
+        "--agent",
+        "mohe",
+        "--from",
+        &alice,
+        "--jid",
+        "alice@example.org",
+        "hi mohe",
+    ]);
+    assert_eq!(
+        (
+            live["reply"].clone(),
+            live["reason"].clone(),
+            live["hops"].clone()
+        ),
+        (true.into(), "human".into(), 0.into())
+    );
+    // The marker from zhiwei's real JID is a person typing through zhiwei's
+    // bridge; the same from another JID under zhiwei's nick is not.
+    let forged = cli.admit(&[
+        "--agent",
+        "mohe",
+        "--from",
+        &from,
+        "--jid",
+        "mallory@example.org/x",
+        "--human-origin",
+        "mohe: a person says",
+    ]);
+    assert_eq!(forged["reason"], "addressed", "{forged}");
+    assert_eq!(forged["hops"], 1);
+    let trusted = cli.admit(&[
+        "--agent",
+        "mohe",
+        "--from",
+        &from,
+        "--jid",
+        "zhiwei@example.org/cli",
+        "--human-origin",
+        "mohe: a person says so",
+    ]);
+    assert_eq!(
+        (trusted["reason"].clone(), trusted["hops"].clone()),
+        ("human".into(), 0.into())
+    );
+
+    let text = cli.run(
+        &["admit", "--agent", "mohe", "--from", &from, "mohe, three"],
+        &[],
+    );
+    assert!(text.status.success());
+    assert_eq!(
+        String::from_utf8(text.stdout).unwrap(),
+        "reply (addressed, hops 1): 'zhiwei' named 'mohe'\n"
+    );
+    let text = cli.run(
+        &["admit", "--agent", "mohe", "--from", &from, "mohe, four"],
+        &[],
+    );
+    assert!(text.status.success(), "exit 0 when it must not reply");
+    assert_eq!(
+        String::from_utf8(text.stdout).unwrap(),
+        "do not reply (loop-guard, hops 2): 2 agent messages since the last human one (max_hops 2)\n"
+    );
+}
+
+#[test]
+fn cli_admit_errors_have_the_usual_statuses() {
+    let Some(cli) = Cli::new("") else {
+        return;
+    };
+    let from = format!("{ROOM}/zhiwei");
+    let (code, line) = failed(&cli.run(&["admit", "--agent", "nobody", "--from", &from, "x"], &[]));
+    assert_eq!(code, 2, "{line}");
+    assert!(line.contains("nobody"), "{line}");
+    let (code, line) = failed(&cli.run(
+        &[
+            "admit",
+            "--agent",
+            "mohe",
+            "--from",
+            "elsewhere@conference.example.org/zhiwei",
+            "x",
+        ],
+        &[],
+    ));
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.contains("is not `room/nick` of the configured room"),
+        "{line}"
+    );
+    // No database: exit 1, naming the path.
+    std::fs::remove_file(&cli.db).unwrap();
+    let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
+    assert_eq!(code, 1, "{line}");
+    assert!(line.contains(&cli.db.display().to_string()), "{line}");
+}
+
+/// A `[loop_guard]` value the config refuses names its line; the CLI exits 2.
+#[test]
+fn cli_admit_refuses_a_bad_loop_guard_section_with_its_line() {
+    let Some(cli) = Cli::new("\n[loop_guard]\nwindow_seconds = 0\n") else {
+        return;
+    };
+    let lines = std::fs::read_to_string(&cli.config)
+        .unwrap()
+        .lines()
+        .count();
+    let from = format!("{ROOM}/zhiwei");
+    let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.ends_with(&format!(
+            "line {lines}: [loop_guard] window_seconds must be at least 1"
+        )),
+        "{line}"
+    );
+}
+
+/// Bad JSON in the stored state: read as a capped chain (an agent's
+/// message is refused, saying why), a person still gets through, and the
+/// state is valid again afterwards.
+#[test]
+fn cli_admit_fails_closed_on_a_malformed_stored_state() {
+    let Some(cli) = Cli::new("") else {
+        return;
+    };
+    let key = guard_key("mohe", ROOM);
+    rusqlite::Connection::open(&cli.db)
+        .unwrap()
+        .execute(
+            "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?1, '{\"v\":1,\"hops\":')",
+            [&key],
+        )
+        .unwrap();
+    let from = format!("{ROOM}/zhiwei");
+    let d = cli.admit(&["--agent", "mohe", "--from", &from, "mohe?"]);
+    assert_eq!(
+        (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
+        (false.into(), "loop-guard".into(), 7.into())
+    );
+    assert!(
+        d["detail"].as_str().unwrap().ends_with(&format!(
+            "(the stored state {key} was not valid: read as 6 hops)"
+        )),
+        "{d}"
+    );
+    let stored: Value = serde_json::from_str(&meta(&cli.db, &key).unwrap()).unwrap();
+    assert_eq!(stored["hops"], 7);
+    let d = cli.admit(&[
+        "--agent",
+        "mohe",
+        "--from",
+        &format!("{ROOM}/alice"),
+        "mohe?",
+    ]);
+    assert_eq!(
+        (d["reply"].clone(), d["reason"].clone()),
+        (true.into(), "human".into())
+    );
+}
+
+/// The test clock (`SESSION_SWITCH_TEST_CLOCK_FILE`): the time in the
+/// file is the host's `now`; an unreadable file is refused, never
+/// replaced by the real clock.
+#[test]
+fn the_test_clock_file_sets_now_and_a_bad_one_is_refused() {
+    let Some(cli) =
+        Cli::new("\n[loop_guard]\nwindow_messages = 2\nwindow_seconds = 300\nmax_hops = 100\n")
+    else {
+        return;
+    };
+    let clock = cli.db.with_file_name("clock");
+    let env = [("SESSION_SWITCH_TEST_CLOCK_FILE", clock.as_path())];
+    let from = format!("{ROOM}/zhiwei");
+    let admit = |at: &str, body: &str| -> Value {
+        std::fs::write(&clock, at).unwrap();
+        let out = cli.run(
+            &["--json", "admit", "--agent", "mohe", "--from", &from, body],
+            &env,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(admit("1800000000", "mohe 1")["reply"], true);
+    assert_eq!(admit("1800000100.5\n", "mohe 2")["reply"], true);
+    let third = admit("1800000200", "mohe 3");
+    assert_eq!(
+        third["detail"],
+        "3 agent messages in the last 300 s (at most 2)"
+    );
+    // 300 s after the first, it has left the window.
+    assert_eq!(
+        admit("1800000300", "mohe 4")["reply"],
+        false,
+        "2nd and 3rd still in"
+    );
+    assert_eq!(admit("1800000700", "mohe 5")["reply"], true);
+    let stored: Value =
+        serde_json::from_str(&meta(&cli.db, &guard_key("mohe", ROOM)).unwrap()).unwrap();
+    assert_eq!(stored["window"], serde_json::json!([1800000700.0]));
+
+    std::fs::write(&clock, "soon").unwrap();
+    let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &env));
+    assert_eq!(code, 1, "{line}");
+    assert!(line.contains("not a Unix time"), "{line}");
+}
+
+// ------------------------------------------------------------- properties
+
+/// The shipped component, compiled once for every case.
+fn shipped() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| Policy::load(component_path(), options()).unwrap())
+}
+
+/// A message in the room's log.
+#[derive(Clone, Debug)]
+struct Posted {
+    nick: String,
+    jid: Option<String>,
+    body: String,
+    human_origin: bool,
+    delayed: bool,
+    /// A bot's reply (index of the agent), as opposed to a person's
+    /// message, a CLI send or a forgery.
+    by_bot: Option<usize>,
+}
+
+/// What is injected into the room besides the bots' replies.
+#[derive(Clone, Copy, Debug)]
+enum Outside {
+    /// A person in the room.
+    Person,
+    /// A person typing through agent `i`'s CLI (the marker, agent's JID).
+    CliSend(usize),
+    /// The room replaying a person's line to a bot that (re)joined.
+    Replay,
+    /// Agent zhiwei's nick and the marker, from another JID.
+    Forged,
+}
+
+fn outside() -> impl Strategy<Value = Outside> {
+    prop_oneof![
+        3 => Just(Outside::Person),
+        3 => (0usize..3).prop_map(Outside::CliSend),
+        1 => Just(Outside::Replay),
+        1 => Just(Outside::Forged),
+    ]
+}
+
+/// One run: three bots that answer everything they are allowed to, naming
+/// the other two. `in_log_order`: every bot reads the room in the room's
+/// one order (a MUC), at its own pace; else each bot picks any unread
+/// message (any delivery order). A bot's reply is posted later than it was
+/// decided (`choices` drive who acts: read, post, or advance the clock).
+/// `first` opens the room (a person or a CLI send). Returns (replies per
+/// agent between resets, total bot messages, human messages).
+fn run_room(
+    first: Outside,
+    max_hops: u32,
+    in_log_order: bool,
+    events: &[(u8, Outside)],
+    choices: &[u16],
+) -> (Vec<Vec<u32>>, usize, usize) {
+    let mut settings = sample_settings();
+    settings.loop_guard.max_hops = max_hops;
+    let nicks: Vec<String> = settings.agents.iter().map(|a| a.nick.clone()).collect();
+    let jids: Vec<String> = settings.agents.iter().map(|a| a.jid.clone()).collect();
+    let n = nicks.len();
+    let host = FakeHost::default();
+    host.state().room = ROOM.into();
+    host.state().now = 1_800_000_000.0;
+    let mut bot = shipped().instance(host.clone(), settings);
+
+    let mut log: Vec<Posted> = Vec::new();
+    let mut unread: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut outbox: Vec<Vec<String>> = vec![Vec::new(); n];
+    // Per agent: replies since its last reset, one entry per segment.
+    let mut segments: Vec<Vec<u32>> = vec![vec![0]; n];
+    let mut resets = 0;
+    let mut replies = vec![0u32; n];
+    let post = |log: &mut Vec<Posted>, unread: &mut Vec<Vec<usize>>, p: Posted| {
+        log.push(p);
+        for u in unread.iter_mut() {
+            u.push(log.len() - 1);
+        }
+    };
+    let person = |k: usize| Posted {
+        nick: "alice".into(),
+        jid: Some("alice@example.org".into()),
+        body: format!("hello mohe zhiwei xiaoguo, #{k}"),
+        human_origin: false,
+        delayed: false,
+        by_bot: None,
+    };
+    let cli = |i: usize, step: usize| Posted {
+        nick: nicks[i].clone(),
+        jid: Some(format!("{}/cli", jids[i])),
+        body: format!("everyone, a person speaks through {} #{step}", nicks[i]),
+        human_origin: true,
+        delayed: false,
+        by_bot: None,
+    };
+    let opening = match first {
+        Outside::CliSend(i) => cli(i, 0),
+        _ => person(0),
+    };
+    post(&mut log, &mut unread, opening);
+    resets += 1;
+    let mut events = events.iter().peekable();
+    let mut step = 0usize;
+    let mut choice = choices.iter().cycle();
+    loop {
+        step += 1;
+        while let Some((_, what)) = events.next_if(|(at, _)| usize::from(*at) <= step / 4) {
+            let p = match *what {
+                Outside::Person => {
+                    resets += 1;
+                    person(step)
+                }
+                Outside::CliSend(i) => {
+                    resets += 1;
+                    cli(i, step)
+                }
+                Outside::Replay => Posted {
+                    delayed: true,
+                    ..person(0)
+                },
+                Outside::Forged => Posted {
+                    nick: "zhiwei".into(),
+                    jid: Some("mallory@example.org/x".into()),
+                    body: format!("mohe xiaoguo, a person says #{step}"),
+                    human_origin: true,
+                    delayed: false,
+                    by_bot: None,
+                },
+            };
+            post(&mut log, &mut unread, p);
+        }
+        let busy: Vec<usize> = (0..n)
+            .filter(|&i| !unread[i].is_empty() || !outbox[i].is_empty())
+            .collect();
+        if busy.is_empty() && events.peek().is_none() {
+            break;
+        }
+        assert!(log.len() < 2000, "the room never fell silent");
+        let c = usize::from(*choice.next().unwrap());
+        host.state().now += f64::from((c % 7) as u32 * 13 + 1);
+        if busy.is_empty() {
+            continue;
+        }
+        let i = busy[c % busy.len()];
+        // Post a decided reply (sometimes), else read the next message.
+        if !outbox[i].is_empty() && (unread[i].is_empty() || c % 3 == 0) {
+            let body = outbox[i].remove(0);
+            post(
+                &mut log,
+                &mut unread,
+                Posted {
+                    nick: nicks[i].clone(),
+                    jid: Some(format!("{}/bot", jids[i])),
+                    body,
+                    human_origin: false,
+                    delayed: false,
+                    by_bot: Some(i),
+                },
+            );
+            continue;
+        }
+        let at = if in_log_order {
+            0
+        } else {
+            (c / 3) % unread[i].len()
+        };
+        let p = log[unread[i].remove(at)].clone();
+        let d = bot
+            .admit(
+                &nicks[i],
+                &RoomMessage {
+                    occupant: format!("{ROOM}/{}", p.nick),
+                    jid: p.jid.clone(),
+                    body: p.body.clone(),
+                    delayed: p.delayed,
+                    human_origin: p.human_origin,
+                },
+            )
+            .unwrap();
+        if d.reason == AdmitReason::Human
+            || (d.reason == AdmitReason::OwnMessage
+                && d.hops == 0
+                && p.by_bot.is_none()
+                && !p.delayed)
+        {
+            segments[i].push(0);
+        }
+        if d.reply {
+            replies[i] += 1;
+            *segments[i].last_mut().unwrap() += 1;
+            let others: Vec<&str> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| nicks[j].as_str())
+                .collect();
+            outbox[i].push(format!(
+                "{}: reply {} of {}",
+                others.join(" and "),
+                replies[i],
+                nicks[i]
+            ));
+        }
+    }
+    let total = log.iter().filter(|p| p.by_bot.is_some()).count();
+    (segments, total, resets)
+}
+
+fn props_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 48,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(props_config())]
+
+    /// In the room's one order (a MUC): each agent replies at most
+    /// `max_hops` times between two human messages it sees, and the room
+    /// carries at most `(n − 1) × max_hops + 1` bot messages per human
+    /// message (README "Loop guard").
+    #[test]
+    fn in_the_rooms_order_each_agent_and_the_room_stay_within_the_bound(
+        max_hops in 2u32..=7,
+        events in prop::collection::vec((0u8..40, outside()), 0..5)
+            .prop_map(|mut v| { v.sort_by_key(|e| e.0); v }),
+        choices in prop::collection::vec(any::<u16>(), 1..64),
+    ) {
+        let (segments, total, resets) = run_room(Outside::Person, max_hops, true, &events, &choices);
+        for (agent, s) in segments.iter().enumerate() {
+            prop_assert!(s.iter().all(|&r| r <= max_hops), "agent {agent}: {s:?}");
+        }
+        let bound = resets * (2 * max_hops as usize + 1);
+        prop_assert!(total <= bound, "{total} > {bound} ({resets} human messages)");
+    }
+
+    /// Any delivery order (each bot reads any unread message next, e.g. a
+    /// gateway deciding concurrently, so it may see a reply before the
+    /// message it answers): each agent still replies at most `max_hops`
+    /// times between two human messages it sees; the room carries at most
+    /// `n × max_hops` per human message plus `n × (max_hops − 1)` that bots
+    /// sent before they saw the first (README "Loop guard").
+    #[test]
+    fn in_any_delivery_order_each_agent_and_the_room_stay_within_the_bound(
+        max_hops in 2u32..=7,
+        events in prop::collection::vec((0u8..40, outside()), 0..5)
+            .prop_map(|mut v| { v.sort_by_key(|e| e.0); v }),
+        choices in prop::collection::vec(any::<u16>(), 1..64),
+    ) {
+        let (segments, total, resets) = run_room(Outside::Person, max_hops, false, &events, &choices);
+        for (agent, s) in segments.iter().enumerate() {
+            prop_assert!(s.iter().all(|&r| r <= max_hops), "agent {agent}: {s:?}");
+        }
+        let bound = resets * 3 * max_hops as usize + 3 * (max_hops as usize - 1);
+        prop_assert!(total <= bound, "{total} > {bound} ({resets} human messages)");
+    }
+}
+
+/// The figure the README states: one message, bots that answer at once in
+/// the room's order, defaults. A person in the room: 13 bot messages
+/// (`(n − 1) × max_hops + 1`); a CLI send: 12 (`(n − 1) × max_hops`: the
+/// sender's own bot does not answer its person).
+#[test]
+fn one_human_message_makes_at_most_13_bot_messages_and_a_cli_send_12() {
+    // choices [0]: the first busy bot acts, posting as soon as it decided.
+    let (_, person, _) = run_room(Outside::Person, 6, true, &[], &[0]);
+    assert_eq!(person, 13);
+    let (segments, cli, _) = run_room(Outside::CliSend(0), 6, true, &[], &[0]);
+    assert_eq!(cli, 12);
+    // mohe's bot does not answer its own person: no reply before agents spoke.
+    assert!(segments[0].iter().sum::<u32>() <= 5, "{segments:?}");
+}

@@ -1,0 +1,600 @@
+//! The loop guard end to end (issue 16): the real ejabberd, a room of its
+//! own per test (non-anonymous, so every occupant sees the real JIDs the
+//! guard's marker rule needs), and scripted bots that are real XMPP
+//! clients (`tests/ejabberd/guard_bot.py`, slixmpp) answering every
+//! message the guard lets through, each deciding with `xmpp-session-bridge
+//! admit`. People and forgers post through the same script's `say`; CLI
+//! sends go through `xmpp-session-bridge send` (the human-origin marker).
+//! A real occupant (`muc_probe.py`) counts what the room broadcast.
+//!
+//! Time is the test clock (`SESSION_SWITCH_TEST_CLOCK_FILE`, read by every
+//! `admit` and `send`): fixed unless a test moves it, so the room window
+//! (20 agent messages per 300 s) only matters where a test says so.
+
+use serde_json::Value;
+use session_switch_tests::sample::SAMPLE_CLI;
+use session_switch_tests::xmpp::{Ejabberd, RoomMessage, RoomObserver};
+use session_switch_tests::{bin_path, fixture_copy, heavy, venv_python, workspace_root};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
+const T0: f64 = 1_800_000_000.0;
+
+/// A room of this test's own, made non-anonymous with the three agents as
+/// MUC/Sub subscribers (the bridge's sender check); destroyed on drop.
+struct OwnRoom {
+    ej: Ejabberd,
+}
+
+impl OwnRoom {
+    fn new(ej: &Ejabberd) -> OwnRoom {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "guard{}x{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let ctl = |args: &[&str]| {
+            let out = Command::new(&ej.ctl)
+                .args(args)
+                .env("LC_ALL", "C.UTF-8")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "ejabberdctl {args:?}: {out:?}");
+        };
+        ctl(&["create_room", &name, &ej.muc_service, &ej.domain]);
+        for (option, value) in [("anonymous", "false"), ("allow_subscription", "true")] {
+            ctl(&["change_room_option", &name, &ej.muc_service, option, value]);
+        }
+        let room = format!("{name}@{}", ej.muc_service);
+        for agent in AGENTS {
+            ctl(&[
+                "subscribe_room",
+                &ej.jid(agent),
+                agent,
+                &room,
+                "urn:xmpp:mucsub:nodes:messages",
+            ]);
+        }
+        let mut own = ej.clone();
+        own.room = room;
+        own.room_name = name;
+        OwnRoom { ej: own }
+    }
+}
+
+impl Drop for OwnRoom {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.ej.ctl)
+            .args(["destroy_room", &self.ej.room_name, &self.ej.muc_service])
+            .output();
+    }
+}
+
+/// The bridge's files: a fixture copy, the config (the three agents and
+/// `dalang`, an agent whose bot never runs: a forger can take its nick),
+/// the cache and the test clock.
+struct World {
+    dir: tempfile::TempDir,
+    db: PathBuf,
+    config: PathBuf,
+    clock: PathBuf,
+    room: OwnRoom,
+}
+
+impl World {
+    fn new() -> Option<World> {
+        let ej = Ejabberd::from_env()?;
+        let (dir, db) = fixture_copy("hermes-latest.db")?;
+        let room = OwnRoom::new(&ej);
+        let ej = &room.ej;
+        let config = dir.path().join("session-switch.toml");
+        let mut text = format!(
+            "[xmpp]\nroom = \"{}\"\ntransport = \"http\"\napi_url = \"{}\"\n",
+            ej.room, ej.api_url
+        );
+        for (agent, session) in AGENTS
+            .iter()
+            .map(|a| (*a, format!("xmpp-{a}")))
+            .chain([("dalang", "xmpp-dalang".to_string())])
+        {
+            let session = if agent == "mohe" {
+                "xmpp-mohe-v2".into()
+            } else {
+                session
+            };
+            text.push_str(&format!(
+                "\n[[agents]]\nname = \"{agent}\"\njid = \"{}\"\nsessions = [\"{session}\"]\n",
+                ej.jid(agent)
+            ));
+        }
+        std::fs::write(&config, text).unwrap();
+        let clock = dir.path().join("clock");
+        std::fs::write(&clock, format!("{T0}")).unwrap();
+        Some(World {
+            db,
+            config,
+            clock,
+            room,
+            dir,
+        })
+    }
+
+    fn ej(&self) -> &Ejabberd {
+        &self.room.ej
+    }
+
+    fn now(&self) -> f64 {
+        std::fs::read_to_string(&self.clock)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Move the test clock on (replacing the file whole: a reader never
+    /// sees it half written).
+    fn advance(&self, seconds: f64) {
+        let tmp = self.clock.with_extension("tmp");
+        std::fs::write(&tmp, format!("{}", self.now() + seconds)).unwrap();
+        std::fs::rename(&tmp, &self.clock).unwrap();
+    }
+
+    fn script(&self) -> Command {
+        let mut cmd = Command::new(venv_python());
+        cmd.arg(workspace_root().join("tests/ejabberd/guard_bot.py"))
+            .env("SESSION_SWITCH_TEST_CLOCK_FILE", &self.clock);
+        cmd
+    }
+
+    /// Start `agent`'s bot, naming `names` in every reply; `history`: how
+    /// many past messages the room replays to it on joining.
+    fn bot(
+        &self,
+        counter: &RoomObserver,
+        agent: &str,
+        names: &[&str],
+        history: u32,
+        clock_step: f64,
+    ) -> Bot {
+        let ej = self.ej();
+        let mut cmd = self.script();
+        cmd.args([
+            "bot",
+            "--jid",
+            &ej.jid(agent),
+            "--password",
+            &ej.password(agent),
+        ])
+        .args(["--room", &ej.room, "--nick", agent, "--agent", agent])
+        .args(["--port", &ej.c2s_port.to_string(), "--host", &ej.c2s_host])
+        .args(["--history", &history.to_string()])
+        .args(["--clock-step", &clock_step.to_string()])
+        .arg("--clock-file")
+        .arg(&self.clock)
+        .arg("--bridge")
+        .arg(bin_path())
+        .arg("--config")
+        .arg(&self.config)
+        .arg("--db")
+        .arg(&self.db)
+        .arg("--cache-dir")
+        .arg(self.dir.path().join("cache"));
+        for name in names {
+            cmd.args(["--name", name]);
+        }
+        let mut bot = Bot::spawn(cmd, agent);
+        bot.seen_before = counter.messages().len();
+        bot
+    }
+
+    /// A person (or a forger) posts `body` as `nick` from `user`'s account,
+    /// with the marker when `marker`; returns once the room reflected it.
+    fn say(&self, user: &str, nick: &str, body: &str, marker: bool) {
+        let ej = self.ej();
+        let mut cmd = self.script();
+        cmd.args([
+            "say",
+            "--jid",
+            &ej.jid(user),
+            "--password",
+            &ej.password(user),
+        ])
+        .args(["--room", &ej.room, "--nick", nick, "--body", body])
+        .args(["--port", &ej.c2s_port.to_string(), "--timeout", "30"]);
+        if marker {
+            cmd.arg("--marker");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("\"said\""),
+            "say {body:?}: {out:?}"
+        );
+    }
+
+    /// A person typing through `agent`'s CLI: `xmpp-session-bridge send`.
+    fn cli_send(&self, agent: &str, body: &str) {
+        let out = Command::new(bin_path())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(["send", body, SAMPLE_CLI, "--agent", agent])
+            .env("SESSION_SWITCH_TEST_CLOCK_FILE", &self.clock)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "send: {out:?}");
+    }
+
+    fn observer(&self) -> RoomObserver {
+        RoomObserver::join_as(self.ej(), "admin", "counter")
+    }
+}
+
+/// One bot process and its decisions; killed on drop.
+struct Bot {
+    child: Child,
+    agent: String,
+    /// Live messages the counter had seen when this bot joined.
+    seen_before: usize,
+    decisions: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Bot {
+    fn spawn(mut cmd: Command, agent: &str) -> Bot {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let decisions: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let ready = Arc::new(Mutex::new(false));
+        let (shared, ready2) = (Arc::clone(&decisions), Arc::clone(&ready));
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                match v["event"].as_str() {
+                    Some("READY") => *ready2.lock().unwrap() = true,
+                    Some("decision") => shared.lock().unwrap().push(v),
+                    _ => {}
+                }
+            }
+        });
+        let started = Instant::now();
+        while !*ready.lock().unwrap() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{agent}'s bot did not join"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Bot {
+            child,
+            agent: agent.into(),
+            seen_before: 0,
+            decisions,
+        }
+    }
+
+    fn decisions(&self) -> Vec<Value> {
+        self.decisions.lock().unwrap().clone()
+    }
+
+    fn replies(&self) -> usize {
+        self.decisions()
+            .iter()
+            .filter(|d| d["reply"] == true)
+            .count()
+    }
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Wait until the room is silent: every bot decided on every live message
+/// the counter saw, and nothing new came for 2 s (at most 120 s). Returns
+/// the messages since `from` (an index into the counter's messages).
+fn settle(counter: &RoomObserver, bots: &[&Bot], from: usize) -> Vec<RoomMessage> {
+    let started = Instant::now();
+    let mut last = (usize::MAX, Instant::now());
+    loop {
+        let seen = counter.messages().len();
+        let done = bots.iter().all(|b| {
+            b.decisions()
+                .iter()
+                .filter(|d| d["delayed"] == false)
+                .count()
+                + b.seen_before
+                >= seen
+        });
+        if seen != last.0 {
+            last = (seen, Instant::now());
+        } else if done && last.1.elapsed() > Duration::from_secs(2) {
+            return counter.messages()[from..].to_vec();
+        }
+        for b in bots {
+            for d in b.decisions() {
+                assert_ne!(d["reason"], "error", "{}: {d}", b.agent);
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the room never fell silent: {seen} messages"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn by_agents(messages: &[RoomMessage]) -> usize {
+    messages
+        .iter()
+        .filter(|m| AGENTS.contains(&m.nick.as_str()))
+        .count()
+}
+
+/// No bot answered an agent message at or past the cap, and the chain
+/// ended because the guard refused (not because the bots stopped).
+fn stopped_by_the_guard(bots: &[&Bot], max_hops: u64) {
+    for b in bots {
+        for d in b.decisions() {
+            if d["reply"] == true && d["reason"] == "addressed" {
+                assert!(d["hops"].as_u64().unwrap() < max_hops, "{}: {d}", b.agent);
+            }
+        }
+    }
+    assert!(
+        bots.iter()
+            .any(|b| b.decisions().iter().any(|d| d["reason"] == "loop-guard")),
+        "no loop-guard decision"
+    );
+}
+
+/// The last decision of `bot` on a live message of someone else.
+fn last_live(bot: &Bot) -> Value {
+    bot.decisions()
+        .into_iter()
+        .rev()
+        .find(|d| d["delayed"] == false && d["nick"] != bot.agent.as_str())
+        .unwrap()
+}
+
+/// The main story, with the issue's figure: three bots that answer each
+/// other; one CLI send ends in silence after exactly `(n − 1) × max_hops`
+/// = 12 agent messages (no bot more than `max_hops` = 6 replies, the last
+/// decisions `loop-guard`); a forged marker (a non-agent JID under an
+/// agent's nick) does not reopen the chain; a person in the room does,
+/// for `(n − 1) × max_hops + 1` = 13; a CLI send through another agent's
+/// bridge resets it for every agent, again 12.
+#[test]
+fn a_cli_send_falls_silent_within_the_bound_and_only_people_restart_it() {
+    let _heavy = heavy();
+    let Some(w) = World::new() else {
+        return;
+    };
+    let counter = w.observer();
+    let bots: Vec<Bot> = AGENTS
+        .iter()
+        .map(|a| {
+            let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
+            w.bot(&counter, a, &others, 0, 0.0)
+        })
+        .collect();
+    let all: Vec<&Bot> = bots.iter().collect();
+
+    // The marker is on the stanza, and the room exposes mohe's real JID.
+    w.cli_send("mohe", "zhiwei, xiaoguo: what do you think?");
+    let chain = settle(&counter, &all, 0);
+    let send = &chain[0];
+    assert!(
+        send.human_origin && send.id.is_some() && send.id == send.origin_id,
+        "{send:?}"
+    );
+    assert_eq!(send.jid.as_deref(), Some(w.ej().jid("mohe").as_str()));
+    let first = by_agents(&chain[1..]);
+    eprintln!("agent messages after one CLI send: {first}");
+    assert_eq!(first, 12, "{chain:#?}");
+    for b in &bots {
+        assert!(b.replies() <= 6, "{}: {} replies", b.agent, b.replies());
+    }
+    stopped_by_the_guard(&all, 6);
+    assert_eq!(bots[0].decisions()[0]["reason"], "own-message");
+    assert_eq!(
+        bots[0].decisions()[0]["hops"],
+        0,
+        "mohe's chain reset by its person"
+    );
+
+    // A forger takes the nick of dalang (an agent whose bot is away) and
+    // adds the marker: its JID is not dalang's, so it counts as an agent.
+    let at = counter.messages().len();
+    w.say(
+        w.ej().outsider(),
+        "dalang",
+        "mohe, zhiwei, xiaoguo: a person says hi",
+        true,
+    );
+    let forged = settle(&counter, &all, at);
+    assert_eq!(forged.len(), 1, "{forged:#?}");
+    assert!(forged[0].human_origin);
+    for b in &bots {
+        let d = last_live(b);
+        assert_eq!(
+            (d["reply"].clone(), d["reason"].clone()),
+            (false.into(), "loop-guard".into()),
+            "{}",
+            b.agent
+        );
+    }
+
+    // A person in the room restarts the conversation (past the window).
+    w.advance(1000.0);
+    let at = counter.messages().len();
+    w.say(
+        w.ej().outsider(),
+        "alice",
+        "mohe zhiwei xiaoguo: please go on",
+        false,
+    );
+    let second = by_agents(&settle(&counter, &all, at));
+    eprintln!("agent messages after one person's message: {second}");
+    assert_eq!(second, 13);
+
+    // A CLI send through xiaoguo's bridge resets every agent's chain.
+    w.advance(1000.0);
+    let at = counter.messages().len();
+    w.cli_send("xiaoguo", "mohe and zhiwei, once more");
+    let third = by_agents(&settle(&counter, &all, at)[1..]);
+    assert_eq!(third, 12);
+}
+
+/// Interleaved turns of two agents, each seeing its own reflections
+/// between (A, B, A, B …), still reach the cap: 2 answers to the person +
+/// 5 = `(n − 1) × max_hops + 1` = 7. A three-agent cycle (each names only
+/// the next) stops at the cap too: 3 + 5 = 8. A slow loop, replies 70 s
+/// apart, stops exactly like a fast one: time never resets the count.
+#[test]
+fn interleaved_cyclic_and_slow_loops_all_stop_at_the_cap() {
+    let _heavy = heavy();
+    let Some(w) = World::new() else {
+        return;
+    };
+    let counter = w.observer();
+    {
+        let mohe = w.bot(&counter, "mohe", &["zhiwei"], 0, 0.0);
+        let zhiwei = w.bot(&counter, "zhiwei", &["mohe"], 0, 0.0);
+        w.say(w.ej().outsider(), "alice", "mohe, zhiwei: talk", false);
+        let chain = settle(&counter, &[&mohe, &zhiwei], 0);
+        assert_eq!(by_agents(&chain), 7, "{chain:#?}");
+        // Their own reflections were counted between the turns.
+        assert!(
+            mohe.decisions()
+                .iter()
+                .any(|d| d["reason"] == "own-message" && d["hops"].as_u64() > Some(1))
+        );
+        stopped_by_the_guard(&[&mohe, &zhiwei], 6);
+    }
+    w.advance(1000.0);
+    {
+        let bots = [
+            w.bot(&counter, "mohe", &["zhiwei"], 0, 0.0),
+            w.bot(&counter, "zhiwei", &["xiaoguo"], 0, 0.0),
+            w.bot(&counter, "xiaoguo", &["mohe"], 0, 0.0),
+        ];
+        let all: Vec<&Bot> = bots.iter().collect();
+        let at = counter.messages().len();
+        w.say(
+            w.ej().outsider(),
+            "alice",
+            "mohe zhiwei xiaoguo: round",
+            false,
+        );
+        let chain = settle(&counter, &all, at);
+        assert_eq!(by_agents(&chain), 8, "{chain:#?}");
+        stopped_by_the_guard(&all, 6);
+    }
+    w.advance(1000.0);
+    {
+        let step = 70.0;
+        let bots = [
+            w.bot(&counter, "mohe", &["zhiwei", "xiaoguo"], 0, step),
+            w.bot(&counter, "zhiwei", &["mohe", "xiaoguo"], 0, step),
+            w.bot(&counter, "xiaoguo", &["mohe", "zhiwei"], 0, step),
+        ];
+        let all: Vec<&Bot> = bots.iter().collect();
+        let before = w.now();
+        let at = counter.messages().len();
+        w.say(w.ej().outsider(), "alice", "all of you, slowly", false);
+        let chain = by_agents(&settle(&counter, &all, at));
+        assert_eq!(chain, 13);
+        stopped_by_the_guard(&all, 6);
+        let spent = w.now() - before;
+        assert_eq!(spent, 13.0 * step, "each reply 70 s after the one before");
+    }
+}
+
+/// The counter survives a gateway restart: after a capped chain, mohe's
+/// and xiaoguo's bots restart and the room replays its history to them
+/// (delayed: neither counted nor answered, the person's line included); a
+/// new agent message is still refused. The same body twice from one
+/// person is answered once; a new live person's line resets.
+#[test]
+fn the_counter_survives_a_restart_replays_do_not_reset_and_duplicates_are_answered_once() {
+    let _heavy = heavy();
+    let Some(w) = World::new() else {
+        return;
+    };
+    let counter = w.observer();
+    let names =
+        |a: &str| -> Vec<&'static str> { AGENTS.iter().copied().filter(|o| *o != a).collect() };
+    {
+        let bots: Vec<Bot> = AGENTS
+            .iter()
+            .map(|a| w.bot(&counter, a, &names(a), 0, 0.0))
+            .collect();
+        let all: Vec<&Bot> = bots.iter().collect();
+        w.say(w.ej().outsider(), "alice", "mohe zhiwei xiaoguo: go", false);
+        assert_eq!(by_agents(&settle(&counter, &all, 0)), 13);
+    }
+    // Restarted, with the room's history replayed on joining.
+    let mohe = w.bot(&counter, "mohe", &names("mohe"), 50, 0.0);
+    let xiaoguo = w.bot(&counter, "xiaoguo", &names("xiaoguo"), 50, 0.0);
+    std::thread::sleep(Duration::from_secs(2));
+    let replayed = mohe.decisions();
+    assert!(replayed.len() >= 10, "{replayed:?}");
+    assert!(
+        replayed
+            .iter()
+            .all(|d| d["delayed"] == true && d["reason"] == "delayed" && d["reply"] == false),
+        "{replayed:?}"
+    );
+    let at = counter.messages().len();
+    w.say(
+        "zhiwei",
+        "zhiwei",
+        "mohe and xiaoguo: are you still there?",
+        false,
+    );
+    let after = settle(&counter, &[&mohe, &xiaoguo], at);
+    assert_eq!(after.len(), 1, "nobody answered: {after:#?}");
+    for b in [&mohe, &xiaoguo] {
+        let d = last_live(b);
+        assert_eq!(d["reason"], "loop-guard", "{}: {d}", b.agent);
+        assert!(d["hops"].as_u64() > Some(6), "{d}");
+    }
+    drop((mohe, xiaoguo));
+
+    // mohe alone: the same body twice from alice is answered once.
+    w.advance(1000.0);
+    let mohe = w.bot(&counter, "mohe", &["alice"], 0, 0.0);
+    let at = counter.messages().len();
+    w.say(w.ej().outsider(), "alice", "mohe, status?", false);
+    w.say(w.ej().outsider(), "alice", "mohe, status?", false);
+    let got = settle(&counter, &[&mohe], at);
+    assert_eq!(by_agents(&got), 1, "{got:#?}");
+    let mut reasons: Vec<String> = mohe
+        .decisions()
+        .iter()
+        .map(|d| d["reason"].as_str().unwrap().to_owned())
+        .collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        ["duplicate", "human", "own-message"],
+        "{reasons:?}"
+    );
+}
