@@ -711,6 +711,14 @@ fn account(
                     }
                     Some(Fate::UpstreamDown) if in_room.len() <= 1 => report
                         .explain("3: connection broke as ejabberd went down (room may have it)"),
+                    // The proxy closed its listener (an outage) with the
+                    // connection still in the kernel's accept queue: the
+                    // kernel resets it after the request was written, so
+                    // the client cannot know (so "may have"); it never
+                    // reached ejabberd.
+                    None if in_room.is_empty() && a.stderr.contains("broke before an answer") => {
+                        report.explain("3: connection broke as the proxy went down (room does not)")
+                    }
                     other => report.problem(format!(
                         "{what}: exit 3, proxy {other:?}, room {in_room:?}: {}",
                         a.stderr
