@@ -161,8 +161,13 @@ fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
 # writes them to target/soak-report.json (the README's Reliability section).
 SOAK_SECONDS ?= 240
 
-soak: build venv variants ## the long soak (SOAK_SECONDS, default 240) with real ejabberd restarts
+# Then the gateway side for as long (host/python/tests/test_soak.py): the
+# real Hermes API server with the plugin, both versions, under the same
+# kinds of faults.
+soak: build venv variants wheel hermes-venvs ## the long soaks (SOAK_SECONDS each, default 240): CLI and Rust gateway with real ejabberd restarts, then Hermes with the plugin
 	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OWN_EJABBERD=1 $(CARGO) test -p session-switch-tests --test all soak:: -- --nocapture
+	SOAK_SECONDS=$(SOAK_SECONDS) SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh \
+	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python -p test_soak.py
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

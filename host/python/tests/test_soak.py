@@ -17,7 +17,7 @@ What must hold, checked after the run:
   `integrity-check`s pass.
 
 `SOAK_SECONDS` (default 15) is the load's length per Hermes version; `make
-test` runs the short one, `SOAK_SECONDS=300 make python-test` a long one.
+test` runs the short one, `make soak` a long one (`SOAK_SECONDS`, 240).
 """
 
 from __future__ import annotations
