@@ -251,8 +251,12 @@ class _Soak:
         turns = llm.turns()
         where = {"cli": 0, "xmpp": 0}
         for question, *_ in asked:
-            seen = [t for t in turns if question in sent_text(t["messages"][-1:])]
-            self.assertEqual(len(seen), 1, f"{question}: {len(seen)} LLM turns")
+            # Hermes merges consecutive user rows before the call: a question
+            # whose answer was not stored yet heads the next turn's last
+            # message, so a turn's own question is the one it ends with.
+            seen = [t for t in turns if sent_text(t["messages"][-1:]).endswith(question)]
+            self.assertEqual(len(seen), 1, f"{question}: {len(seen)} LLM turns: "
+                             f"{[t['messages'][-2:] for t in seen]}")
             history = sent_text(seen[0]["messages"][1:-1])
             decided = CLI_SESSION if CLI_MARK in history else XMPP
             where["cli" if decided == CLI_SESSION else "xmpp"] += 1
