@@ -8,7 +8,7 @@
 //!
 //! The knobs the tests turn, all fields of [`FakeState`]: the clock
 //! (`now`), scripted failures per import (`fail`), a delay inside every
-//! import but `now` (`import_delay`: time spent in the host must not count
+//! import but `now` (`import_delay`, spent busy: time spent in the host must not count
 //! against the policy's fuel), the log of calls (`calls`) and the rows the
 //! last `history` call returned (`last_history`). [`FakeHost::from_fixture`]
 //! seeds it from a real Hermes database; [`FakeHost::refusing`] fails every
@@ -133,7 +133,7 @@ pub struct FakeState {
     pub room: String,
     /// Scripted failures: the import returns this and does nothing.
     pub fail: BTreeMap<Import, Failure>,
-    /// Sleep this long inside every import but `now` (outside the lock).
+    /// Stay busy this long inside every import but `now` (outside the lock).
     pub import_delay: Duration,
     /// Every import call, in order (both sides must make the same calls).
     pub calls: Vec<ImportCall>,
@@ -155,7 +155,7 @@ impl FakeState {
     }
 
     /// How many imports were called, `now` not counted (the ones that
-    /// sleep `import_delay`).
+    /// spend `import_delay`).
     pub fn import_calls(&self) -> usize {
         self.calls
             .iter()
@@ -382,12 +382,15 @@ impl FakeHost {
         self.state().clone()
     }
 
-    /// An import but `now`: sleep `import_delay` (not holding the lock),
-    /// then run `f` on the state.
+    /// An import but `now`: busy for `import_delay` (not holding the lock),
+    /// then run `f` on the state. Busy, not asleep: the thread's CPU time
+    /// grows as it does while SQLite reads, so the guest clock (CPU time)
+    /// must subtract it, not just ignore a sleep.
     fn import<T>(&self, f: impl FnOnce(&mut FakeState) -> T) -> T {
         let delay = self.state().import_delay;
-        if !delay.is_zero() {
-            std::thread::sleep(delay);
+        let started = std::time::Instant::now();
+        while started.elapsed() < delay {
+            std::hint::spin_loop();
         }
         f(&mut self.state())
     }

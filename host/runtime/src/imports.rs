@@ -15,11 +15,10 @@ use super::apply;
 use super::bindings::agentsmeeting::session_switch::{host, types};
 use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
 use super::host_imports::HostImports;
-use super::limits::{GuestClock, Limiter, Limits};
+use super::limits::{GuestClock, Limiter, Limits, thread_time};
 use crate::Failure;
 use crate::HistoryRow;
 use session_switch_contract::keys::{GUARD_KEY_PREFIX, is_our_meta_key, record_key};
-use std::time::Instant;
 
 /// Which export of the policy is running (what its imports may do).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -187,9 +186,9 @@ impl StoreData {
 
     /// Run one import's work, its time counted as the host's, not the guest's.
     fn timed<R>(&mut self, work: impl FnOnce(&mut Self) -> R) -> R {
-        let started = Instant::now();
+        let started = thread_time();
         let answer = work(self);
-        self.clock.add_import(started.elapsed());
+        self.clock.add_import(thread_time().saturating_sub(started));
         answer
     }
 

@@ -140,8 +140,8 @@ impl PolicyInstance {
         self.last_fuel
     }
 
-    /// The last call's own running time: wall-clock time from its start to
-    /// its end minus the time spent in host imports (what
+    /// The last call's own running time: the thread's CPU time from its
+    /// start to its end minus the CPU time spent in host imports (what
     /// [`Limits::guest_time_per_call`](super::Limits) bounds); for
     /// measuring budgets.
     pub fn last_call_guest_time(&self) -> Duration {

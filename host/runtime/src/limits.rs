@@ -3,6 +3,7 @@
 //! guest clock that bounds a call's own running time (time in host imports
 //! not counted) through wasmtime's epoch interruption.
 
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 use wasmtime::{Engine, ResourceLimiter, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 
@@ -25,12 +26,14 @@ pub struct Limits {
     /// Largest linear memory of the instance, in bytes. A store lives for
     /// many calls when it is reused, so this bounds their sum of growth.
     pub memory_bytes: usize,
-    /// Longest wall-clock time one call may spend in the policy itself:
-    /// from the call's start, minus the time spent inside host imports
-    /// (an `ejabberdctl` send takes ~0.5 s; the transports have their own
-    /// time limits). Checked every [`EPOCH_TICK`], so a call runs at most
-    /// about one tick longer (more on a machine too loaded to run the
-    /// ticker thread).
+    /// Longest time one call may spend in the policy itself: the calling
+    /// thread's CPU time from the call's start, minus the CPU time spent
+    /// inside host imports (an `ejabberdctl` send waits ~0.5 s; the
+    /// transports have their own time limits). CPU time, not wall-clock
+    /// time, so that a loaded machine, which leaves the thread waiting for
+    /// a core, does not fail a good policy. Checked every [`EPOCH_TICK`]
+    /// of wall-clock time, so a call runs at most about one tick longer
+    /// (more on a machine too loaded to run the ticker thread).
     pub guest_time_per_call: Duration,
 }
 
@@ -99,13 +102,30 @@ pub(crate) fn start_ticker(engine: &Engine) -> Result<(), crate::Failure> {
         })
 }
 
-/// The running time of the current call, split into time inside host
-/// imports and the rest (the guest's own), and whether the guest went past
-/// its limit.
+/// The CPU time the calling thread has used, as a point to measure from.
+///
+/// `CLOCK_THREAD_CPUTIME_ID` where the system has it (Linux, macOS, BSDs;
+/// `GetThreadTimes` on Windows), through the `cpu-time` crate; elsewhere
+/// wall-clock time since the first look, so the limit still holds, counted
+/// as before.
+pub(crate) fn thread_time() -> Duration {
+    static FALLBACK: LazyLock<Instant> = LazyLock::new(Instant::now);
+    match cpu_time::ThreadTime::try_now() {
+        Ok(now) => now.as_duration(),
+        Err(_) => FALLBACK.elapsed(),
+    }
+}
+
+/// The CPU time of the current call (see [`thread_time`]), split into time
+/// inside host imports and the rest (the guest's own), and whether the
+/// guest went past its limit.
+///
+/// A call runs on one thread from start to end (wasmtime's synchronous
+/// calls), which is what makes the thread's CPU time the call's.
 #[derive(Debug)]
 pub(crate) struct GuestClock {
     limit: Duration,
-    started: Instant,
+    started: Duration,
     in_imports: Duration,
     /// Set when the epoch callback stopped the call for its guest time;
     /// cleared per call.
@@ -116,7 +136,7 @@ impl GuestClock {
     pub(crate) fn new(limits: &Limits) -> Self {
         Self {
             limit: limits.guest_time_per_call,
-            started: Instant::now(),
+            started: thread_time(),
             in_imports: Duration::ZERO,
             hit: false,
         }
@@ -124,7 +144,7 @@ impl GuestClock {
 
     /// Start timing a new call.
     pub(crate) fn begin(&mut self) {
-        self.started = Instant::now();
+        self.started = thread_time();
         self.in_imports = Duration::ZERO;
         self.hit = false;
     }
@@ -136,7 +156,9 @@ impl GuestClock {
 
     /// The guest's own time in this call so far.
     pub(crate) fn guest_time(&self) -> Duration {
-        self.started.elapsed().saturating_sub(self.in_imports)
+        thread_time()
+            .saturating_sub(self.started)
+            .saturating_sub(self.in_imports)
     }
 
     pub(crate) fn limit(&self) -> Duration {
