@@ -413,6 +413,34 @@ fn the_record_expires_after_the_ttl_and_clear_ends_it() {
 }
 
 #[test]
+fn a_record_the_policy_refuses_is_replaced_by_the_next_send() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    for timestamp in ["9999999999", "1e400"] {
+        let value = format!("{{\"session_id\": \"{CLI_SESSION}\", \"timestamp\": {timestamp}}}");
+        w.conn()
+            .execute(
+                "INSERT OR REPLACE INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
+                [&value],
+            )
+            .unwrap();
+        let d = w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert_eq!(d["redirected"], false, "{timestamp}: {d}");
+        let receipt = w.json(&[
+            "send",
+            &unique("replaces it"),
+            CLI_SESSION,
+            "--agent",
+            "mohe",
+        ]);
+        assert_eq!(receipt["record_replaced"], true, "{timestamp}: {receipt}");
+        let d = w.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert_eq!(d["reason"], "redirected", "{timestamp}: {d}");
+    }
+}
+
+#[test]
 fn the_seeds_key_counts_for_the_legacy_agent_only() {
     // The fixture's `active_xmpp_sender_session` names the CLI session with
     // a June timestamp: read for mohe (expired), never for zhiwei.

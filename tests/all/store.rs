@@ -13,7 +13,7 @@ use serde_json::json;
 use session_switch::store::{HermesStore, PendingState, SendWrite, Written};
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::record_key;
-use session_switch_tests::sample::{self, SAMPLE_CLI};
+use session_switch_tests::sample::{self, SAMPLE_CLI, unix_now};
 use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
@@ -697,23 +697,59 @@ fn a_stored_record_that_is_not_a_valid_record_is_replaced() {
         assert!(written.record_replaced, "{stored:?}");
         assert_eq!(store.meta_get(key).unwrap(), Some(record(1_000.0)));
     }
-    // A newer integer timestamp (as the seed wrote them) is kept.
-    Connection::open(&db)
+    // A record the policy would refuse is replaced however new it claims
+    // to be: no text session id, or dated beyond the future skew (120 s by
+    // default) after both the send and the clock; `1e400` is infinity to
+    // SQLite.
+    let soon = |seconds: f64| {
+        format!(
+            "{{\"session_id\": \"x\", \"timestamp\": {}}}",
+            unix_now() + seconds
+        )
+    };
+    for stored in [
+        "{\"timestamp\": 3000}".to_string(),
+        "{\"session_id\": \"\", \"timestamp\": 3000}".into(),
+        "{\"session_id\": 7, \"timestamp\": 3000}".into(),
+        "{\"session_id\": \"x\", \"timestamp\": 9999999999}".into(),
+        "{\"session_id\": \"x\", \"timestamp\": 1e400}".into(),
+        soon(125.0),
+    ] {
+        set_meta(&db, key, &stored);
+        let written = send(&mut store, "[YOU] replaces a refused record", 1_000.0).unwrap();
+        assert!(written.record_replaced, "{stored}");
+        assert_eq!(
+            store.meta_get(key).unwrap(),
+            Some(record(1_000.0)),
+            "{stored}"
+        );
+    }
+    // A newer record the policy takes is kept: an integer timestamp (as the
+    // seed wrote them), one within the skew ahead of the clock.
+    for stored in [
+        "{\"session_id\": \"x\", \"timestamp\": 3000}".to_string(),
+        soon(60.0),
+    ] {
+        set_meta(&db, key, &stored);
+        let older = send(&mut store, "[YOU] older", 2_999.5).unwrap();
+        assert!(!older.record_replaced, "{stored}");
+        assert_eq!(store.meta_get(key).unwrap(), Some(stored));
+    }
+    // The skew is the config's: with none, a record ahead of the clock is
+    // replaced.
+    store.set_future_skew(0);
+    let written = send(&mut store, "[YOU] no skew allowed", 2_999.5).unwrap();
+    assert!(written.record_replaced);
+}
+
+fn set_meta(db: &std::path::Path, key: &str, value: &str) {
+    Connection::open(db)
         .unwrap()
         .execute(
-            "UPDATE state_meta SET value = '{\"timestamp\": 3000}' WHERE key = ?1",
-            [key],
+            "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?1, ?2)",
+            [key, value],
         )
         .unwrap();
-    assert!(
-        !send(&mut store, "[YOU] older", 2_999.5)
-            .unwrap()
-            .record_replaced
-    );
-    assert_eq!(
-        store.meta_get(key).unwrap().as_deref(),
-        Some("{\"timestamp\": 3000}")
-    );
 }
 
 /// A post that fails leaves every row of every table as it was (the intent

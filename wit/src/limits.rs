@@ -8,6 +8,11 @@ pub const MAX_SESSION_ID_CHARS: usize = 256;
 /// Default longest room message, in characters (Hermes's XMPP adapter).
 pub const DEFAULT_MAX_BODY_CHARS: u32 = 10_000;
 
+/// Default clock skew tolerated between the sender's and the gateway's
+/// clocks, in seconds: a record dated further in the future does not count
+/// (the policy refuses it, reason `future-dated`), and a send replaces it.
+pub const DEFAULT_FUTURE_SKEW_SECONDS: u32 = 120;
+
 /// Largest `max_body_chars` a config may set, in characters: the host's
 /// text cap ([`max_text_bytes`]) then stays far below the guest's memory cap.
 pub const MAX_BODY_CHARS_LIMIT: u32 = 1_000_000;

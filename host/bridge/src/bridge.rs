@@ -102,6 +102,14 @@ impl Bridge {
         Ok(self.instance_noting(sends, false)?.0)
     }
 
+    /// A connection to the agent's `state.db`, with the config's future
+    /// skew for the sends it completes ([`HermesStore::set_future_skew`]).
+    fn store(&self) -> Result<HermesStore, Failure> {
+        let mut store = HermesStore::open(&self.db)?;
+        store.set_future_skew(self.config.redirect.future_skew_seconds);
+        Ok(store)
+    }
+
     /// [`Bridge::instance`], with the notes of its chain walk
     /// ([`HermesImports::reporting`]).
     fn instance_noting(
@@ -114,7 +122,7 @@ impl Bridge {
         } else {
             None
         };
-        let store = HermesStore::open(&self.db)?;
+        let store = self.store()?;
         let mut settings = wiring::settings(&self.config);
         for (root, child) in add_continuations(&store, &mut settings)? {
             tracing::debug!(
@@ -203,7 +211,7 @@ impl Bridge {
     /// §9.5, [`HermesStore::complete_pending`]), each exactly once; what was
     /// written. Errors: kind `busy` past the write deadline, kind `store`.
     pub fn complete_pending(&self) -> Result<Vec<Written>, Failure> {
-        HermesStore::open(&self.db)?.complete_pending()
+        self.store()?.complete_pending()
     }
 
     /// The sends of `agent` (or every agent) not (yet) in the history
@@ -212,7 +220,7 @@ impl Bridge {
     /// the room may have, and delivered ones the database stayed too busy to
     /// take. Errors as [`Bridge::complete_pending`].
     pub fn pending_sends(&self, agent: Option<&str>) -> Result<Vec<PendingSend>, Failure> {
-        let mut store = HermesStore::open(&self.db)?;
+        let mut store = self.store()?;
         store.complete_pending()?;
         let mut pending = store.pending_sends()?;
         pending.retain(|p| agent.is_none_or(|a| p.agent == a));
@@ -223,7 +231,7 @@ impl Bridge {
     /// Delivered ones are not forgotten unwritten: call
     /// [`Bridge::complete_pending`] first (the CLI's `clear` does).
     pub fn clear_pending(&self, agent: Option<&str>) -> Result<usize, Failure> {
-        HermesStore::open(&self.db)?.clear_pending(agent)
+        self.store()?.clear_pending(agent)
     }
 
     /// What `active` shows (the CLI's and the binding's): every record's

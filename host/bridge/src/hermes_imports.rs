@@ -283,7 +283,7 @@ impl HostImports for HermesImports {
         // transaction, store/chain.rs `write_target`).
         if let Some(problem) = api_session_id_problem(&plan.cli_session_id) {
             return Err(Failure::bad_input(format!(
-                "CLI session id {:?} {problem}, so Hermes's API server would refuse it;                  nothing was sent or written",
+                "CLI session id {:?} {problem}, so Hermes's API server would refuse it; nothing was sent or written",
                 plan.cli_session_id
             )));
         }

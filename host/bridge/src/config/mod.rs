@@ -22,9 +22,7 @@ use raw::{RawConfig, Source};
 
 /// The seed's TTL of a record: one hour.
 pub const DEFAULT_TTL_SECONDS: u32 = 3600;
-/// Clock skew tolerated between the sender's and the gateway's clocks.
-pub const DEFAULT_FUTURE_SKEW_SECONDS: u32 = 120;
-pub use session_switch_contract::limits::DEFAULT_MAX_BODY_CHARS;
+pub use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
 
 /// A validated config.
 #[derive(Clone, Debug, PartialEq)]

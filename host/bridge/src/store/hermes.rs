@@ -43,6 +43,10 @@ pub struct HermesStore {
     /// ([`super::BRIEF_DEADLINE`] unless changed with
     /// [`HermesStore::set_write_deadline`]).
     pub(super) write_deadline: Duration,
+    /// How far in the future a stored record may be dated and still be
+    /// kept by a send that is older (seconds; the config's
+    /// `future_skew_seconds`, set with [`HermesStore::set_future_skew`]).
+    pub(super) future_skew_seconds: u32,
     /// `messages.active` exists (Hermes ≥ 2026-05-10, schema v22+): history
     /// keeps only `active = 1` rows. Read once per connection at open.
     has_active: bool,
@@ -93,6 +97,7 @@ impl HermesStore {
             path: path.to_path_buf(),
             busy_timeout: BUSY_TIMEOUT,
             write_deadline: super::BRIEF_DEADLINE,
+            future_skew_seconds: session_switch_contract::limits::DEFAULT_FUTURE_SKEW_SECONDS,
             has_active: false,
             loader: LoaderSql::new(Loader::Early, |_| false),
             cjk_loaded: Cell::new(false),
@@ -143,6 +148,16 @@ impl HermesStore {
     /// [`super::BRIEF_BUSY`] on a lock; the deadline bounds them all.
     pub fn set_write_deadline(&mut self, deadline: Duration) {
         self.write_deadline = deadline;
+    }
+
+    /// Change the clock skew a send allows a stored record (default
+    /// [`DEFAULT_FUTURE_SKEW_SECONDS`](session_switch_contract::limits::DEFAULT_FUTURE_SKEW_SECONDS),
+    /// 120 s; the config's `future_skew_seconds`): a stored record dated
+    /// more than this after both the send and the system clock is one the
+    /// policy refuses (`future-dated`), so the send replaces it instead of
+    /// keeping it as the newer one.
+    pub fn set_future_skew(&mut self, seconds: u32) {
+        self.future_skew_seconds = seconds;
     }
 
     /// The value of `state_meta` key `key`; `None` when the key, or the

@@ -55,18 +55,29 @@ const CREATE_STATE_META: &str =
 const CREATE_SENT: &str = "CREATE TABLE IF NOT EXISTS session_switch_sent (message_id INTEGER \
      PRIMARY KEY, agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL);";
 
-/// The record upsert: replaces the stored record unless it is valid JSON
-/// whose numeric `timestamp` is newer than the new record's (DESIGN §8: "a
-/// later send wins over an earlier one by timestamp, not by arrival"; equal
-/// timestamps replace). Nested `CASE` because SQLite does not promise to
-/// short-circuit `AND`, and `json_type` of invalid JSON is an error.
+/// The record upsert: replaces the stored record unless it is one the
+/// policy would take that is newer than the new record (DESIGN §8: "a later
+/// send wins over an earlier one by timestamp, not by arrival"; equal
+/// timestamps replace). Kept only when the stored value is valid JSON with
+/// a non-empty text `session_id` and a numeric `timestamp` later than the
+/// new one's, yet at most `?3` seconds (the future skew) after the later of
+/// the new one's and the system clock `?4` (a completed intent's timestamp
+/// can be hours old). A record dated beyond that, `1e400` included, which
+/// SQLite reads as infinity, is refused by the policy as `future-dated`,
+/// so keeping it would leave the agent with no record that counts. Nested
+/// `CASE` because SQLite does not promise to short-circuit `AND`, and
+/// `json_type` of invalid JSON is an error.
 const UPSERT_RECORD: &str = "\
     INSERT INTO state_meta (key, value) VALUES (?1, ?2)
     ON CONFLICT(key) DO UPDATE SET value = excluded.value
     WHERE CASE WHEN json_valid(state_meta.value) THEN
               CASE WHEN json_type(state_meta.value, '$.timestamp') IN ('integer', 'real')
-                   THEN json_extract(state_meta.value, '$.timestamp')
-                        <= json_extract(excluded.value, '$.timestamp')
+                        AND json_type(state_meta.value, '$.session_id') = 'text'
+                   THEN json_extract(state_meta.value, '$.session_id') = ''
+                        OR json_extract(state_meta.value, '$.timestamp')
+                           <= json_extract(excluded.value, '$.timestamp')
+                        OR json_extract(state_meta.value, '$.timestamp')
+                           > max(json_extract(excluded.value, '$.timestamp'), ?4) + ?3
                    ELSE 1 END
           ELSE 1 END";
 
@@ -210,7 +221,15 @@ impl HermesStore {
             )
             .map_err(sql)?;
             let changed = tx
-                .execute(UPSERT_RECORD, params![w.record_key, w.record_value])
+                .execute(
+                    UPSERT_RECORD,
+                    params![
+                        w.record_key,
+                        w.record_value,
+                        self.future_skew_seconds,
+                        unix_now()
+                    ],
+                )
                 .map_err(sql)?;
             Ok(Some(Written {
                 message_id,
@@ -275,4 +294,11 @@ impl Drop for IntentGuard<'_> {
             self.store.drop_intent(self.key);
         }
     }
+}
+
+/// The system clock in Unix seconds (0 before 1970).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
