@@ -695,3 +695,33 @@ fn a_missing_database_or_config_names_the_path() {
     assert_eq!(code, 2);
     assert!(line.contains("/nonexistent/c.toml"), "{line}");
 }
+
+#[test]
+fn argument_errors_are_one_line_with_a_hint_for_the_command_given() {
+    let run = |args: &[&str]| failed(&Command::new(bin_path()).args(args).output().unwrap());
+    let (code, line) = run(&[
+        "context",
+        "xmpp-mohe-v2",
+        "--agent",
+        "mohe",
+        "--limit",
+        "-1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        line.contains("'-1'") && line.ends_with("(see --help)"),
+        "{line}"
+    );
+    let (code, line) = run(&["send", "-x", "s1", "--agent", "mohe"]);
+    assert_eq!(code, 2);
+    assert!(
+        line.contains("send --agent NAME -- TEXT SESSION_ID"),
+        "{line}"
+    );
+    let (code, line) = run(&["admit", "--agent", "mohe", "--from", "r/n", "-x"]);
+    assert_eq!(code, 2);
+    assert!(
+        line.contains("admit --agent NAME --from OCCUPANT -- BODY"),
+        "{line}"
+    );
+}

@@ -42,11 +42,21 @@ fn main() -> ExitCode {
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ");
-            let hint = if e.kind() == clap::error::ErrorKind::UnknownArgument {
-                "a message starting with '-' goes after the options and '--': \
-                 send --agent NAME -- TEXT SESSION_ID; see --help"
-            } else {
-                "see --help"
+            // Only `send` and `admit` take a message, so only they get the
+            // hint about one that starts with '-'.
+            let command = std::env::args()
+                .skip(1)
+                .find(|a| a == "send" || a == "admit");
+            let hint = match (e.kind(), command.as_deref()) {
+                (clap::error::ErrorKind::UnknownArgument, Some("send")) => {
+                    "a message starting with '-' goes after the options and '--': \
+                     send --agent NAME -- TEXT SESSION_ID; see --help"
+                }
+                (clap::error::ErrorKind::UnknownArgument, Some(_)) => {
+                    "a message starting with '-' goes after the options and '--': \
+                     admit --agent NAME --from OCCUPANT -- BODY; see --help"
+                }
+                _ => "see --help",
             };
             eprintln!("xmpp-session-bridge: {what} ({hint})");
             return ExitCode::from(2);
