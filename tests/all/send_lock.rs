@@ -26,6 +26,55 @@ fn write<'a>(content: &'a str, record: &'a str, timestamp: f64) -> SendWrite<'a>
     }
 }
 
+/// `tests/scripts/hermes_style_load.py` on a database: Hermes-style readers
+/// and a writer, running until [`HermesLoad::finish`].
+struct HermesLoad {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+    stop: std::path::PathBuf,
+}
+
+impl HermesLoad {
+    /// Start the load on `db`'s `xmpp-mohe-v2` (its stop file in `dir`);
+    /// returns once it says it is ready.
+    fn start(db: &std::path::Path, dir: &std::path::Path) -> Self {
+        let stop = dir.join("stop");
+        let script =
+            session_switch_tests::workspace_root().join("tests/scripts/hermes_style_load.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(db)
+            .arg("xmpp-mohe-v2")
+            .arg("--stop")
+            .arg(&stop)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the Hermes-style load");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        Self { child, out, stop }
+    }
+
+    /// Stop the load; its report (the script's JSON line).
+    fn finish(mut self) -> serde_json::Value {
+        std::fs::write(&self.stop, "").unwrap();
+        let mut report = String::new();
+        self.out.read_line(&mut report).unwrap();
+        assert!(self.child.wait().unwrap().success());
+        serde_json::from_str(&report).expect("the load's JSON line")
+    }
+}
+
+/// A test that fails before `finish` leaves no load running.
+impl Drop for HermesLoad {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn record(timestamp: f64) -> String {
     format!(
         r#"{{"session_id": "20260619_190821_7c0afe", "timestamp": {timestamp}, "source": "cli", "agent": "mohe"}}"#
@@ -56,21 +105,7 @@ fn sends_under_hermes_load(fixture: &str, want_mode: &str) {
     };
     let _heavy = session_switch_tests::heavy();
     assert_eq!(journal_mode(&db), want_mode, "{fixture}");
-    let stop = dir.path().join("stop");
-    let script = session_switch_tests::workspace_root().join("tests/scripts/hermes_style_load.py");
-    let mut load = Command::new("python3")
-        .arg(&script)
-        .arg(&db)
-        .arg("xmpp-mohe-v2")
-        .arg("--stop")
-        .arg(&stop)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs the Hermes-style load");
-    let mut out = BufReader::new(load.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let load = HermesLoad::start(&db, dir.path());
 
     let mut store = HermesStore::open(&db).unwrap();
     let base = 1_781_880_000.0;
@@ -92,11 +127,7 @@ fn sends_under_hermes_load(fixture: &str, want_mode: &str) {
         // Let the load run between sends too.
         std::thread::sleep(Duration::from_millis(300));
     }
-    std::fs::write(&stop, "").unwrap();
-    let mut report = String::new();
-    out.read_line(&mut report).unwrap();
-    assert!(load.wait().unwrap().success());
-    let report: serde_json::Value = serde_json::from_str(&report).expect("the load's JSON line");
+    let report = load.finish();
     eprintln!("{fixture} ({want_mode}): {report}");
     assert_eq!(
         report["read_failures"],
@@ -295,21 +326,7 @@ fn cli_sends_through_a_slow_room_never_fail_hermes_readers_or_writers() {
             ctl.extend(ej.ctl_argv());
             cli_config(&ej, &db, &format!("slow-{delay}.toml"), &ctl, timeout)
         };
-        let stop = dir.path().join("stop");
-        let script = workspace_root().join("tests/scripts/hermes_style_load.py");
-        let mut load = Command::new("python3")
-            .arg(&script)
-            .arg(&db)
-            .arg("xmpp-mohe-v2")
-            .arg("--stop")
-            .arg(&stop)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the Hermes-style load");
-        let mut out = BufReader::new(load.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "ready");
+        let load = HermesLoad::start(&db, dir.path());
         let mut bodies = Vec::new();
         let mut statuses = Vec::new();
         // 1.5 s twice, then 4 s of a 10 s limit (the real post adds ~0.5 s,
@@ -330,11 +347,7 @@ fn cli_sends_through_a_slow_room_never_fail_hermes_readers_or_writers() {
             bodies.push(body);
             std::thread::sleep(Duration::from_millis(300));
         }
-        std::fs::write(&stop, "").unwrap();
-        let mut report = String::new();
-        out.read_line(&mut report).unwrap();
-        assert!(load.wait().unwrap().success());
-        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        let report = load.finish();
         eprintln!("{} {fixture} ({mode}): {report}", bin_path().display());
         for (status, stderr) in &statuses {
             assert_eq!(*status, Some(0), "{fixture}: {stderr}");

@@ -320,11 +320,11 @@ fn a_room_that_does_not_exist_is_not_accepted() {
     }
 }
 
-#[test]
-fn a_room_jid_that_is_not_bare_is_refused_before_anything_runs() {
-    // Neither a command nor a server exists: reaching them would be a
-    // `transport` failure, so `bad-input` proves nothing was attempted.
-    let transports: [Box<dyn Transport>; 2] = [
+/// Both transports, pointed where neither a command nor a server exists:
+/// reaching them would be a `transport` failure, so a `bad-input` one
+/// proves nothing was attempted.
+fn unreachable_transports() -> [Box<dyn Transport>; 2] {
+    [
         Box::new(ctl(
             vec!["/nonexistent/ejabberdctl".into()],
             EJABBERDCTL_TIMEOUT,
@@ -333,8 +333,12 @@ fn a_room_jid_that_is_not_bare_is_refused_before_anything_runs() {
             &format!("http://127.0.0.1:{}/api", unused_port()),
             HTTP_TIMEOUT,
         )),
-    ];
-    for t in &transports {
+    ]
+}
+
+#[test]
+fn a_room_jid_that_is_not_bare_is_refused_before_anything_runs() {
+    for t in &unreachable_transports() {
         for room in ["coregroup", "coregroup@conference.x/mohe"] {
             assert_fails(
                 t.check_sender("mohe@x", room),
@@ -354,17 +358,7 @@ fn a_room_jid_that_is_not_bare_is_refused_before_anything_runs() {
 
 #[test]
 fn xml_illegal_characters_are_refused_before_anything_runs() {
-    let transports: [Box<dyn Transport>; 2] = [
-        Box::new(ctl(
-            vec!["/nonexistent/ejabberdctl".into()],
-            EJABBERDCTL_TIMEOUT,
-        )),
-        Box::new(http(
-            &format!("http://127.0.0.1:{}/api", unused_port()),
-            HTTP_TIMEOUT,
-        )),
-    ];
-    for t in &transports {
+    for t in &unreachable_transports() {
         for (body, code) in [("bell\u{7}", "U+0007"), ("esc \u{1b}[31m red", "U+001B")] {
             assert_fails(
                 t.post("mohe@x", "room@conference.x", body),

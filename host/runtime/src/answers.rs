@@ -150,7 +150,6 @@ pub(crate) fn check_cleared(reported: &[String], deleted: &[String]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{HistoryRow, HostImports};
 
     fn decision(session_id: &str, redirected: bool, reason: Reason) -> Decision {
         Decision {
@@ -198,12 +197,12 @@ mod tests {
         }
     }
 
-    /// `state_meta` in memory: enough for [`check_redirect`], which reads
-    /// records only (a unit test of the logic above the store; the real
-    /// store is exercised in `tests/sandbox.rs`).
+    /// `state_meta` in memory (records, the keys read so far): enough for
+    /// [`check_redirect`], which only reads records. Record
+    /// `session_switch:active:broken` cannot be read (a locked `state.db`).
     struct Meta(Vec<(&'static str, &'static str)>, Vec<String>);
 
-    impl HostImports for Meta {
+    impl Meta {
         fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
             self.1.push(key.to_owned());
             if key == "session_switch:active:broken" {
@@ -214,29 +213,6 @@ mod tests {
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| (*v).to_owned()))
-        }
-        fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
-            unreachable!("the check only reads")
-        }
-        fn meta_delete(&mut self, _: &str) -> Result<bool, Failure> {
-            unreachable!("the check only reads")
-        }
-        fn session_exists(&mut self, _: &str) -> Result<bool, Failure> {
-            unreachable!("the check only reads records")
-        }
-        fn history(
-            &mut self,
-            _: &str,
-            _: &str,
-            _: Option<u32>,
-        ) -> Result<Vec<HistoryRow>, Failure> {
-            unreachable!("the check only reads records")
-        }
-        fn now(&mut self) -> f64 {
-            0.0
-        }
-        fn send(&mut self, _: &crate::SendPlan) -> Result<crate::Sent, Failure> {
-            unreachable!("the check only reads")
         }
     }
 

@@ -332,8 +332,8 @@ fn fallback_decision(asked: &str, failure: &Failure) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Agent, LoopGuard, SendPlan, Sent, Settings};
-    use crate::{CacheMode, EMBEDDED_COMPONENT, HostImports, Policy, PolicyOptions};
+    use crate::test_host::{TestHost, settings, user_row};
+    use crate::{CacheMode, EMBEDDED_COMPONENT, Policy, PolicyOptions};
     use std::sync::{Arc, Mutex};
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id, Record};
@@ -411,74 +411,9 @@ mod tests {
         }
     }
 
-    /// One session with one row, no records: enough for the real policy
-    /// to answer (the store is tested in `tests/`).
-    struct OneRow;
-
+    /// The one row of the test host's sessions.
     fn row() -> HistoryRow {
-        HistoryRow {
-            id: 7,
-            role: "user".into(),
-            content: "zhiwei: 收到".into(),
-            tool_calls: None,
-            tool_call_id: None,
-            tool_name: None,
-            bridge_wrote: false,
-            loaded: None,
-        }
-    }
-
-    impl HostImports for OneRow {
-        fn meta_get(&mut self, _: &str) -> Result<Option<String>, Failure> {
-            Ok(None)
-        }
-        fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
-            Ok(())
-        }
-        fn meta_delete(&mut self, _: &str) -> Result<bool, Failure> {
-            Ok(false)
-        }
-        fn session_exists(&mut self, _: &str) -> Result<bool, Failure> {
-            Ok(true)
-        }
-        fn history(
-            &mut self,
-            _: &str,
-            _: &str,
-            _: Option<u32>,
-        ) -> Result<Vec<HistoryRow>, Failure> {
-            Ok(vec![row()])
-        }
-        fn now(&mut self) -> f64 {
-            1781870400.0
-        }
-        fn send(&mut self, _: &SendPlan) -> Result<Sent, Failure> {
-            Err(Failure::store("no sends here"))
-        }
-    }
-
-    fn settings() -> Settings {
-        Settings {
-            room: "coregroup@conference.example.org".into(),
-            ttl_seconds: 3600,
-            future_skew_seconds: 120,
-            max_body_chars: 10_000,
-            legacy_agent: None,
-            agents: vec![Agent {
-                name: "mohe".into(),
-                jid: "mohe@example.org".into(),
-                nick: "mohe".into(),
-                sessions: vec!["xmpp-mohe-v2".into()],
-                aliases: vec![],
-                mention: None,
-            }],
-            loop_guard: LoopGuard {
-                max_hops: 6,
-                window_messages: 20,
-                window_seconds: 300,
-                duplicate_seconds: 600,
-            },
-        }
+        user_row(7, "zhiwei: 收到")
     }
 
     #[test]
@@ -488,7 +423,7 @@ mod tests {
             ..PolicyOptions::default()
         };
         let policy = Policy::from_bytes(EMBEDDED_COMPONENT, options).unwrap();
-        let mut instance = policy.instance(OneRow, settings());
+        let mut instance = policy.instance(TestHost::new(vec![row()]), settings());
         let warnings = Warnings::default();
         tracing::subscriber::with_default(warnings.clone(), || {
             // An agent the settings do not name: the policy refuses

@@ -409,70 +409,15 @@ impl StoreData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::HostImports;
     use crate::bindings::agentsmeeting::session_switch::host::Host as _;
+    use crate::test_host::{NOW, Seen, TestHost, user_row};
     use std::sync::{Arc, Mutex};
 
-    /// Records what reached the imports (a fake: the logic under test is
-    /// the runtime's gatekeeping above it).
-    #[derive(Default)]
-    struct Seen {
-        sends: Vec<SendPlan>,
-        deletes: Vec<String>,
-        histories: u32,
-    }
-
-    struct Recording(Arc<Mutex<Seen>>);
-
-    impl HostImports for Recording {
-        fn meta_get(&mut self, _: &str) -> Result<Option<String>, Failure> {
-            Ok(None)
-        }
-        fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
-            Ok(())
-        }
-        fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
-            self.0.lock().unwrap().deletes.push(key.into());
-            Ok(true)
-        }
-        fn session_exists(&mut self, _: &str) -> Result<bool, Failure> {
-            Ok(true)
-        }
-        fn history(
-            &mut self,
-            _: &str,
-            _: &str,
-            _: Option<u32>,
-        ) -> Result<Vec<HistoryRow>, Failure> {
-            self.0.lock().unwrap().histories += 1;
-            Ok(vec![HistoryRow {
-                id: 5,
-                role: "user".into(),
-                content: "mohe: 大家好，今天的会议改到下午三点。".into(),
-                tool_calls: None,
-                tool_call_id: None,
-                tool_name: None,
-                bridge_wrote: false,
-                loaded: None,
-            }])
-        }
-        fn now(&mut self) -> f64 {
-            1781870400.0
-        }
-        fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
-            self.0.lock().unwrap().sends.push(plan.clone());
-            Ok(Sent {
-                message_id: 23,
-                room: "coregroup@conference.example.org".into(),
-                record_replaced: true,
-            })
-        }
-    }
-
+    /// A store's data over the test host, and what reaches its imports.
     fn state() -> (StoreData, Arc<Mutex<Seen>>) {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let imports = Box::new(Recording(seen.clone()));
-        let state = StoreData::new(imports, &Limits::default(), "test".into());
+        let host = TestHost::new(vec![user_row(5, "mohe: 大家好，今天的会议改到下午三点。")]);
+        let seen = host.seen();
+        let state = StoreData::new(Box::new(host), &Limits::default(), "test".into());
         (state, seen)
     }
 
@@ -486,7 +431,7 @@ mod tests {
             cli_session_id: "20260619_190821_7c0afe".into(),
             record_key: "session_switch:active:mohe".into(),
             record_value: "{}".into(),
-            timestamp: 1781870400.0,
+            timestamp: NOW,
         }
     }
 

@@ -39,6 +39,8 @@ mod instance;
 mod limits;
 mod policy;
 mod swap;
+#[cfg(test)]
+mod test_host;
 
 pub use apply::{YOU_TAG, prefix, tag, untag};
 pub use bindings::{
