@@ -245,6 +245,32 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
         assert_eq!(decision["reason"], "redirected");
     }
 
+    // The gateway's question (the plugin asks it for the session Hermes's
+    // API server runs a turn on, the live tip): whose XMPP session is it?
+    let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
+        config: Some(home.config.clone()),
+        db: Some(home.db.clone()),
+        policy: None,
+        cache: session_switch::runtime::CacheMode::Off,
+    })
+    .unwrap();
+    let store = bridge.store().unwrap();
+    for (asked, agent) in [
+        (child.as_str(), Some("mohe")),
+        ("xmpp-mohe-v2", Some("mohe")),
+        ("xmpp-zhiwei", Some("zhiwei")),
+        (&home.id("once_tip"), None),
+        (&home.id("once_branch"), None),
+        (&home.id("twice_tip"), None),
+        ("no-such-session", None),
+    ] {
+        assert_eq!(
+            bridge.agent_for_session(&store, asked).unwrap(),
+            agent,
+            "{asked}"
+        );
+    }
+
     // And, being an XMPP session, the child is never a record's target.
     home.record(&child);
     let decision = home.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);

@@ -10,6 +10,7 @@ Run with the Python of the v31 Hermes venv (target/hermes-venv/v31, made by
     python chain_sessions.py create STATE_DB ID…  # plain CLI sessions (any id)
     python chain_sessions.py legacy STATE_DB     # 0.19.0 too: P ended 'compression', child C
     python chain_sessions.py orphan STATE_DB ID  # ID ended 'compression', no child
+    python chain_sessions.py compress STATE_DB ID  # one rotation of ID now
 
 `write` compresses sessions the way Hermes's compressor does
 (agent/conversation_compression.py `_rotate_session`): take the session's
@@ -160,6 +161,17 @@ def fork(path, parent):
     print(json.dumps({"child": child}))
 
 
+def compress_now(path, session):
+    """One rotation of `session` (its child carries a summary row), as the
+    compressor makes it during a running gateway; prints {"child": id}."""
+    import time
+
+    db = SessionDB(pathlib.Path(path))
+    child = compress(db, session, f"[summary] {session} before compression", time.time())
+    db.close()
+    print(json.dumps({"child": child}))
+
+
 def create(path, ids):
     db = SessionDB(pathlib.Path(path))
     for i in ids:
@@ -191,4 +203,5 @@ if __name__ == "__main__":
     {"write": lambda: write(db_path), "tips": lambda: tips(db_path, rest),
      "append": lambda: append(db_path, rest[0]), "fork": lambda: fork(db_path, rest[0]),
      "create": lambda: create(db_path, rest), "legacy": lambda: legacy(db_path),
-     "orphan": lambda: orphan(db_path, rest[0])}[cmd]()
+     "orphan": lambda: orphan(db_path, rest[0]),
+     "compress": lambda: compress_now(db_path, rest[0])}[cmd]()

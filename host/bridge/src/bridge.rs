@@ -102,9 +102,35 @@ impl Bridge {
         Ok(self.instance_noting(sends, false)?.0)
     }
 
+    /// The agent whose XMPP sessions include `session_id`: one its config
+    /// names, or on the v31 schema a compression continuation of one
+    /// (DESIGN §9.4: Hermes's API server runs a compressed session's turns
+    /// on its live tip), read on `store`. `None`: nobody's XMPP session.
+    ///
+    /// Errors: kind `busy` or `store` from the chain walk (only for a
+    /// session no config line names).
+    pub fn agent_for_session(
+        &self,
+        store: &HermesStore,
+        session_id: &str,
+    ) -> Result<Option<&str>, Failure> {
+        let agent_of = |id: &str| {
+            self.config
+                .agents
+                .iter()
+                .find(|a| a.sessions.iter().any(|s| s == id))
+                .map(|a| a.name.as_str())
+        };
+        if let Some(agent) = agent_of(session_id) {
+            return Ok(Some(agent));
+        }
+        let root = store.continued_root(session_id, |id| agent_of(id).is_some())?;
+        Ok(root.and_then(|root| agent_of(&root)))
+    }
+
     /// A connection to the agent's `state.db`, with the config's future
     /// skew for the sends it completes ([`HermesStore::set_future_skew`]).
-    fn store(&self) -> Result<HermesStore, Failure> {
+    pub fn store(&self) -> Result<HermesStore, Failure> {
         let mut store = HermesStore::open(&self.db)?;
         store.set_future_skew(self.config.redirect.future_skew_seconds);
         Ok(store)

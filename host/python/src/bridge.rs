@@ -12,6 +12,7 @@ use pyo3::types::PyList;
 use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{Bridge as Host, BridgeOptions, Failure, json, wiring};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -27,6 +28,8 @@ pub struct Bridge {
     pub(crate) stores: Pool<HermesStore>,
     watcher: Mutex<Option<Watcher>>,
     home: PathBuf,
+    /// The compression continuations [`Bridge::agent_for_session`] found.
+    continuations: Mutex<HashSet<String>>,
 }
 
 impl Bridge {
@@ -81,6 +84,7 @@ impl Bridge {
             stores: Pool::new(),
             watcher: Mutex::new(watcher),
             home,
+            continuations: Mutex::default(),
         })
     }
 
@@ -119,14 +123,41 @@ impl Bridge {
             .collect()
     }
 
-    /// The agent whose XMPP sessions include `session_id`, else `None`.
-    fn agent_for_session(&self, session_id: &str) -> Option<String> {
-        self.host
+    /// The agent whose XMPP sessions include `session_id`, else `None`: a
+    /// session the config names, or on the v31 schema a compression
+    /// continuation of one (Hermes's API server runs a compressed session's
+    /// turns on its live tip). A continuation seen for the first time
+    /// retires the pooled instances, whose settings list the continuations
+    /// that existed when they were made. Raises `SessionSwitchError` (kind
+    /// `busy` or `store`) when the chain cannot be read.
+    fn agent_for_session(&self, py: Python<'_>, session_id: &str) -> PyResult<Option<String>> {
+        let configured = self
+            .host
             .config()
             .agents
             .iter()
-            .find(|a| a.sessions.iter().any(|s| s == session_id))
-            .map(|a| a.name.clone())
+            .find(|a| a.sessions.iter().any(|s| s == session_id));
+        if let Some(agent) = configured {
+            return Ok(Some(agent.name.clone()));
+        }
+        let found = py
+            .detach(|| {
+                self.stores.with(
+                    || self.host.store(),
+                    |store| {
+                        let agent = self.host.agent_for_session(store, session_id)?;
+                        Ok::<_, Failure>(agent.map(str::to_owned))
+                    },
+                )
+            })
+            .map_err(error)?;
+        if found.is_some() {
+            let mut seen = self.continuations.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.insert(session_id.to_owned()) {
+                self.instances.renew();
+            }
+        }
+        Ok(found)
     }
 
     /// The serving policy's version, e.g. `session-switch-policy 0.1.0`.

@@ -30,6 +30,8 @@ from .support import CLI_SESSION, ROOT
 REPLY = "FAKE-LLM-REPLY: ok"
 KEY = "sk-session-switch-test-0123456789"
 XMPP = "xmpp-mohe-v2"
+#: A line only the CLI session's history has (CLI_ROWS).
+CLI_MARK = "what is on this picture?"
 MULTIMODAL = [
     {"type": "text", "text": "what is on this picture?"},
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
@@ -461,6 +463,55 @@ class Hermes019(_HermesCase, unittest.TestCase):
 
 class HermesV31(_HermesCase, unittest.TestCase):
     VERSION = "v31"
+
+    def test_a_compressed_xmpp_session_still_switches_on_its_live_tip(self):
+        """DESIGN §9.4: after Hermes compresses `xmpp-mohe-v2` into a child,
+        the API server runs the client's turns on the live tip; the plugin
+        takes the tip for mohe's XMPP session, also in a gateway whose pooled
+        instances were made before the compression."""
+        home = self.home("chain")
+        db = home / "state.db"
+        gw = self.gateway(home)
+
+        def turn(question: str) -> dict:
+            n = len(self.llm.turns())
+            status, headers, body = gw.chat(question, XMPP)
+            self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+            turns = [t for t in self.llm.turns()[n:] if sent_text(t["messages"][-1:]).endswith(question)]
+            self.assertEqual(len(turns), 1, len(self.llm.turns()[n:]))
+            return turns[0]
+
+        def stored_in(question: str) -> list:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                return [r[0] for r in conn.execute(
+                    "SELECT session_id FROM messages WHERE role = 'user' AND content = ?", (question,))]
+
+        before = support.unique("before the compression")
+        turn(before)  # the gateway's pooled instance is made now
+        self.assertEqual(stored_in(before), [XMPP])
+        out = subprocess.run([str(self.venv / "bin/python"), str(ROOT / "tests/hermes/chain_sessions.py"),
+                              "compress", str(db), XMPP], capture_output=True, text=True, check=True)
+        child = json.loads(out.stdout)["child"]
+
+        # No record: the turn runs on the tip, as Hermes alone would run it
+        # (the tip's one row, the summary, is a user row: Hermes merges it
+        # into the new question's message).
+        own = support.unique("on the tip, no record")
+        history = sent_text(turn(own)["messages"][1:])
+        self.assertIn(f"[summary] {XMPP} before compression", history)
+        self.assertNotIn(CLI_MARK, history)
+        self.assertEqual(stored_in(own), [child])
+
+        # A CLI send: its [YOU] row goes into the tip, and the next turn is
+        # redirected to the CLI session, its answer stored there.
+        receipt = self.cli_send(home, support.unique("sent after the compression"))
+        self.assertEqual(receipt["history_session_id"], child)
+        redirected = support.unique("on the tip, redirected")
+        history = sent_text(self.history_sent(turn(redirected)))
+        self.assertIn(CLI_MARK, history)
+        self.assertIn("[YOU] mohe: I see a picture", history)
+        self.assertEqual(stored_in(redirected), [CLI_SESSION])
+        self.assertIn(f"turn on {child} runs on {CLI_SESSION}", gw.output())
 
 
 if __name__ == "__main__":

@@ -32,12 +32,10 @@ from pathlib import Path
 
 from . import support
 from .support import CLI_SESSION
-from .test_hermes import CLI_ROWS, VERSIONS, XMPP, FakeLlm, Gateway, hermes_venv, sent_text
+from .test_hermes import CLI_MARK, CLI_ROWS, VERSIONS, XMPP, FakeLlm, Gateway, hermes_venv, sent_text
 from .test_policy import replace
 
 SECONDS = float(os.environ.get("SOAK_SECONDS") or 15)
-#: A line only the CLI session's history has (CLI_ROWS).
-CLI_MARK = "what is on this picture?"
 
 
 class OutageProxy:

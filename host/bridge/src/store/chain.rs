@@ -184,6 +184,47 @@ pub fn continuations_on(
     Ok(found)
 }
 
+/// The first session up `id`'s compression chain (its parent, the
+/// parent's parent, …, at most [`CHAIN_CAP`] hops) for which `is_root`
+/// holds, when each hop is a compression continuation as
+/// [`continuations_on`] counts them (the parent ended by compression, the
+/// child not a branch, delegation, reset or tool session): `id` then
+/// continues that session's conversation. `None` for a session with no
+/// such ancestor, a missing one, and unless [`Loader::V31`].
+pub fn continued_root_on(
+    conn: &Connection,
+    loader: Loader,
+    id: &str,
+    is_root: impl Fn(&str) -> bool,
+) -> rusqlite::Result<Option<String>> {
+    if loader != Loader::V31 {
+        return Ok(None);
+    }
+    let mut current = id.to_owned();
+    for _ in 0..CHAIN_CAP {
+        let parent: Option<String> = conn
+            .prepare_cached("SELECT parent_session_id FROM sessions WHERE id = ?1")?
+            .query_row([&current], |row| row.get(0))
+            .optional()?
+            .flatten();
+        let Some(parent) = parent else {
+            return Ok(None);
+        };
+        let continues = compressed(conn, &parent)?
+            && continuation_children(conn, &parent)?
+                .iter()
+                .any(|c| c.id == current);
+        if !continues || parent == id {
+            return Ok(None);
+        }
+        if is_root(&parent) {
+            return Ok(Some(parent));
+        }
+        current = parent;
+    }
+    Ok(None)
+}
+
 struct Child {
     id: String,
     /// Live, or compressed again (it continues the chain).
@@ -241,6 +282,16 @@ impl HermesStore {
     /// check a send makes before it posts.
     pub fn write_target(&self, configured: &str) -> Result<String, Failure> {
         write_target(&self.conn, self.loader(), configured)
+    }
+
+    /// [`continued_root_on`] on this connection. Errors as [`Self::live_tip`].
+    pub fn continued_root(
+        &self,
+        id: &str,
+        is_root: impl Fn(&str) -> bool,
+    ) -> Result<Option<String>, Failure> {
+        continued_root_on(&self.conn, self.loader(), id, is_root)
+            .map_err(|e| self.fail(&format!("follow the compression chain of {id:?} up"), e))
     }
 
     /// [`continuations_on`] on this connection. Errors as [`Self::live_tip`].
