@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel python-test
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -95,18 +95,38 @@ WHEELS := target/wheels
 wheel: component venv ## the Python package: target/wheels/session_switch-*.whl
 	rm -f $(WHEELS)/session_switch-*.whl
 	$(VENV)/bin/python -m maturin build --release -m host/python/Cargo.toml --target-dir target/wheel -o $(WHEELS)
-	rm -rf target/wheel/check && $(VENV)/bin/python -m zipfile -e $(WHEELS)/session_switch-*.whl target/wheel/check
-	@if nm -D --defined-only target/wheel/check/session_switch/_native*.so | grep -q ' sqlite3_'; then \
+	$(call one-sqlite,$(WHEELS),target/wheel/check)
+
+# The wheel the tests install: the dev profile in the workspace's own target
+# dir, so it reuses the debug wasmtime that `cargo test` builds (~30 s
+# instead of a release build of wasmtime, the longest step of a cold `make
+# test`: 9–15 min on two cores). Same code, same embedded policy, same
+# system SQLite; `make wheel` is the release one users install and `make
+# bench` times.
+TEST_WHEELS := target/wheels-dev
+test-wheel: component venv
+	rm -f $(TEST_WHEELS)/session_switch-*.whl
+	$(VENV)/bin/python -m maturin build -m host/python/Cargo.toml -o $(TEST_WHEELS)
+	$(call one-sqlite,$(TEST_WHEELS),target/wheels-dev-check)
+
+# Refuse a wheel whose extension defines SQLite's symbols (a second SQLite
+# in Hermes's process breaks its POSIX locks): $(1) the wheel's folder, $(2)
+# where to unpack it.
+define one-sqlite
+	rm -rf $(2) && $(VENV)/bin/python -m zipfile -e $(1)/session_switch-*.whl $(2)
+	@if nm -D --defined-only $(2)/session_switch/_native*.so | grep -q ' sqlite3_'; then \
 	  echo "make: the extension carries its own SQLite" >&2; exit 1; fi
+endef
 
 # The binding's and the plugin's Python tests (host/python/tests) on the
 # wheel installed into the venv: differential against the CLI on the
 # Hermes fixtures, policy failures, hot swap under threads, the real Hermes
 # API server (both versions, the venvs of `make hermes-venvs`) against a
 # fake LLM. Needs the EJ_* variables of with-ejabberd.sh (`make test`).
-python-test: wheel hermes-venvs
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(WHEELS)/session_switch-*.whl
-	$(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python
+python-test: test-wheel hermes-venvs
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(TEST_WHEELS)/session_switch-*.whl
+	SESSION_SWITCH_WHEEL=$$(ls $(TEST_WHEELS)/session_switch-*.whl) \
+	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python
 
 fixtures:
 	@test -f "$(HERMES_FIXTURES)/hermes-latest.db" || { \
@@ -119,7 +139,7 @@ fixtures:
 # that finds no ejabberd fails instead of skipping.
 # One build of every target first: `cargo test` then reuses it (building the
 # CLI alone resolves other features and compiles wasmtime a second time).
-test: fixtures component variants venv hermes-venvs wheel ## run every test (starts and stops an isolated ejabberd)
+test: fixtures component variants venv hermes-venvs ## run every test (starts and stops an isolated ejabberd)
 	$(CARGO) build --workspace --all-targets
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh \
 	  bash -c '$(CARGO) test --workspace && $(MAKE) --no-print-directory python-test'
