@@ -352,12 +352,21 @@ fn session_ids_hermes_api_server_refuses_are_never_recorded_or_redirected_to() {
             line.contains("path-unsafe") || line.contains("drive path"),
             "{line}"
         );
+        // A record naming one is malformed, the same in every command.
         home.record(id);
-        let line = home.refused(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
-        assert!(
-            line.contains(&format!("not redirecting to or recording session {id}")),
-            "{line}"
-        );
+        for command in ["resolve", "context"] {
+            let d = home.json(&[command, "xmpp-mohe-v2", "--agent", "mohe"]);
+            assert_eq!(
+                (d["reason"].as_str(), d["redirected"].as_bool()),
+                (Some("malformed-record"), Some(false)),
+                "{command}: {d}"
+            );
+            let detail = d["detail"].as_str().unwrap();
+            assert!(
+                detail.contains("which Hermes's API server refuses"),
+                "{detail}"
+            );
+        }
         let active = home.json(&["active", "--agent", "mohe"]);
         assert_eq!(active[0]["reason"], "malformed-record", "{active}");
         assert_eq!(active[0]["valid"], false);

@@ -1042,6 +1042,125 @@ fn a_reader_that_starts_during_the_post_leaves_it_pending_then_completed_once() 
     assert_integrity(&db);
 }
 
+/// The room took the message, then another connection locks `state.db` past
+/// the write deadline for both the record step and the intent's
+/// `delivered` mark (every fixture): the send fails with the promise that
+/// the next call writes it, and keeps it: a marker beside the database says
+/// the room has it (the intent still reads `posting`). Once the lock is
+/// gone the next call writes it exactly once and removes the marker.
+#[test]
+fn a_send_the_room_took_while_the_database_stays_locked_is_still_written_once() {
+    for name in FIXTURES {
+        let (_dir, db) = fixture!(name);
+        let markers = db.with_file_name(format!(
+            "{}.session-switch-delivered",
+            db.file_name().unwrap().to_string_lossy()
+        ));
+        let mut store = HermesStore::open(&db).unwrap();
+        store.set_write_deadline(Duration::from_millis(300));
+        let (go, started) = std::sync::mpsc::channel::<()>();
+        let (locked, is_locked) = std::sync::mpsc::channel::<()>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let holder_db = db.clone();
+        let holder = std::thread::spawn(move || {
+            started.recv().unwrap();
+            let conn = Connection::open(&holder_db).unwrap();
+            conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            locked.send(()).unwrap();
+            released.recv().unwrap();
+            conn.execute_batch("ROLLBACK").unwrap();
+        });
+        let value = record(1_000.0);
+        let err = store
+            .send_write(&write("[YOU] taken while locked", &value, 1_000.0), || {
+                go.send(()).unwrap();
+                is_locked.recv().unwrap();
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!(err.kind, FailureKind::Store, "{name}: {}", err.message);
+        assert!(
+            err.message.contains("posted to the room")
+                && err
+                    .message
+                    .contains("the next send, active or clear writes them"),
+            "{name}: {}",
+            err.message
+        );
+        assert_eq!(std::fs::read_dir(&markers).unwrap().count(), 1, "{name}");
+        release.send(()).unwrap();
+        holder.join().unwrap();
+
+        let keys = pending_keys(&db);
+        assert_eq!(keys.len(), 1, "{name}: {keys:?}");
+        let stored: String = Connection::open(&db)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM state_meta WHERE key = ?1",
+                [&keys[0]],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(stored.contains("\"state\":\"posting\""), "{name}: {stored}");
+        let pending = store.pending_sends().unwrap();
+        assert_eq!(
+            (pending[0].state, pending[0].delivered),
+            (PendingState::Delivered, true),
+            "{name}"
+        );
+        let written = store.complete_pending().unwrap();
+        assert_eq!(written.len(), 1, "{name}");
+        assert_eq!(store.complete_pending().unwrap(), vec![], "{name}");
+        assert!(pending_keys(&db).is_empty(), "{name}");
+        assert!(!markers.exists(), "{name}: the marker stays");
+        let rows = store.history("xmpp-mohe-v2", "mohe", None).unwrap();
+        let ours: Vec<_> = rows
+            .iter()
+            .filter(|r| r.content == "[YOU] taken while locked")
+            .collect();
+        assert_eq!(ours.len(), 1, "{name}");
+        assert_eq!(store.meta_get(&MOHE_KEY).unwrap(), Some(value.clone()));
+        assert_integrity(&db);
+    }
+}
+
+/// `clear` forgets a send kept by its marker, and the marker with it.
+#[test]
+fn clearing_a_send_kept_by_its_marker_removes_the_marker() {
+    let (_dir, db) = fixture!("hermes-latest.db");
+    let markers = db.with_file_name(format!(
+        "{}.session-switch-delivered",
+        db.file_name().unwrap().to_string_lossy()
+    ));
+    let mut store = HermesStore::open(&db).unwrap();
+    store.set_write_deadline(Duration::from_millis(300));
+    let value = record(1_000.0);
+    let holder_db = db.clone();
+    let err = store
+        .send_write(&write("[YOU] forgotten", &value, 1_000.0), || {
+            let conn = Connection::open(&holder_db).unwrap();
+            conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            // Held until the send gave up on both writes.
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(1500));
+                conn.execute_batch("ROLLBACK").unwrap();
+            });
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(
+        err.message
+            .contains("the next send, active or clear writes them"),
+        "{}",
+        err.message
+    );
+    std::thread::sleep(Duration::from_millis(1600));
+    assert!(markers.exists());
+    assert_eq!(store.clear_pending(None).unwrap(), 1);
+    assert!(!markers.exists());
+    assert!(store.pending_sends().unwrap().is_empty());
+}
+
 /// `COMMIT` of the record step fails after the post succeeded (here: a
 /// deferred foreign key that a trigger of the test breaks; on a real
 /// database, an I/O error): a `store` failure that says the room has the

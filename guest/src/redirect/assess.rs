@@ -7,6 +7,7 @@ use super::concat;
 use super::record::{self, Field, Top};
 use crate::Reason;
 use crate::settings::{AgentEntry, ValidSettings, check_session_id};
+use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::LEGACY_KEY;
 
 /// The fields of a record that could be read, even when it is not valid.
@@ -63,7 +64,9 @@ pub fn seconds(s: f64) -> String {
 }
 
 /// The shape rules of a record value (WIT `reason.malformed-record`):
-/// a JSON object; `session_id` a session id ([`check_session_id`]);
+/// a JSON object; `session_id` a session id ([`check_session_id`]) that
+/// Hermes's API server takes (`api_session_id_problem`: no `..`, `/`, `\`,
+/// no leading `X:`; 0.19.0 `gateway/platforms/api_server.py`);
 /// `timestamp` a finite JSON number (Unix seconds, integer or float); when
 /// `agent` is `Some`, an `agent` field, if present, must equal it. Extra
 /// fields are ignored (the seed writes `source`). `Err` says what is wrong,
@@ -92,8 +95,14 @@ pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(Stri
     let session_id = match fields.session_id {
         None => Err("session_id is missing".to_string()),
         Some(Field::Str(s)) => check_session_id(&s)
-            .map(|()| s)
-            .map_err(|e| e.replacen("session id", "session_id", 1)),
+            .map_err(|e| e.replacen("session id", "session_id", 1))
+            .and_then(|()| match api_session_id_problem(&s) {
+                // Never a target: Hermes's API server would not continue it.
+                Some(problem) => Err(format!(
+                    "session_id {s:?} {problem}, which Hermes's API server refuses"
+                )),
+                None => Ok(s),
+            }),
         Some(other) => Err(format!("session_id is {}", other.kind())),
     };
     let timestamp = match &fields.timestamp {

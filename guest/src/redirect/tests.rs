@@ -256,6 +256,14 @@ fn rule_4_malformed_records() {
             "has leading or trailing whitespace",
         ),
         (
+            format!(r#"{{"session_id": "../etc", "timestamp": {NOW}}}"#),
+            "(session_id \"../etc\" is path-unsafe (`..`, `/` or `\\`), which Hermes's API server refuses)",
+        ),
+        (
+            format!(r#"{{"session_id": "C:x", "timestamp": {NOW}}}"#),
+            "starts like a drive path",
+        ),
+        (
             format!(r#"{{"session_id": "{CLI}"}}"#),
             "(timestamp is missing)",
         ),

@@ -73,12 +73,17 @@ pub fn sent(r: &Receipt, history_session: &str, cli_session: &str, json: bool) {
         return print_json(&json::receipt(r, history_session));
     }
     println!("sent to {}: {}", r.room, r.body);
-    println!(
-        "history row {} written into {history_session}; {} -> CLI session {cli_session}",
-        r.message_id, r.record_key
-    );
-    if !r.record_replaced {
-        println!("note: a newer record was already stored and was kept");
+    if r.record_replaced {
+        println!(
+            "history row {} written into {history_session}; {} -> CLI session {cli_session}",
+            r.message_id, r.record_key
+        );
+    } else {
+        println!(
+            "history row {} written into {history_session}; {} kept: a newer send's \
+             record was already stored (CLI session {cli_session} not recorded)",
+            r.message_id, r.record_key
+        );
     }
 }
 
@@ -96,8 +101,9 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
             }
             PendingState::Posting if p.process_alive => "is being posted right now",
             PendingState::Posting => {
-                "was interrupted during the post (the process died): the \
-                                      room may have it, the history does not; clear forgets it"
+                "was interrupted during the post (its process ended before it \
+                                      knew the outcome): the room may have it, the history \
+                                      does not; clear forgets it"
             }
             PendingState::Unknown => {
                 "timed out after the request went out: the room may have \

@@ -16,6 +16,7 @@
 
 mod chain;
 mod cjk;
+mod delivered;
 mod guard_state;
 mod hermes;
 mod init;

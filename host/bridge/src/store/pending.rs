@@ -148,7 +148,7 @@ impl HermesStore {
             return Ok(0);
         }
         let doing = "forget the pending sends";
-        self.write_briefly(doing, |tx| {
+        let removed = self.write_briefly(doing, |tx| {
             let mut removed = 0;
             for key in &keys {
                 removed += tx
@@ -156,7 +156,11 @@ impl HermesStore {
                     .map_err(|e| self.fail(doing, e))?;
             }
             Ok(removed)
-        })
+        })?;
+        for key in &keys {
+            super::delivered::unmark(&self.path, key);
+        }
+        Ok(removed)
     }
 
     /// The pending keys with their intents (`None`: not one of ours).
@@ -178,10 +182,18 @@ impl HermesStore {
         Ok(rows
             .into_iter()
             .map(|(key, value)| {
-                let intent = value
+                let mut intent = value
                     .as_deref()
                     .and_then(Intent::parse)
                     .filter(|i| pending_key_agent(&key) == Some(i.agent.as_str()));
+                // The room took it while state.db refused the `delivered`
+                // mark: the marker beside the database says so.
+                if let Some(i) = intent.as_mut()
+                    && i.state == PendingState::Posting
+                    && super::delivered::is_marked(&self.path, &key)
+                {
+                    i.state = PendingState::Delivered;
+                }
                 (key, intent)
             })
             .collect())

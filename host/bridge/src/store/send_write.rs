@@ -152,9 +152,23 @@ impl HermesStore {
                 value,
             )),
             Err(e) => {
-                let how = match self.set_intent_state(&key, w, PendingState::Delivered) {
-                    Ok(()) => "the next send, active or clear writes them",
-                    Err(_) => "`active` shows the send as interrupted",
+                // The room has it: say so in state.db, else beside it.
+                let marked = self
+                    .set_intent_state(&key, w, PendingState::Delivered)
+                    .is_ok()
+                    || super::delivered::mark(&self.path, &key)
+                        .inspect_err(|io| {
+                            tracing::warn!(
+                                target: "session_switch::store",
+                                "cannot leave the delivered marker of {key} beside {}: {io}",
+                                self.path.display()
+                            );
+                        })
+                        .is_ok();
+                let how = if marked {
+                    "the next send, active or clear writes them"
+                } else {
+                    "`active` shows the send as interrupted"
                 };
                 Err(Failure::store(format!(
                     "the message was posted to the room, but state.db could not record it yet \
@@ -236,6 +250,11 @@ impl HermesStore {
                 history_session_id: target,
                 record_replaced: changed > 0,
             }))
+        })
+        .inspect(|written| {
+            if written.is_some() {
+                super::delivered::unmark(&self.path, key);
+            }
         })
     }
 
