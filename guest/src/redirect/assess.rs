@@ -73,6 +73,13 @@ pub fn seconds(s: f64) -> String {
 /// e.g. `timestamp is a string`; the readable fields come back either way.
 pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
     let fields = match record::parse(value) {
+        // JSON allows `1e400`; serde_json (and Python's float) cannot hold it.
+        Err(e) if e.to_string().starts_with("number out of range") => {
+            return (
+                Readable::default(),
+                Err("a number in it is out of range (beyond ±1.8e308)".into()),
+            );
+        }
         Err(_) => return (Readable::default(), Err("not JSON".into())),
         Ok(Top::Not(kind)) => {
             return (

@@ -219,6 +219,10 @@ fn rule_4_malformed_records() {
     let long = "x".repeat(257);
     let cases: Vec<(String, &str)> = vec![
         ("not json".into(), "(not JSON)"),
+        (
+            format!(r#"{{"session_id": "{CLI}", "timestamp": 1e400}}"#),
+            "(a number in it is out of range (beyond ±1.8e308))",
+        ),
         ("".into(), "(not JSON)"),
         ("[1, 2]".into(), "(not a JSON object but an array)"),
         ("\"20260619\"".into(), "(not a JSON object but a string)"),
@@ -574,7 +578,7 @@ fn parse_record_keeps_readable_fields() {
     let (_, res) = parse_record(r#"{"session_id": "a", "timestamp": 1e999}"#, None);
     assert_eq!(
         res,
-        Err("not JSON".into()),
+        Err("a number in it is out of range (beyond ±1.8e308)".into()),
         "serde_json refuses out-of-range numbers"
     );
 }
@@ -862,6 +866,12 @@ fn parse_record_matches_the_value_version() {
     fn by_value(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
         let json: Value = match serde_json::from_str(value) {
             Ok(v) => v,
+            Err(e) if e.to_string().starts_with("number out of range") => {
+                return (
+                    Readable::default(),
+                    Err("a number in it is out of range (beyond ±1.8e308)".into()),
+                );
+            }
             Err(_) => return (Readable::default(), Err("not JSON".into())),
         };
         let Some(object) = json.as_object() else {
@@ -883,8 +893,15 @@ fn parse_record_matches_the_value_version() {
         let session_id = match object.get("session_id") {
             None => Err("session_id is missing".to_string()),
             Some(Value::String(s)) => crate::settings::check_session_id(s)
-                .map(|()| s.clone())
-                .map_err(|e| e.replacen("session id", "session_id", 1)),
+                .map_err(|e| e.replacen("session id", "session_id", 1))
+                .and_then(
+                    |()| match session_switch_contract::ids::api_session_id_problem(s) {
+                        Some(p) => Err(format!(
+                            "session_id {s:?} {p}, which Hermes's API server refuses"
+                        )),
+                        None => Ok(s.clone()),
+                    },
+                ),
             Some(other) => Err(format!("session_id is {}", kind_of(other))),
         };
         let timestamp = match object.get("timestamp") {
@@ -908,6 +925,8 @@ fn parse_record_matches_the_value_version() {
     let values = [
         "",
         " ",
+        r#"{"session_id": "../etc", "timestamp": 1}"#,
+        r#"{"session_id": "a/b", "timestamp": 1e400}"#,
         "{",
         "}",
         "[]",

@@ -69,7 +69,7 @@ pub(super) fn bare_jid(
     if parsed.node().is_none() {
         return Err(src.at(
             value.span(),
-            format!("{what} '{v}' needs a local part (name@domain)"),
+            format!("{what} '{v}' needs a local part (name@domain; '{v}' alone reads as a domain)"),
         ));
     }
     Ok(v.clone())
