@@ -91,7 +91,7 @@ ANSWER="Got it, mohe: 3pm works for me. I'll move the calendar invite."
 run curl -sS -X POST "$EJ_API_URL/send_message" -H 'Content-Type: application/json' \
   -d "{\"type\":\"groupchat\",\"from\":\"zhiwei@$EJ_DOMAIN\",\"to\":\"$EJ_ROOM\",\"subject\":\"\",\"body\":\"$ANSWER\"}"
 echo
-echo "  ... mohe's bot handles the room's two messages:"
+echo "  ... mohe's bot handles zhiwei's answer (its own reflection came during step 3):"
 wait "$BOT"
 BOT=
 

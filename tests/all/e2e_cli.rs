@@ -718,6 +718,12 @@ fn argument_errors_are_one_line_with_a_hint_for_the_command_given() {
         line.contains("send --agent NAME -- TEXT SESSION_ID"),
         "{line}"
     );
+    let (code, line) = run(&[]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        line,
+        "xmpp-session-bridge: no command given (see --help for the commands)"
+    );
     let (code, line) = run(&["admit", "--agent", "mohe", "--from", "r/n", "-x"]);
     assert_eq!(code, 2);
     assert!(

@@ -22,6 +22,16 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                    | clap::error::ErrorKind::MissingSubcommand
+            ) =>
+        {
+            eprintln!("xmpp-session-bridge: no command given (see --help for the commands)");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             // clap's text is several lines (what is wrong, a tip, usage,
             // "For more information"): keep what is wrong, on one line.
