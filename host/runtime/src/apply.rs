@@ -124,19 +124,7 @@ pub fn apply_edits(rows: &mut [HistoryRow], edits: &[RowEdit]) -> Result<(), Str
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(id: i64, role: &str, content: &str) -> HistoryRow {
-        HistoryRow {
-            id,
-            role: role.into(),
-            content: content.into(),
-            tool_calls: None,
-            tool_call_id: None,
-            tool_name: None,
-            bridge_wrote: false,
-            loaded: None,
-        }
-    }
+    use crate::test_host::row;
 
     #[test]
     fn an_empty_api_content_stays_empty_under_a_tag() {

@@ -332,7 +332,7 @@ fn fallback_decision(asked: &str, failure: &Failure) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_host::{TestHost, settings, user_row};
+    use crate::test_host::{self, TestHost, settings};
     use crate::{CacheMode, EMBEDDED_COMPONENT, Policy, PolicyOptions};
     use std::sync::{Arc, Mutex};
     use tracing::field::{Field, Visit};
@@ -413,7 +413,7 @@ mod tests {
 
     /// The one row of the test host's sessions.
     fn row() -> HistoryRow {
-        user_row(7, "zhiwei: 收到")
+        test_host::row(7, "user", "zhiwei: 收到")
     }
 
     #[test]

@@ -410,12 +410,16 @@ impl StoreData {
 mod tests {
     use super::*;
     use crate::bindings::agentsmeeting::session_switch::host::Host as _;
-    use crate::test_host::{NOW, Seen, TestHost, user_row};
+    use crate::test_host::{self, NOW, Seen, TestHost};
     use std::sync::{Arc, Mutex};
 
     /// A store's data over the test host, and what reaches its imports.
     fn state() -> (StoreData, Arc<Mutex<Seen>>) {
-        let host = TestHost::new(vec![user_row(5, "mohe: 大家好，今天的会议改到下午三点。")]);
+        let host = TestHost::new(vec![test_host::row(
+            5,
+            "user",
+            "mohe: 大家好，今天的会议改到下午三点。",
+        )]);
         let seen = host.seen();
         let state = StoreData::new(Box::new(host), &Limits::default(), "test".into());
         (state, seen)

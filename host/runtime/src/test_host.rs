@@ -69,11 +69,12 @@ impl HostImports for TestHost {
     }
 }
 
-/// A user row of `content` with `messages.id` `id`, not written by the bridge.
-pub(crate) fn user_row(id: i64, content: &str) -> HistoryRow {
+/// A row of `role` and `content` with `messages.id` `id`, not written by
+/// the bridge, without the loader's extra fields.
+pub(crate) fn row(id: i64, role: &str, content: &str) -> HistoryRow {
     HistoryRow {
         id,
-        role: "user".into(),
+        role: role.into(),
         content: content.into(),
         tool_calls: None,
         tool_call_id: None,
