@@ -97,10 +97,11 @@ wheel: component venv ## the Python package: target/wheels/session_switch-*.whl
 	$(VENV)/bin/python -m maturin build --release -m host/python/Cargo.toml --target-dir target/wheel -o $(WHEELS)
 	$(call one-sqlite,$(WHEELS),target/wheel/check)
 
-# The wheel the tests install: the dev profile in the workspace's own target
-# dir, so it reuses the debug wasmtime that `cargo test` builds (~30 s
-# instead of a release build of wasmtime, the longest step of a cold `make
-# test`: 9–15 min on two cores). Same code, same embedded policy, same
+# The wheel the tests install: the dev profile, in the workspace's own target
+# dir (3 min cold: maturin builds the crate alone, so its features differ and
+# wasmtime compiles once more, in debug; 30 s warm), instead of a release
+# build of wasmtime (9–15 min on two cores, the longest step of a cold
+# `make test` before). Same code, same embedded policy, same
 # system SQLite; `make wheel` is the release one users install and `make
 # bench` times.
 TEST_WHEELS := target/wheels-dev
