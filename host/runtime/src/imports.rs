@@ -15,10 +15,11 @@ use super::apply;
 use super::bindings::agentsmeeting::session_switch::{host, types};
 use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
 use super::host_imports::HostImports;
-use super::limits::{GuestClock, Limiter, Limits, thread_time};
+use super::limits::{GuestClock, Limiter, Limits};
 use crate::Failure;
 use crate::HistoryRow;
 use session_switch_contract::keys::{GUARD_KEY_PREFIX, is_our_meta_key, record_key};
+use std::time::Instant;
 
 /// Which export of the policy is running (what its imports may do).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -185,10 +186,12 @@ impl StoreData {
     }
 
     /// Run one import's work, its time counted as the host's, not the guest's.
+    /// Wall-clock time: the thread's CPU clock is a system call (see
+    /// [`Limits::guest_time_per_call`]).
     fn timed<R>(&mut self, work: impl FnOnce(&mut Self) -> R) -> R {
-        let started = thread_time();
+        let started = Instant::now();
         let answer = work(self);
-        self.clock.add_import(thread_time().saturating_sub(started));
+        self.clock.add_import(started.elapsed());
         answer
     }
 

@@ -141,7 +141,7 @@ impl PolicyInstance {
     }
 
     /// The last call's own running time: the thread's CPU time from its
-    /// start to its end minus the CPU time spent in host imports (what
+    /// start to its end minus the wall-clock time spent in host imports (what
     /// [`Limits::guest_time_per_call`](super::Limits) bounds); for
     /// measuring budgets.
     pub fn last_call_guest_time(&self) -> Duration {
