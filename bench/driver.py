@@ -87,7 +87,7 @@ def python_for_embedding():
 def py_embedding(manifest, quick):
     """Issue 8's Python embedding of the component, when its bench exists."""
     if not os.path.exists(EMBEDDING):
-        return {"skipped": f"{os.path.relpath(EMBEDDING, ROOT)} not present (issue 8, branch pygw)"}
+        return {"skipped": f"{os.path.relpath(EMBEDDING, ROOT)} not present (the hand-written Python host was retired, issue 14; the binding has its own table)"}
     out = {}
     for db in manifest["dbs"]:
         r = sh([python_for_embedding(), EMBEDDING, "--component", COMPONENT, "--db", db["path"],
@@ -302,7 +302,7 @@ def report(res):
                  f"Python {next(iter(seed.values()))['python']} with SQLite "
                  f"{next(iter(seed.values()))['sqlite']}, rusqlite bundled SQLite.")
     lines.append("")
-    lines.append("**Per call, in process** (median; component = `Session` over `HermesBackend`, "
+    lines.append("**Per call, in process** (median; component = `PolicyInstance` over `HermesImports`, "
                  "store reused; native = the same rules compiled into the host; Python = "
                  "`bench/seed_baseline.py`)")
     lines.append("")
