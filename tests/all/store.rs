@@ -1042,6 +1042,15 @@ fn a_reader_that_starts_during_the_post_leaves_it_pending_then_completed_once() 
     assert_integrity(&db);
 }
 
+/// Where the store leaves the markers of delivered sends it could not mark
+/// (`store/delivered.rs`): `<db>.session-switch-delivered/`.
+fn marker_folder(db: &Path) -> PathBuf {
+    db.with_file_name(format!(
+        "{}.session-switch-delivered",
+        db.file_name().unwrap().to_string_lossy()
+    ))
+}
+
 /// The room took the message, then another connection locks `state.db` past
 /// the write deadline for both the record step and the intent's
 /// `delivered` mark (every fixture): the send fails with the promise that
@@ -1052,10 +1061,7 @@ fn a_reader_that_starts_during_the_post_leaves_it_pending_then_completed_once() 
 fn a_send_the_room_took_while_the_database_stays_locked_is_still_written_once() {
     for name in FIXTURES {
         let (_dir, db) = fixture!(name);
-        let markers = db.with_file_name(format!(
-            "{}.session-switch-delivered",
-            db.file_name().unwrap().to_string_lossy()
-        ));
+        let markers = marker_folder(&db);
         let mut store = HermesStore::open(&db).unwrap();
         store.set_write_deadline(Duration::from_millis(300));
         let (go, started) = std::sync::mpsc::channel::<()>();
@@ -1128,10 +1134,7 @@ fn a_send_the_room_took_while_the_database_stays_locked_is_still_written_once() 
 #[test]
 fn clearing_a_send_kept_by_its_marker_removes_the_marker() {
     let (_dir, db) = fixture!("hermes-latest.db");
-    let markers = db.with_file_name(format!(
-        "{}.session-switch-delivered",
-        db.file_name().unwrap().to_string_lossy()
-    ));
+    let markers = marker_folder(&db);
     let mut store = HermesStore::open(&db).unwrap();
     store.set_write_deadline(Duration::from_millis(300));
     let value = record(1_000.0);

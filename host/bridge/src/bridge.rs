@@ -114,18 +114,21 @@ impl Bridge {
         store: &HermesStore,
         session_id: &str,
     ) -> Result<Option<&str>, Failure> {
-        let agent_of = |id: &str| {
-            self.config
-                .agents
-                .iter()
-                .find(|a| a.sessions.iter().any(|s| s == id))
-                .map(|a| a.name.as_str())
-        };
-        if let Some(agent) = agent_of(session_id) {
+        if let Some(agent) = self.configured_agent(session_id) {
             return Ok(Some(agent));
         }
-        let root = store.continued_root(session_id, |id| agent_of(id).is_some())?;
-        Ok(root.and_then(|root| agent_of(&root)))
+        let root = store.continued_root(session_id, |id| self.configured_agent(id).is_some())?;
+        Ok(root.and_then(|root| self.configured_agent(&root)))
+    }
+
+    /// The agent whose config lists `session_id` among its XMPP sessions
+    /// (no database read; see [`Bridge::agent_for_session`]).
+    pub fn configured_agent(&self, session_id: &str) -> Option<&str> {
+        self.config
+            .agents
+            .iter()
+            .find(|a| a.sessions.iter().any(|s| s == session_id))
+            .map(|a| a.name.as_str())
     }
 
     /// A connection to the agent's `state.db`, with the config's future

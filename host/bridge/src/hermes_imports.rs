@@ -17,7 +17,6 @@ use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
 use session_switch_runtime::{Failure, HistoryRow, HostImports, SendPlan, Sent};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What following compression chains did during calls (DESIGN §9.4), for
 /// callers that report it ([`HermesImports::reporting`]).
@@ -262,9 +261,7 @@ impl HostImports for HermesImports {
     fn now(&mut self) -> f64 {
         match std::env::var_os(TEST_CLOCK_ENV) {
             Some(path) if !path.is_empty() => test_clock(std::path::Path::new(&path)),
-            _ => SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            _ => session_switch_runtime::unix_now(),
         }
     }
 

@@ -131,14 +131,9 @@ impl Bridge {
     /// that existed when they were made. Raises `SessionSwitchError` (kind
     /// `busy` or `store`) when the chain cannot be read.
     fn agent_for_session(&self, py: Python<'_>, session_id: &str) -> PyResult<Option<String>> {
-        let configured = self
-            .host
-            .config()
-            .agents
-            .iter()
-            .find(|a| a.sessions.iter().any(|s| s == session_id));
-        if let Some(agent) = configured {
-            return Ok(Some(agent.name.clone()));
+        // The common case, without the GIL dance or a connection.
+        if let Some(agent) = self.host.configured_agent(session_id) {
+            return Ok(Some(agent.to_owned()));
         }
         let found = py
             .detach(|| {

@@ -243,11 +243,17 @@ impl HostImports for NoImports {
         Err(Self::refuse("history"))
     }
     fn now(&mut self) -> f64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64())
+        unix_now()
     }
     fn send(&mut self, _plan: &SendPlan) -> Result<Sent, Failure> {
         Err(Self::refuse("send"))
     }
+}
+
+/// The system clock in Unix seconds, as `state.db` and WIT `host.now` count
+/// time (REAL seconds; 0 for a clock set before 1970).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

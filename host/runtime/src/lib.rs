@@ -56,7 +56,7 @@ pub use component::{
 pub use engine::{PolicyOptions, disable_signal_traps};
 pub use exports::ContextAnswer;
 pub use host_imports::HostImports;
-pub use host_imports::{HistoryRow, LoadedMessage};
+pub use host_imports::{HistoryRow, LoadedMessage, unix_now};
 pub use instance::PolicyInstance;
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::Policy;

@@ -41,7 +41,7 @@ use rusqlite::params;
 use super::pending::{PendingState, intent_json};
 use super::{HermesStore, SendWrite, Written};
 use session_switch_contract::keys::pending_key;
-use session_switch_runtime::{Failure, FailureKind};
+use session_switch_runtime::{Failure, FailureKind, unix_now};
 
 /// Hermes's DDL for `state_meta` (missing in early databases; Hermes
 /// creates it the same way). The intent step creates nothing else.
@@ -313,11 +313,4 @@ impl Drop for IntentGuard<'_> {
             self.store.drop_intent(self.key);
         }
     }
-}
-
-/// The system clock in Unix seconds (0 before 1970).
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
