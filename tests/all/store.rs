@@ -1056,7 +1056,8 @@ fn marker_folder(db: &Path) -> PathBuf {
 /// `delivered` mark (every fixture): the send fails with the promise that
 /// the next call writes it, and keeps it: a marker beside the database says
 /// the room has it (the intent still reads `posting`). Once the lock is
-/// gone the next call writes it exactly once and removes the marker.
+/// gone the next call (`active`) writes it exactly once, removes the marker
+/// and lists the record it wrote.
 #[test]
 fn a_send_the_room_took_while_the_database_stays_locked_is_still_written_once() {
     for name in FIXTURES {
@@ -1114,8 +1115,28 @@ fn a_send_the_room_took_while_the_database_stays_locked_is_still_written_once() 
             (PendingState::Delivered, true),
             "{name}"
         );
-        let written = store.complete_pending().unwrap();
-        assert_eq!(written.len(), 1, "{name}");
+        // `active` writes it, and then lists the record it wrote.
+        let config = db.with_file_name("session-switch.toml");
+        let text = sample::sample_config_text(
+            "coregroup@conference.example.org",
+            &|n| format!("{n}@example.org"),
+            "",
+            "",
+        );
+        std::fs::write(&config, text).unwrap();
+        let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
+            config: Some(config),
+            db: Some(db.clone()),
+            policy: None,
+            cache: session_switch::runtime::CacheMode::Off,
+        })
+        .unwrap();
+        let (statuses, pending) = bridge.active_and_pending(Some("mohe")).unwrap();
+        assert!(pending.is_empty(), "{name}: {pending:?}");
+        assert!(
+            statuses.iter().any(|s| s.key == *MOHE_KEY),
+            "{name}: {statuses:?}"
+        );
         assert_eq!(store.complete_pending().unwrap(), vec![], "{name}");
         assert!(pending_keys(&db).is_empty(), "{name}");
         assert!(!markers.exists(), "{name}: the marker stays");

@@ -270,7 +270,10 @@ impl Bridge {
         &self,
         agent: Option<&str>,
     ) -> Result<(Vec<RecordStatus>, Vec<PendingSend>), Failure> {
-        Ok((self.active(agent)?, self.pending_sends(agent)?))
+        // Pending first: writing a delivered send writes its record too,
+        // which the statuses must then show.
+        let pending = self.pending_sends(agent)?;
+        Ok((self.active(agent)?, pending))
     }
 
     /// What `clear` does (the CLI's and the binding's): the delivered sends
