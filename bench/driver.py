@@ -303,10 +303,13 @@ def report(res):
                  f"{next(iter(seed.values()))['sqlite']}, rusqlite bundled SQLite.")
     lines.append("")
     lines.append("**Per call, in process** (median; component = `PolicyInstance` over `HermesImports`, "
-                 "store reused; native = the same rules compiled into the host; Python = "
+                 "store reused, `state.db` unchanged between calls: the memo serves the decision; "
+                 "after a write = another connection committed before each call, as Hermes does "
+                 "after a turn: the memo asks the reads again; no memo = the policy runs every "
+                 "call; native = the same rules compiled into the host, every call; Python = "
                  "`bench/seed_baseline.py`)")
     lines.append("")
-    head = ["database", "resolve: component", "native", "Python seed"]
+    head = ["database", "resolve: component", "after a write", "no memo", "native", "Python seed"]
     if has_emb:
         head.append("Python embedding")
     head += ["context: component", "native", "Python seed"]
@@ -319,8 +322,9 @@ def report(res):
     for db in m["dbs"]:
         n = db["name"]
         r, c, s = crit[f"resolve-{n}"], crit[f"context-{n}"], seed[n]
-        row = [n.replace("-", ", ") + " rows", fmt_us(r["component"]), fmt_us(r["native"]),
-               fmt_us(s["resolve_us"])]
+        row = [n.replace("-", ", ") + " rows", fmt_us(r["component"]),
+               fmt_us(r["component-after-write"]), fmt_us(r["component-no-memo"]),
+               fmt_us(r["native"]), fmt_us(s["resolve_us"])]
         if has_emb:
             row.append(fmt_us(emb[n]["resolve_us"]))
         row += [fmt_us(c["component"]), fmt_us(c["native"]), fmt_us(s["context_us"])]
@@ -330,7 +334,7 @@ def report(res):
         vs_python = s["context_us"] / c["component"]
         row += [f"{vs_native:.2f}×", f"{vs_python:.1f}×"]
         lines.append("| " + " | ".join(row) + " |")
-        checks.append((f"resolve ≤ Python seed ({n})", r["component"] <= s["resolve_us"],
+        checks.append((f"resolve ≤ 0.5× Python seed ({n})", r["component"] <= 0.5 * s["resolve_us"],
                        f"{fmt_us(r['component'])} vs {fmt_us(s['resolve_us'])}"))
         checks.append((f"context ≤ {CONTEXT_VS_NATIVE}× native ({n})", vs_native <= CONTEXT_VS_NATIVE,
                        f"{vs_native:.2f}×"))
@@ -355,13 +359,15 @@ def report(res):
     if "skipped" in b:
         lines.append(f"Skipped: {b['skipped']}.")
     else:
-        lines.append("| database | resolve: binding | inside Rust | binding's own | Hermes's loader "
-                     "| plugin per request | share | of it `tag_messages` | other routes (+ client load) | share |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("| database | resolve: binding | inside Rust | binding's own | binding after a write "
+                     "| Hermes's loader | plugin per request | share | of it `tag_messages` "
+                     "| other routes (+ client load) | share |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for db in m["dbs"]:
             x = b[db["name"]]
             lines.append(f"| {db['name'].replace('-', ', ')} rows | {fmt_us(x['resolve_py'])} | "
                          f"{fmt_us(x['resolve_rust'])} | {fmt_us(x['resolve_py'] - x['resolve_rust'])} | "
+                         f"{fmt_us(x['resolve_py_after_write'])} | "
                          f"{fmt_us(x['hermes_load'])} | {fmt_us(x['plugin_load_seam'])} | "
                          f"{x['load_seam_share'] * 100:.1f} % | {fmt_us(x['tag_messages'])} | "
                          f"{fmt_us(x['plugin_run_agent_seam'])} | {x['run_agent_seam_share'] * 100:.1f} % |")

@@ -9,9 +9,13 @@ schema (0.19.0 for v22, the v31 line for v31).
       --cli-session ID [--repeat N] [--batches B]
 
 Prints one JSON line, times in µs (medians over B batches of N calls):
-- `resolve_py`: `Bridge.resolve` from Python, the figure a gateway sees;
+- `resolve_py`: `Bridge.resolve` from Python, the figure a gateway sees,
+  `state.db` unchanged between calls (the memo serves the decision);
   `resolve_rust`: the same call looped inside Rust (`Bridge._bench_resolve`,
   no Python objects); their difference is the binding's own share;
+  `resolve_py_after_write`: `Bridge.resolve` after another connection
+  committed (as Hermes does after each turn; the commit is not timed): the
+  memo asks the call's reads again;
 - `hermes_load`: Hermes's own loader, `SessionDB.get_messages_as_conversation`
   of the CLI session (what the API server does per request anyway);
 - `plugin_load_seam`: what the plugin adds to a chat-completions request on
@@ -26,6 +30,7 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
 import argparse
 import copy
 import json
+import sqlite3
 import statistics
 import time
 from pathlib import Path
@@ -39,6 +44,32 @@ def median_us(fn, repeat, batches):
         for _ in range(repeat):
             fn()
         out.append((time.perf_counter_ns() - start) / repeat / 1000)
+    return statistics.median(out)
+
+
+def median_us_after_write(fn, conn, repeat, batches):
+    """`fn`'s median time (µs), each call after a commit of `conn` that is
+    not timed."""
+    n = 0
+
+    def commit():
+        nonlocal n
+        n += 1
+        conn.execute("INSERT OR REPLACE INTO state_meta (key, value) VALUES ('bench:elsewhere', ?)",
+                     (str(n),))
+        conn.commit()
+
+    commit()
+    fn()
+    out = []
+    for _ in range(batches):
+        spent = 0
+        for _ in range(repeat):
+            commit()
+            start = time.perf_counter_ns()
+            fn()
+            spent += time.perf_counter_ns() - start
+        out.append(spent / repeat / 1000)
     return statistics.median(out)
 
 
@@ -72,6 +103,9 @@ def main():
     for _ in range(a.batches):
         rust.append(bridge._bench_resolve(a.agent, a.session, a.repeat) / 1000)
     res["resolve_rust"] = statistics.median(rust)
+    other = sqlite3.connect(a.db)
+    res["resolve_py_after_write"] = median_us_after_write(
+        lambda: bridge.resolve(a.agent, a.session), other, a.repeat // 10 or 1, a.batches)
     res["hermes_load"] = median_us(lambda: db.get_messages_as_conversation(a.cli_session), slow, a.batches)
     res["client_load"] = median_us(lambda: db.get_messages_as_conversation(a.session), a.repeat // 10 or 1, a.batches)
     # tag_messages edits in place: each call gets its own copy, made
@@ -94,7 +128,9 @@ def main():
             target = resolver(target) or target
         return target
 
-    res["plugin_load_seam"] = median_us(plan, a.repeat // 10 or 1, a.batches) + res["tag_messages"]
+    # Hermes stores each turn, so a request's resolve finds state.db changed.
+    res["plugin_load_seam"] = (median_us_after_write(plan, other, a.repeat // 10 or 1, a.batches)
+                               + res["tag_messages"])
     res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
     res["load_seam_share"] = res["plugin_load_seam"] / res["hermes_load"]
     res["run_agent_seam_share"] = res["plugin_run_agent_seam"] / res["hermes_load"]

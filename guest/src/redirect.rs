@@ -82,6 +82,19 @@ fn winner(assessed: &[Assessment]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// Until when the clock leaves a decision on `assessed` unchanged (WIT
+/// `decision.valid-until`): the earliest [`Assessment::changes_at`] of the records,
+/// a millisecond early so that float rounding never stretches it past the
+/// moment a comparison in [`assess`] flips. `None` when no record changes
+/// with time.
+pub fn valid_until(assessed: &[Assessment]) -> Option<f64> {
+    assessed
+        .iter()
+        .filter_map(|a| a.changes_at)
+        .min_by(f64::total_cmp)
+        .map(|t| t - 0.001)
+}
+
 /// The session `agent`'s bot should load when about to load `session_id`
 /// (WIT `policy.resolve`):
 /// 1. unknown agent → `Err(unknown-agent)`;
@@ -96,7 +109,9 @@ fn winner(assessed: &[Assessment]) -> Option<usize> {
 /// 5. the winner's target must exist (`host.session-exists`) → `redirected`,
 ///    else `unknown-session`.
 ///
-/// Host failures are returned unchanged. `detail` is one sentence.
+/// Host failures are returned unchanged. `detail` is one sentence that
+/// names times, not ages; `valid_until` ([`valid_until`]) says how long the
+/// clock leaves the decision as it is.
 pub fn resolve<H: Host>(
     settings: &ValidSettings,
     host: &mut H,
@@ -104,11 +119,12 @@ pub fn resolve<H: Host>(
     session_id: &str,
 ) -> Result<Decision, Failure> {
     let entry = settings.agent(agent)?;
-    let stay = |reason: Reason, detail: String| Decision {
+    let stay = |reason: Reason, detail: String, valid_until: Option<f64>| Decision {
         session_id: session_id.to_string(),
         redirected: false,
         reason,
         detail,
+        valid_until,
     };
     if !entry.owns_session(session_id) {
         let whose = match settings.session_owner(session_id) {
@@ -121,6 +137,7 @@ pub fn resolve<H: Host>(
                 "session {session_id} is {whose}, not one of {agent}'s ({}): loading it unchanged",
                 entry.agent.sessions.join(", ")
             ),
+            None,
         ));
     }
     let records = read_records(settings, host, entry)?;
@@ -129,6 +146,7 @@ pub fn resolve<H: Host>(
         return Ok(stay(
             Reason::NoRecord,
             concat(&[agent, " has no record (", &keys, "): loading ", session_id]),
+            None,
         ));
     }
     let now = clock(host)?;
@@ -136,11 +154,13 @@ pub fn resolve<H: Host>(
         .iter()
         .map(|(key, value)| assess(settings, entry, key, value, now))
         .collect();
+    let valid_until = valid_until(&assessed);
     let Some(winner) = winner(&assessed).map(|i| &assessed[i]) else {
         let first = &assessed[0];
         return Ok(stay(
             first.reason,
             concat(&[&first.detail, ": loading ", session_id]),
+            valid_until,
         ));
     };
     let target = winner.readable.session_id.clone().unwrap_or_default();
@@ -156,6 +176,7 @@ pub fn resolve<H: Host>(
             session_id: target,
             redirected: true,
             reason: Reason::Redirected,
+            valid_until,
         })
     } else {
         Ok(stay(
@@ -164,6 +185,7 @@ pub fn resolve<H: Host>(
                 "record {} names session {target}, which is not in state.db: loading {session_id}",
                 winner.key
             ),
+            valid_until,
         ))
     }
 }
@@ -266,7 +288,7 @@ mod assess;
 mod record;
 
 pub(crate) use assess::non_finite;
-pub use assess::{Assessment, Readable, assess, parse_record, seconds};
+pub use assess::{Assessment, Readable, assess, parse_record, seconds, utc};
 
 #[cfg(test)]
 mod tests;

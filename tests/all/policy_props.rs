@@ -1,9 +1,9 @@
 //! Properties of the policy's rules, run natively (the same code the
 //! component is built from) with proptest: tagging is idempotent and never
 //! claims another's line; resolve never redirects outside the agent's own
-//! sessions or at an age ≥ TTL, and one agent's record never changes another
-//! agent's decision; body normalisation is idempotent and leaves nothing
-//! XML 1.0 forbids. Case counts keep the file well under a minute.
+//! sessions or at an age ≥ TTL, one agent's record never changes another
+//! agent's decision, and a decision holds until its `valid_until`; body
+//! normalisation is idempotent and leaves nothing XML 1.0 forbids. Case counts keep the file well under a minute.
 
 use proptest::prelude::*;
 use session_switch_policy::body::{clean, normalise, xml_allows};
@@ -365,6 +365,31 @@ proptest! {
         let young = vec![(record_key("zhiwei"), value(f64::from(ttl) - under))];
         let d = resolve(&s, &mut host(&young), "zhiwei", "xmpp-zhiwei").unwrap();
         prop_assert!(d.redirected, "{:?}", d);
+    }
+
+    /// A decision holds from its call's clock until its `valid_until`
+    /// (forever when `None`): resolving again at any later time before it,
+    /// with the same `state_meta`, gives the same decision, detail
+    /// included. This is what lets a host answer from its memo (DESIGN §7).
+    #[test]
+    fn a_decision_holds_until_its_valid_until(
+        meta in meta(),
+        agent in prop::sample::select(AGENTS.to_vec()),
+        asked in session(),
+        ttl in 1u32..4000,
+        skew in 0u32..300,
+        later in 0.0f64..1.0,
+    ) {
+        let s = with_ttl(ttl, skew);
+        let first = resolve(&s, &mut host(&meta), agent, &asked).unwrap();
+        let until = first.valid_until.unwrap_or(SAMPLE_NOW + 1e7);
+        prop_assert!(until > SAMPLE_NOW - 0.002, "valid_until {} is before the call", until);
+        let at = SAMPLE_NOW + (until - SAMPLE_NOW).max(0.0) * later;
+        prop_assume!(at < until);
+        let mut h = host(&meta);
+        h.clock = at;
+        let again = resolve(&s, &mut h, agent, &asked).unwrap();
+        prop_assert_eq!(&first, &again, "at {} (valid until {})", at, until);
     }
 
     /// Changing every other agent's record (and, for agents other than the

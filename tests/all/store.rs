@@ -338,6 +338,66 @@ fn reads_leave_a_delete_mode_file_untouched() {
     assert_eq!(files(dir.path()), before_files, "files appeared");
 }
 
+/// `data_version` (the memo of `resolve`, DESIGN §7) stays while only
+/// reads happen, here and elsewhere, and changes when another connection
+/// commits (as Hermes does) and when this one writes; inside a read
+/// snapshot it is the snapshot's. The 0.19.0 fixture is in WAL mode, the
+/// v31 one in DELETE mode: both journal modes.
+#[test]
+fn the_data_version_changes_exactly_when_someone_wrote() {
+    for name in ["hermes-0.19.0.db", "hermes-latest.db"] {
+        let (_dir, db) = fixture!(name);
+        let wal = journal_mode(&db) == "wal";
+        let store = HermesStore::open(&db).unwrap();
+        let v0 = store.data_version().unwrap();
+        assert!(
+            store
+                .meta_get("session_switch:active:mohe")
+                .unwrap()
+                .is_none()
+        );
+        let other = Connection::open(&db).unwrap();
+        let _: i64 = other
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            store.data_version().unwrap(),
+            v0,
+            "{name}: reads change nothing"
+        );
+
+        set_meta(&db, "session_switch:probe", "1");
+        let v1 = store.data_version().unwrap();
+        assert_ne!(v1, v0, "{name}: another connection committed");
+        assert_eq!(store.data_version().unwrap(), v1, "{name}: and stays");
+
+        assert!(store.meta_delete("session_switch:probe").unwrap());
+        let v2 = store.data_version().unwrap();
+        assert_ne!(v2, v1, "{name}: this connection wrote");
+
+        assert!(store.begin_read().unwrap());
+        assert_eq!(store.data_version().unwrap(), v2);
+        // In DELETE mode a writer cannot commit while the snapshot holds
+        // its shared lock; in WAL mode it can, and the snapshot does not see it.
+        other.busy_timeout(Duration::from_millis(10)).unwrap();
+        let wrote = other.execute(
+            "INSERT INTO state_meta (key, value) VALUES ('session_switch:p2', '1')",
+            [],
+        );
+        assert_eq!(wrote.is_ok(), wal, "{name}: {wrote:?}");
+        assert_eq!(store.data_version().unwrap(), v2, "{name}: the snapshot's");
+        store.end_read().unwrap();
+        if !wal {
+            set_meta(&db, "session_switch:p2", "1");
+        }
+        assert_ne!(
+            store.data_version().unwrap(),
+            v2,
+            "{name}: after the snapshot"
+        );
+    }
+}
+
 #[test]
 fn reads_of_an_early_database_create_no_table() {
     let (_dir, db) = fixture!("hermes-early.db");

@@ -4,9 +4,14 @@
 //!
 //! - `resolve-<db>/component`: `PolicyInstance::resolve` over `HermesImports`,
 //!   the store and instance kept between calls (the default, as a gateway
-//!   runs it); `component-fresh-store`: a new store, instance and
-//!   `configure` every call (`reuse_store: false`); `native`: the same rules
-//!   compiled into the host over `HermesStore`.
+//!   runs it), `state.db` unchanged between calls: the memo serves the
+//!   decision after one `PRAGMA data_version`; `component-after-write`: the
+//!   same, but another connection commits before each call (as Hermes does
+//!   after a turn; not timed), so the memo asks the call's reads again;
+//!   `component-no-memo`: the policy runs every call (`memo: false`);
+//!   `component-fresh-store`: a new store, instance and `configure` every
+//!   call (`reuse_store: false`); `native`: the same rules compiled into the
+//!   host over `HermesStore`, every call.
 //! - `context-<db>/component` and `/native`: resolve + history + tagging,
 //!   edits applied to the full rows.
 //!
@@ -19,19 +24,41 @@
 mod common;
 
 use common::{Run, native_context, native_policy, native_resolve, run};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
 use session_switch::store::HermesStore;
 use session_switch::{HermesImports, wiring};
 use std::hint::black_box;
 use std::time::Duration;
 
-fn options(run: &Run, reuse_store: bool) -> PolicyOptions {
+/// How an instance runs: a new store every call, the policy every call,
+/// or (the default) the memo too.
+#[derive(Clone, Copy)]
+enum Mode {
+    FreshStore,
+    NoMemo,
+    Memo,
+}
+
+fn options(run: &Run, mode: Mode) -> PolicyOptions {
     PolicyOptions {
         cache: CacheMode::Dir(run.dir.join("cache")),
-        reuse_store,
+        reuse_store: !matches!(mode, Mode::FreshStore),
+        memo: matches!(mode, Mode::Memo),
         ..PolicyOptions::default()
     }
+}
+
+/// Another connection's commit to `db` (a key of no agent's), as Hermes's
+/// store of a turn would be: the next `resolve` finds the data version moved.
+fn commit_elsewhere(other: &rusqlite::Connection, n: &mut u64) {
+    *n += 1;
+    other
+        .execute(
+            "INSERT OR REPLACE INTO state_meta (key, value) VALUES ('bench:elsewhere', ?1)",
+            [n.to_string()],
+        )
+        .expect("a commit of another connection");
 }
 
 fn session(run: &Run, policy: &Policy, db: &common::Db) -> PolicyInstance {
@@ -44,12 +71,13 @@ fn benches(c: &mut Criterion) {
     let run = run();
     // `SSW_BENCH_COMPONENT`: time another build (e.g. one with symbols,
     // for a profile) instead of the embedded component.
-    let load = |reuse| match std::env::var_os("SSW_BENCH_COMPONENT") {
-        Some(path) => Policy::load(path, options(&run, reuse)),
-        None => Policy::embedded(options(&run, reuse)),
+    let load = |mode| match std::env::var_os("SSW_BENCH_COMPONENT") {
+        Some(path) => Policy::load(path, options(&run, mode)),
+        None => Policy::embedded(options(&run, mode)),
     };
-    let reused = load(true).unwrap_or_else(|f| panic!("{}", f.message));
-    let fresh = load(false).unwrap_or_else(|f| panic!("{}", f.message));
+    let reused = load(Mode::Memo).unwrap_or_else(|f| panic!("{}", f.message));
+    let no_memo = load(Mode::NoMemo).unwrap_or_else(|f| panic!("{}", f.message));
+    let fresh = load(Mode::FreshStore).unwrap_or_else(|f| panic!("{}", f.message));
     let (agent, asked) = (run.agent.as_str(), run.session.as_str());
     // `SSW_BENCH_LOOP=ID:N` (e.g. `resolve-v22-1000/component:20000`): run
     // that variant N times and nothing else, for an instruction count under
@@ -64,7 +92,10 @@ fn benches(c: &mut Criterion) {
 
     for db in &run.dbs {
         let mut component = session(&run, &reused, db);
+        let mut uncached = session(&run, &no_memo, db);
         let mut fresh_store = session(&run, &fresh, db);
+        let other = rusqlite::Connection::open(&db.path).expect("a second connection");
+        let mut commits = 0u64;
         let mut native = native_policy(&run, &db.path);
 
         // Same answers before any timing.
@@ -80,6 +111,10 @@ fn benches(c: &mut Criterion) {
             .resolve(agent, asked)
             .expect("fresh-store resolve");
         assert_eq!((&f.session_id, f.reason), (&d.session_id, d.reason));
+        assert_eq!(uncached.resolve(agent, asked).expect("no-memo resolve"), d);
+        commit_elsewhere(&other, &mut commits);
+        assert_eq!(component.resolve(agent, asked).expect("after a write"), d);
+        assert!(uncached.last_call_fuel() > 0 && component.last_call_fuel() == 0);
         let ctx = component
             .context(agent, asked, None)
             .expect("component context");
@@ -98,6 +133,13 @@ fn benches(c: &mut Criterion) {
             for _ in 0..*n {
                 match only.as_str() {
                     o if o == format!("{r}/component") => drop(component.resolve(agent, asked)),
+                    o if o == format!("{r}/component-no-memo") => {
+                        drop(uncached.resolve(agent, asked))
+                    }
+                    o if o == format!("{r}/component-after-write") => {
+                        commit_elsewhere(&other, &mut commits);
+                        drop(component.resolve(agent, asked))
+                    }
                     o if o == format!("{r}/native") => {
                         drop(native_resolve(&mut native, agent, asked))
                     }
@@ -116,6 +158,16 @@ fn benches(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("resolve-{}", db.name));
         g.bench_function("component", |b| {
             b.iter(|| black_box(component.resolve(agent, black_box(asked)).unwrap()))
+        });
+        g.bench_function("component-after-write", |b| {
+            b.iter_batched(
+                || commit_elsewhere(&other, &mut commits),
+                |()| black_box(component.resolve(agent, black_box(asked)).unwrap()),
+                BatchSize::PerIteration,
+            )
+        });
+        g.bench_function("component-no-memo", |b| {
+            b.iter(|| black_box(uncached.resolve(agent, black_box(asked)).unwrap()))
         });
         g.bench_function("component-fresh-store", |b| {
             b.iter(|| black_box(fresh_store.resolve(agent, black_box(asked)).unwrap()))

@@ -21,7 +21,7 @@
 use crate::wit_convert::{failure_to_guest, plan_from_guest, role_to_guest, sent_to_guest};
 use session_switch::Failure;
 use session_switch::HistoryRow;
-use session_switch::runtime::{HostImports, SendPlan, Sent};
+use session_switch::runtime::{DataVersion, HostImports, SendPlan, Sent};
 use session_switch_policy as guest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -142,6 +142,10 @@ pub struct FakeState {
     /// The full rows the last `history` call returned (what the host keeps
     /// to apply the policy's edits to).
     pub last_history: Vec<HistoryRow>,
+    /// `data_version` answers a hash of `meta` and `sessions` (a version
+    /// that changes with what the imports read, however it was changed);
+    /// `false`: `None`, as imports that cannot tell.
+    pub versioned: bool,
 }
 
 impl FakeState {
@@ -490,5 +494,15 @@ impl HostImports for FakeHost {
 
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         self.import(|s| s.send(plan.clone()))
+    }
+
+    fn data_version(&mut self) -> Option<DataVersion> {
+        use std::hash::{Hash, Hasher};
+        let s = self.state();
+        s.versioned.then(|| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&s.meta, &s.sessions).hash(&mut h);
+            DataVersion(0, h.finish())
+        })
     }
 }

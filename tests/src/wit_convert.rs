@@ -132,6 +132,7 @@ pub fn decision_from_guest(d: guest::Decision) -> host::Decision {
         redirected: d.redirected,
         reason: reason_from_guest(d.reason),
         detail: d.detail,
+        valid_until: d.valid_until,
     }
 }
 

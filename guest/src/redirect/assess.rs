@@ -1,7 +1,7 @@
 //! One record's value against the rules (DESIGN §3 "Redirect", §8
 //! "Records"): its shape (JSON object, `session_id`, numeric `timestamp`,
 //! the agent), its age against the TTL and the future skew, its target;
-//! and how its times read in a sentence.
+//! when that assessment next changes; and how its times read in a sentence.
 
 use super::concat;
 use super::record::{self, Field, Top};
@@ -29,8 +29,15 @@ pub struct Assessment {
     /// `Redirected` when every rule but existence holds; else why not.
     pub reason: Reason,
     /// What is wrong (or right) with the record, a sentence without the
-    /// consequence, e.g. `record session_switch:active:mohe is 12 s old (TTL 3600 s)`.
+    /// consequence, e.g. `record session_switch:active:mohe, written
+    /// 2026-12-01T19:00:00Z, holds until 2026-12-01T20:00:00Z (TTL 3600 s)`.
+    /// It names times, not ages: it stays true until [`Self::changes_at`].
     pub detail: String,
+    /// The first Unix time after `now` at which the clock alone would
+    /// change `reason` or `detail`: the end of the future skew, then the end
+    /// of the TTL. `None`: never (a malformed or expired record: the clock
+    /// only moves on).
+    pub changes_at: Option<f64>,
 }
 
 /// Seconds for a person: whole numbers without decimals, else up to three
@@ -154,6 +161,7 @@ pub fn assess(
         age,
         reason: Reason::Redirected,
         detail: String::new(),
+        changes_at: None,
     };
     let (target, timestamp) = match parsed {
         Ok(parsed) => parsed,
@@ -166,38 +174,110 @@ pub fn assess(
     let age = now - timestamp;
     let ttl = settings.ttl_seconds();
     let skew = settings.future_skew_seconds();
+    let written = utc(timestamp);
     if age < -skew {
         out.reason = Reason::FutureTimestamp;
-        out.detail = format!(
-            "record {key} is dated {} s in the future (allowed skew {} s)",
-            seconds(-age),
-            seconds(skew)
-        );
-    } else if age >= ttl {
+        out.changes_at = Some(timestamp - skew);
+        out.detail = concat(&[
+            "record ",
+            key,
+            " is dated ",
+            &written,
+            ", beyond the allowed skew (",
+            &seconds(skew),
+            " s) ahead of the clock",
+        ]);
+        return out;
+    }
+    let ends = utc(timestamp + ttl);
+    if age >= ttl {
         out.reason = Reason::Expired;
-        out.detail = age_sentence(key, age, ttl);
-    } else if let Some(owner) = settings.session_owner(&target) {
+        out.detail = concat(&[
+            "record ",
+            key,
+            ", written ",
+            &written,
+            ", expired at ",
+            &ends,
+            " (TTL ",
+            &seconds(ttl),
+            " s)",
+        ]);
+        return out;
+    }
+    // Valid but for its target: from here on only the TTL's end changes it.
+    out.changes_at = Some(timestamp + ttl);
+    if let Some(owner) = settings.session_owner(&target) {
         out.reason = Reason::MalformedRecord;
         out.detail = format!(
             "record {key} names {target}, an XMPP session of {}, which is never a target",
             owner.agent.name
         );
-    } else if age < 0.0 {
-        out.detail = format!(
-            "record {key} is dated {} s in the future, within the allowed skew ({} s)",
-            seconds(-age),
-            seconds(skew)
-        );
     } else {
-        out.detail = age_sentence(key, age, ttl);
+        out.detail = concat(&[
+            "record ",
+            key,
+            ", written ",
+            &written,
+            ", holds until ",
+            &ends,
+            " (TTL ",
+            &seconds(ttl),
+            " s)",
+        ]);
     }
     out
 }
 
-/// `record <key> is <age> s old (TTL <ttl> s)`.
-fn age_sentence(key: &str, age: f64, ttl: f64) -> String {
-    let (age, ttl) = (seconds(age), seconds(ttl));
-    concat(&["record ", key, " is ", &age, " s old (TTL ", &ttl, " s)"])
+/// Unix time `t` as a UTC date, ISO 8601, to the millisecond (digits
+/// shown only when not zero), e.g. `2026-12-01T19:00:00Z`,
+/// `2026-12-01T19:00:00.250Z`; outside the years 0000–9999, `Unix time
+/// <seconds>`. Integer arithmetic (the civil-from-days algorithm of
+/// H. Hinnant, "chrono-Compatible Low-Level Date Algorithms"): no date
+/// crate or float formatting in the component.
+pub fn utc(t: f64) -> String {
+    // `as` saturates: absurd times land outside the years and say so.
+    let ms = (t * 1000.0).round() as i64;
+    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if !(0..=9999).contains(&year) {
+        return concat(&["Unix time ", &seconds(t)]);
+    }
+    let mut out = String::with_capacity(24);
+    pad(&mut out, year, 4);
+    for (sep, n) in [
+        ('-', month),
+        ('-', day),
+        ('T', ms_of_day / 3_600_000),
+        (':', ms_of_day / 60_000 % 60),
+        (':', ms_of_day / 1000 % 60),
+    ] {
+        out.push(sep);
+        pad(&mut out, n, 2);
+    }
+    if ms_of_day % 1000 != 0 {
+        out.push('.');
+        pad(&mut out, ms_of_day % 1000, 3);
+    }
+    out.push('Z');
+    out
+}
+
+/// `n` (not negative) in decimal, zero-padded to `width` digits.
+fn pad(out: &mut String, n: i64, width: usize) {
+    let digits = n.to_string();
+    for _ in digits.len()..width {
+        out.push('0');
+    }
+    out.push_str(&digits);
 }
 
 /// How a person reads a non-finite `f64` (without float formatting).

@@ -115,7 +115,10 @@ fn rule_3_legacy_key_is_read_for_the_legacy_agent_only() {
         &mohe(&meta),
         Reason::Redirected,
         CLI,
-        "record active_xmpp_sender_session is 5 s old",
+        &format!(
+            "record active_xmpp_sender_session, written {}",
+            utc(NOW - 5.0)
+        ),
     );
     let d = resolve(&settings(), &mut host(&meta), "zhiwei", "xmpp-zhiwei").unwrap();
     expect(
@@ -149,7 +152,10 @@ fn rule_3_newer_valid_record_wins() {
         &d,
         Reason::Redirected,
         CLI,
-        "record session_switch:active:mohe is 5 s old",
+        &format!(
+            "record session_switch:active:mohe, written {}",
+            utc(NOW - 5.0)
+        ),
     );
     // Legacy newer.
     let d = mohe(&[
@@ -160,7 +166,10 @@ fn rule_3_newer_valid_record_wins() {
         &d,
         Reason::Redirected,
         other,
-        "record active_xmpp_sender_session is 5 s old",
+        &format!(
+            "record active_xmpp_sender_session, written {}",
+            utc(NOW - 5.0)
+        ),
     );
     // A tie goes to the per-agent record.
     let d = mohe(&[
@@ -193,7 +202,12 @@ fn rule_3_neither_valid_reports_the_per_agent_reason_first() {
         &d,
         Reason::Expired,
         "xmpp-mohe-v2",
-        "record session_switch:active:mohe is 4000 s old (TTL 3600 s): loading xmpp-mohe-v2",
+        &format!(
+            "record session_switch:active:mohe, written {}, expired at {} (TTL 3600 s): \
+             loading xmpp-mohe-v2",
+            utc(NOW - 4000.0),
+            utc(NOW - 400.0)
+        ),
     );
     let d = mohe(&[
         (MOHE, "junk".into()),
@@ -210,7 +224,10 @@ fn rule_3_neither_valid_reports_the_per_agent_reason_first() {
         &d,
         Reason::Expired,
         "xmpp-mohe-v2",
-        "record active_xmpp_sender_session is 4000 s old",
+        &format!(
+            "record active_xmpp_sender_session, written {}, expired",
+            utc(NOW - 4000.0)
+        ),
     );
 }
 
@@ -357,60 +374,62 @@ fn rule_4_accepted_shapes() {
 fn rule_5_ttl_boundary() {
     // A record exactly TTL old is expired (the seed keeps it only while age < 3600).
     let cases = [
-        (
-            NOW - 3600.0 + 0.001,
-            Reason::Redirected,
-            "is 3599.999 s old (TTL 3600 s)",
-        ),
-        (NOW - 3599.0, Reason::Redirected, "is 3599 s old"),
-        (NOW - 3600.0, Reason::Expired, "is 3600 s old (TTL 3600 s)"),
-        (NOW - 3600.001, Reason::Expired, "is 3600.001 s old"),
-        (NOW - 86_400.0, Reason::Expired, "is 86400 s old"),
-        (0.0, Reason::Expired, "is 1800000000 s old"),
-        (-5.0, Reason::Expired, "s old"),
-        (NOW, Reason::Redirected, "is 0 s old"),
+        (NOW - 3600.0 + 0.001, Reason::Redirected),
+        (NOW - 3599.0, Reason::Redirected),
+        (NOW, Reason::Redirected),
+        (NOW - 3600.0, Reason::Expired),
+        (NOW - 3600.001, Reason::Expired),
+        (NOW - 86_400.0, Reason::Expired),
+        (0.0, Reason::Expired),
+        (-5.0, Reason::Expired),
     ];
-    for (ts, reason, detail) in cases {
-        let want = if reason == Reason::Redirected {
-            CLI
+    for (ts, reason) in cases {
+        let d = mohe(&[(MOHE, rec(ts))]);
+        let (written, ends) = (utc(ts), utc(ts + 3600.0));
+        if reason == Reason::Redirected {
+            let holds = format!("written {written}, holds until {ends} (TTL 3600 s)");
+            expect(&d, reason, CLI, &holds);
+            assert_eq!(d.valid_until, Some(ts + 3600.0 - 0.001), "{ts}");
         } else {
-            "xmpp-mohe-v2"
-        };
-        expect(&mohe(&[(MOHE, rec(ts))]), reason, want, detail);
+            let expired = format!("written {written}, expired at {ends} (TTL 3600 s)");
+            expect(&d, reason, "xmpp-mohe-v2", &expired);
+            assert_eq!(d.valid_until, None, "expired is for good: {ts}");
+        }
     }
+    let d = mohe(&[(MOHE, rec(0.0))]);
+    expect(
+        &d,
+        Reason::Expired,
+        "xmpp-mohe-v2",
+        "written 1970-01-01T00:00:00Z, expired at 1970-01-01T01:00:00Z",
+    );
+    let d = mohe(&[(MOHE, rec(-5.0))]);
+    expect(
+        &d,
+        Reason::Expired,
+        "xmpp-mohe-v2",
+        "written 1969-12-31T23:59:55Z",
+    );
 }
 
 #[test]
 fn rule_5_future_skew_boundary() {
-    let cases = [
-        (
-            NOW + 10.0,
-            Reason::Redirected,
-            "is dated 10 s in the future, within the allowed skew (120 s)",
-        ),
-        (
-            NOW + 120.0,
-            Reason::Redirected,
-            "is dated 120 s in the future, within",
-        ),
-        (
-            NOW + 120.001,
-            Reason::FutureTimestamp,
-            "is dated 120.001 s in the future (allowed skew 120 s)",
-        ),
-        (
-            NOW + 86_400.0,
-            Reason::FutureTimestamp,
-            "is dated 86400 s in the future",
-        ),
-    ];
-    for (ts, reason, detail) in cases {
-        let want = if reason == Reason::Redirected {
-            CLI
-        } else {
-            "xmpp-mohe-v2"
-        };
-        expect(&mohe(&[(MOHE, rec(ts))]), reason, want, detail);
+    // Within the skew a record is valid from now on: its TTL's end is next.
+    for ts in [NOW + 10.0, NOW + 120.0] {
+        let d = mohe(&[(MOHE, rec(ts))]);
+        let holds = format!("written {}, holds until {}", utc(ts), utc(ts + 3600.0));
+        expect(&d, Reason::Redirected, CLI, &holds);
+        assert_eq!(d.valid_until, Some(ts + 3600.0 - 0.001));
+    }
+    // Beyond it, the record becomes valid once the skew reaches it.
+    for ts in [NOW + 120.001, NOW + 86_400.0] {
+        let d = mohe(&[(MOHE, rec(ts))]);
+        let dated = format!(
+            "is dated {}, beyond the allowed skew (120 s) ahead of the clock",
+            utc(ts)
+        );
+        expect(&d, Reason::FutureTimestamp, "xmpp-mohe-v2", &dated);
+        assert_eq!(d.valid_until, Some(ts - 120.0 - 0.001));
     }
     // Skew 0: any future timestamp is refused.
     let mut strict = sample_settings();
@@ -422,7 +441,7 @@ fn rule_5_future_skew_boundary() {
         &d,
         Reason::FutureTimestamp,
         "xmpp-mohe-v2",
-        "0.5 s in the future (allowed skew 0 s)",
+        &format!("is dated {}, beyond the allowed skew (0 s)", utc(NOW + 0.5)),
     );
 }
 
@@ -449,7 +468,7 @@ fn rule_6_target_rules() {
     );
     // Age is judged before the target: an expired record naming an XMPP session is expired.
     let d = mohe(&[(MOHE, sample_record("xmpp-zhiwei", NOW - 4000.0, "mohe"))]);
-    expect(&d, Reason::Expired, "xmpp-mohe-v2", "4000 s old");
+    expect(&d, Reason::Expired, "xmpp-mohe-v2", "expired at");
 }
 
 #[test]
@@ -482,8 +501,12 @@ fn rule_7_redirect_detail() {
             redirected: true,
             reason: Reason::Redirected,
             detail: format!(
-                "record session_switch:active:mohe is 12 s old (TTL 3600 s): loading CLI session {CLI} instead of xmpp-mohe-v2"
+                "record session_switch:active:mohe, written {}, holds until {} (TTL 3600 s): \
+                 loading CLI session {CLI} instead of xmpp-mohe-v2",
+                utc(NOW - 12.0),
+                utc(NOW - 12.0 + 3600.0)
             ),
+            valid_until: Some(NOW - 12.0 + 3600.0 - 0.001),
         }
     );
 }
@@ -663,7 +686,10 @@ fn active_shows_every_record_with_its_state() {
             valid: true,
             reason: Reason::Redirected,
             detail: format!(
-                "record {MOHE} is 12 s old (TTL 3600 s): would redirect to CLI session {CLI}"
+                "record {MOHE}, written {}, holds until {} (TTL 3600 s): would redirect to CLI \
+                 session {CLI}",
+                utc(NOW - 12.0),
+                utc(NOW + 3588.0)
             ),
         }
     );
@@ -745,8 +771,10 @@ fn active_calls_only_the_record_resolve_uses_valid() {
     assert_eq!(
         all[0].detail,
         format!(
-            "record {MOHE} is 50 s old (TTL 3600 s), but the newer record {LEGACY_KEY} \
-             is the one resolve uses"
+            "record {MOHE}, written {}, holds until {} (TTL 3600 s), but the newer record \
+             {LEGACY_KEY} is the one resolve uses",
+            utc(NOW - 50.0),
+            utc(NOW + 3550.0)
         )
     );
     assert!(mohe(&meta).redirected);
@@ -970,4 +998,25 @@ fn parse_record_matches_the_value_version() {
             );
         }
     }
+}
+
+#[test]
+fn utc_dates_read_as_iso_8601() {
+    for (t, want) in [
+        (0.0, "1970-01-01T00:00:00Z"),
+        (951_782_400.25, "2000-02-29T00:00:00.250Z"),
+        (1_709_164_800.0, "2024-02-29T00:00:00Z"),
+        (NOW, "2027-01-15T08:00:00Z"),
+        (NOW + 0.0004, "2027-01-15T08:00:00Z"),
+        (NOW - 0.001, "2027-01-15T07:59:59.999Z"),
+        (-5.0, "1969-12-31T23:59:55Z"),
+        (-62_135_596_800.0, "0001-01-01T00:00:00Z"),
+        (253_402_300_799.0, "9999-12-31T23:59:59Z"),
+    ] {
+        assert_eq!(utc(t), want, "{t}");
+    }
+    // Outside the four-digit years the sentence says what the number is.
+    assert_eq!(utc(253_402_300_800.0), "Unix time 253402300800");
+    assert_eq!(utc(1e300), format!("Unix time {}", seconds(1e300)));
+    assert_eq!(utc(-1e12), "Unix time -1000000000000");
 }

@@ -15,7 +15,7 @@ use crate::store::{HermesStore, SendWrite, target_problem};
 use crate::transport::Transport;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
-use session_switch_runtime::{Failure, HistoryRow, HostImports, SendPlan, Sent};
+use session_switch_runtime::{DataVersion, Failure, HistoryRow, HostImports, SendPlan, Sent};
 use std::sync::{Arc, Mutex};
 
 /// What following compression chains did during calls (DESIGN §9.4), for
@@ -40,8 +40,13 @@ pub enum ChainNote {
 /// The notes of one [`HermesImports`], shared with its caller.
 pub type ChainNotes = Arc<Mutex<Vec<ChainNote>>>;
 
-fn note(notes: &ChainNotes, n: ChainNote) {
-    notes.lock().unwrap_or_else(|e| e.into_inner()).push(n);
+/// Add `n` to `notes` when a caller keeps them: imports nobody asked for
+/// notes (a gateway's pooled instances) keep none, or the list would grow
+/// with every call.
+fn note(notes: &Option<ChainNotes>, n: ChainNote) {
+    if let Some(notes) = notes {
+        notes.lock().unwrap_or_else(|e| e.into_inner()).push(n);
+    }
 }
 
 /// For tests only: when set (and not empty), the host's clock (WIT
@@ -85,8 +90,9 @@ pub struct HermesImports {
     room: String,
     /// A read snapshot of ours is open ([`HostImports::begin_read`]).
     reading: bool,
-    /// What the chain walk did (see [`ChainNote`]).
-    notes: ChainNotes,
+    /// What the chain walk did (see [`ChainNote`]), when a caller asked
+    /// ([`HermesImports::reporting`]).
+    notes: Option<ChainNotes>,
     /// Refusals of [`HostImports::session_exists`] are noted instead of
     /// failing the call (for `active`, which lists every record).
     report: bool,
@@ -105,7 +111,7 @@ impl HermesImports {
             transport,
             room: room.into(),
             reading: false,
-            notes: ChainNotes::default(),
+            notes: None,
             report: false,
         }
     }
@@ -117,7 +123,8 @@ impl HermesImports {
     /// caller (`active`) can list it and say why it does not redirect.
     pub fn reporting(mut self, report: bool) -> (Self, ChainNotes) {
         self.report = report;
-        let notes = Arc::clone(&self.notes);
+        let notes = ChainNotes::default();
+        self.notes = Some(Arc::clone(&notes));
         (self, notes)
     }
 
@@ -254,6 +261,16 @@ impl HostImports for HermesImports {
         {
             tracing::warn!(target: "session_switch::hermes_imports", "{}", failure.message);
         }
+    }
+
+    /// [`HermesStore::data_version`]; `None` when it cannot be read, and
+    /// when a caller keeps the notes ([`HermesImports::reporting`]): it
+    /// reads the notes each call leaves, so every call must make its reads.
+    fn data_version(&mut self) -> Option<DataVersion> {
+        if self.notes.is_some() {
+            return None;
+        }
+        self.store.data_version().ok()
     }
 
     /// The system clock in Unix seconds, or the test clock of

@@ -12,6 +12,7 @@ pub fn decision(d: &Decision) -> Value {
         "redirected": d.redirected,
         "reason": d.reason.as_str(),
         "detail": d.detail,
+        "valid_until": d.valid_until,
     })
 }
 

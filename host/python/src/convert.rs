@@ -47,5 +47,6 @@ pub fn decision<'py>(py: Python<'py>, d: &Decision) -> PyResult<Bound<'py, PyAny
     dict.set_item(intern!(py, "redirected"), d.redirected)?;
     dict.set_item(intern!(py, "reason"), d.reason.as_str())?;
     dict.set_item(intern!(py, "detail"), &d.detail)?;
+    dict.set_item(intern!(py, "valid_until"), d.valid_until)?;
     Ok(dict.into_any())
 }

@@ -157,6 +157,7 @@ mod tests {
             redirected,
             reason,
             detail: String::new(),
+            valid_until: None,
         }
     }
 

@@ -25,6 +25,11 @@ pub struct PolicyOptions {
     /// Reuse is the default because a fresh store per call costs several
     /// times a whole `resolve` (README "Performance" has the figures).
     pub reuse_store: bool,
+    /// Serve a `resolve` whose decision still holds from the instance's
+    /// memo (`true`, the default; needs `reuse_store`): DESIGN §7,
+    /// [`PolicyInstance::resolve`](crate::PolicyInstance::resolve). `false`
+    /// runs the policy for every call (for measuring it).
+    pub memo: bool,
     /// Run the component's `self-check` before using it (a load is refused
     /// when it fails). Hot swaps always run it.
     pub self_check: bool,
@@ -41,6 +46,7 @@ impl Default for PolicyOptions {
             limits: Limits::default(),
             cache: CacheMode::Default,
             reuse_store: true,
+            memo: true,
             self_check: true,
             tag_prefix_chars: 256,
         }

@@ -63,14 +63,29 @@ impl PolicyInstance {
     /// read by the host in the call's own read snapshot
     /// ([`answers::check_redirect`]). An answer that breaks this is a
     /// `policy` failure.
+    ///
+    /// A decision that still holds is served from the instance's memo
+    /// without running the policy (DESIGN §7, `memo.rs`): same agent and
+    /// session, the clock inside the decision's `valid_until` window, and
+    /// `state.db` unchanged or every read of the call answering the same.
     pub fn resolve(&mut self, agent: &str, session_id: &str) -> Result<Decision, Failure> {
+        if let Some(decision) = self.memoised(agent, session_id) {
+            return Ok(decision);
+        }
         let legacy = self.is_legacy(agent);
-        let (decision, _) = self.call_wit(
+        let mut version = None;
+        let (decision, done) = self.call_wit(
             Call::Resolve,
             None,
             |g, s| g.call_resolve(s, agent, session_id),
-            |d, data| check_decided(d, session_id, agent, legacy, data),
+            |d, data| {
+                check_decided(d, session_id, agent, legacy, data)?;
+                // Still inside the call's read snapshot.
+                version = data.imports.data_version();
+                Ok(())
+            },
         )?;
+        self.memoise(agent, session_id, &decision, done.reads, version);
         Ok(decision)
     }
 
@@ -326,6 +341,7 @@ fn fallback_decision(asked: &str, failure: &Failure) -> Decision {
         redirected: false,
         reason: Reason::PolicyError,
         detail: format!("no redirect: {}", failure.message),
+        valid_until: None,
     }
 }
 

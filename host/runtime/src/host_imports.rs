@@ -210,7 +210,27 @@ pub trait HostImports: Send + 'static {
     /// The call [`HostImports::begin_read`] announced has ended, also when the
     /// policy trapped: close the snapshot. Default: nothing.
     fn end_read(&mut self) {}
+
+    /// A value that changes whenever what these imports read may have
+    /// changed: another connection committed to `state.db`, or these
+    /// imports wrote. Inside a read snapshot, the snapshot's version. The
+    /// memo of `resolve` (`memo.rs`) serves a decision without reading when
+    /// it is equal to the one the decision was made at. `None` (the
+    /// default): the imports cannot tell, and every memoised decision is
+    /// checked by asking its reads again.
+    fn data_version(&mut self) -> Option<DataVersion> {
+        None
+    }
 }
+
+/// A version of what a [`HostImports`] reads ([`HostImports::data_version`]),
+/// only compared for equality: for a Hermes `state.db`, SQLite's
+/// `PRAGMA data_version` of the connection (changes when another connection
+/// commits) and the connection's own count of changed rows
+/// (`sqlite3_total_changes`: its own writes, which `data_version` does not
+/// count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataVersion(pub i64, pub u64);
 
 /// Imports with nothing behind them: every fallible import fails with kind
 /// `store`. The check of a new component runs `version`, `self-check` and

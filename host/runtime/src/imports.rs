@@ -16,6 +16,7 @@ use super::bindings::agentsmeeting::session_switch::{host, types};
 use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
 use super::host_imports::HostImports;
 use super::limits::{GuestClock, Limiter, Limits};
+use super::memo::Reads;
 use crate::Failure;
 use crate::HistoryRow;
 use session_switch_contract::keys::{GUARD_KEY_PREFIX, is_our_meta_key, record_key};
@@ -43,6 +44,11 @@ impl Call {
     /// imports serve it from one read snapshot ([`HostImports::begin_read`]).
     pub(crate) fn only_reads(self) -> bool {
         matches!(self, Self::Resolve | Self::Context | Self::Active)
+    }
+
+    /// Whether the call's reads are kept ([`CallState::reads`]).
+    fn keeps_reads(self) -> bool {
+        matches!(self, Self::Resolve | Self::Context)
     }
 
     /// The export's WIT name.
@@ -105,10 +111,11 @@ pub(crate) struct CallState {
     /// Error and warn lines the guest logged in this call (its panic hook
     /// writes the panic message here).
     pub(crate) said: Vec<String>,
-    /// What `meta-get` answered the policy in this call, key and value:
-    /// the host's own check of a redirect reuses it (same read snapshot)
-    /// instead of reading `state_meta` again.
-    pub(crate) meta_read: Vec<(String, Option<String>)>,
+    /// What `meta-get`, `session-exists` and `now` answered a `resolve` or
+    /// `context`: the host's own check of a redirect reuses the values
+    /// (same read snapshot) instead of reading `state_meta` again, and the
+    /// memo of `resolve` keeps them with its decision.
+    pub(crate) reads: Reads,
     /// The one key `admit` may set: the receiving agent's guard key in the
     /// configured room (`None` in every other call).
     pub(crate) admit_key: Option<String>,
@@ -179,7 +186,7 @@ impl StoreData {
     /// `meta-get` already answered the policy, else a read through the
     /// imports (inside the call's read snapshot either way).
     pub(crate) fn record(&mut self, key: &str) -> Result<Option<String>, Failure> {
-        match self.call.meta_read.iter().rev().find(|(k, _)| k == key) {
+        match self.call.reads.meta.iter().rev().find(|(k, _)| k == key) {
             Some((_, value)) => Ok(value.clone()),
             None => self.imports.meta_get(key),
         }
@@ -243,8 +250,8 @@ impl host::Host for StoreData {
     fn meta_get(&mut self, key: String) -> Result<Option<String>, WitFailure> {
         self.timed(|s| {
             let value = s.imports.meta_get(&key)?;
-            if matches!(s.call.export, Call::Resolve | Call::Context) {
-                s.call.meta_read.push((key, value.clone()));
+            if s.call.export.keeps_reads() {
+                s.call.reads.meta.push((key, value.clone()));
             }
             Ok(value)
         })
@@ -259,7 +266,13 @@ impl host::Host for StoreData {
     }
 
     fn session_exists(&mut self, session_id: String) -> Result<bool, WitFailure> {
-        self.timed(|s| s.imports.session_exists(&session_id).map_err(Into::into))
+        self.timed(|s| {
+            let exists = s.imports.session_exists(&session_id)?;
+            if s.call.export.keeps_reads() {
+                s.call.reads.exists.push((session_id, exists));
+            }
+            Ok(exists)
+        })
     }
 
     fn history(
@@ -273,7 +286,13 @@ impl host::Host for StoreData {
     }
 
     fn now(&mut self) -> f64 {
-        self.timed(|s| s.imports.now())
+        self.timed(|s| {
+            let now = s.imports.now();
+            if s.call.export.keeps_reads() && s.call.reads.now.is_none() {
+                s.call.reads.now = Some(now);
+            }
+            now
+        })
     }
 
     fn send(&mut self, plan: SendPlan) -> Result<Sent, WitFailure> {

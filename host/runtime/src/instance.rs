@@ -5,14 +5,15 @@
 //! `exports.rs`, the checks of their answers in `answers.rs`.
 
 use super::bindings::exports::agentsmeeting::session_switch::policy::Guest;
-use super::bindings::{Settings, WitFailure};
+use super::bindings::{Decision, Settings, WitFailure};
 use super::call::{Live, NotReady, policy_failure};
 use super::component::{LoadInfo, Loaded};
 use super::current::Current;
 use super::engine::{PolicyOptions, Runtime};
-use super::host_imports::HostImports;
+use super::host_imports::{DataVersion, HostImports};
 use super::imports::{Call, CallState, SendArgs, StoreData};
 use super::limits::{GuestClock, Limiter};
+use super::memo::{Memo, Reads};
 use crate::Failure;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +56,8 @@ pub struct PolicyInstance {
     last_fuel: u64,
     /// Guest time of the last call (for measuring budgets).
     last_guest_time: Duration,
+    /// Decisions `resolve` may serve again (`memo.rs`).
+    memo: Memo,
 }
 
 impl PolicyInstance {
@@ -80,6 +83,7 @@ impl PolicyInstance {
             slot: Slot::Parked(Box::new(data)),
             last_fuel: 0,
             last_guest_time: Duration::ZERO,
+            memo: Memo::default(),
         }
     }
 
@@ -182,13 +186,44 @@ impl PolicyInstance {
     }
 
     /// Throw the store away (after a trap, an invalid answer, a swap, new
-    /// settings, or a call when stores are not reused), keeping the imports.
+    /// settings, or a call when stores are not reused), keeping the imports;
+    /// the memo goes with it.
     fn park(&mut self) {
+        self.memo.clear();
         if matches!(self.slot, Slot::Live(_)) {
             let Slot::Live(live) = std::mem::replace(&mut self.slot, Slot::Moving) else {
                 unreachable!()
             };
             self.park_data(Box::new(live.into_data()));
+        }
+    }
+
+    /// The decision of an earlier `resolve` of `agent` about `session_id`
+    /// that still holds (`memo.rs`), after following a swap. A served
+    /// decision ran no guest code: the last call's fuel and time read 0.
+    pub(crate) fn memoised(&mut self, agent: &str, session_id: &str) -> Option<Decision> {
+        self.refresh();
+        let data = match &mut self.slot {
+            Slot::Live(live) => live.data_mut(),
+            Slot::Parked(data) => data,
+            Slot::Moving => unreachable!("an instance is live or parked between calls"),
+        };
+        let decision = self.memo.get(&mut *data.imports, agent, session_id)?;
+        (self.last_fuel, self.last_guest_time) = (0, Duration::ZERO);
+        Some(decision)
+    }
+
+    /// Keep a decision of `resolve` for [`PolicyInstance::memoised`].
+    pub(crate) fn memoise(
+        &mut self,
+        agent: &str,
+        session_id: &str,
+        decision: &Decision,
+        reads: Reads,
+        version: Option<DataVersion>,
+    ) {
+        if self.runtime.options.reuse_store && self.runtime.options.memo {
+            self.memo.put(agent, session_id, decision, reads, version);
         }
     }
 

@@ -17,8 +17,8 @@
 //!
 //! The modules, each depending only on those listed before it:
 //! `bindings` (the one `bindgen!`), `limits`, `host_imports` (the trait),
-//! `apply` (summaries and edits), `imports` (the store's data and the WIT
-//! host interface), `cache`, `call` (the one call path in a store),
+//! `apply` (summaries and edits), `memo` (decisions `resolve` may serve
+//! again), `imports` (the store's data and the WIT host interface), `cache`, `call` (the one call path in a store),
 //! `answers` (checks of the policy's answers), `engine` (engine, linker,
 //! options), `component` (compile, check, probe), `current` (what hot swaps
 //! replace), `instance` (a caller's store), `exports` (each export as a
@@ -37,6 +37,7 @@ mod host_imports;
 mod imports;
 mod instance;
 mod limits;
+mod memo;
 mod policy;
 mod swap;
 #[cfg(test)]
@@ -55,7 +56,7 @@ pub use component::{
 };
 pub use engine::{PolicyOptions, disable_signal_traps};
 pub use exports::ContextAnswer;
-pub use host_imports::HostImports;
+pub use host_imports::{DataVersion, HostImports};
 pub use host_imports::{HistoryRow, LoadedMessage, unix_now};
 pub use instance::PolicyInstance;
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};

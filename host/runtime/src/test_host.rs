@@ -2,7 +2,10 @@
 //! the runtime's logic above the imports (the real store and ejabberd are
 //! tested in `tests/all`).
 
-use crate::{Agent, Failure, HistoryRow, HostImports, LoopGuard, SendPlan, Sent, Settings};
+use crate::{
+    Agent, DataVersion, Failure, HistoryRow, HostImports, LoopGuard, SendPlan, Sent, Settings,
+};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// The host's clock: 2026-06-19 12:00 UTC, Unix seconds.
@@ -14,14 +17,27 @@ pub(crate) struct Seen {
     pub(crate) sends: Vec<SendPlan>,
     pub(crate) deletes: Vec<String>,
     pub(crate) histories: u32,
+    pub(crate) meta_gets: u32,
 }
 
-/// No records; every session exists and holds `rows`; sends are taken
-/// (`messages.id` 23) and, like deletes and history reads, noted in
+/// What the imports read, shared so a test can change it between calls:
+/// `state_meta`, the clock (Unix seconds) and what
+/// [`HostImports::data_version`] answers.
+#[derive(Debug)]
+pub(crate) struct World {
+    pub(crate) meta: BTreeMap<String, String>,
+    pub(crate) now: f64,
+    pub(crate) version: Option<DataVersion>,
+}
+
+/// The records and clock of its [`World`] (none and [`NOW`] at first, no
+/// data version); every session exists and holds `rows`; sends are taken
+/// (`messages.id` 23) and, like deletes and reads, noted in
 /// [`TestHost::seen`].
 pub(crate) struct TestHost {
     rows: Vec<HistoryRow>,
     seen: Arc<Mutex<Seen>>,
+    world: Arc<Mutex<World>>,
 }
 
 impl TestHost {
@@ -29,7 +45,17 @@ impl TestHost {
         Self {
             rows,
             seen: Arc::default(),
+            world: Arc::new(Mutex::new(World {
+                meta: BTreeMap::new(),
+                now: NOW,
+                version: None,
+            })),
         }
+    }
+
+    /// What the imports read, shared with the host once it is boxed.
+    pub(crate) fn world(&self) -> Arc<Mutex<World>> {
+        Arc::clone(&self.world)
     }
 
     /// What reached the imports, shared with the host once it is boxed.
@@ -39,8 +65,9 @@ impl TestHost {
 }
 
 impl HostImports for TestHost {
-    fn meta_get(&mut self, _: &str) -> Result<Option<String>, Failure> {
-        Ok(None)
+    fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
+        self.seen.lock().unwrap().meta_gets += 1;
+        Ok(self.world.lock().unwrap().meta.get(key).cloned())
     }
     fn meta_set(&mut self, _: &str, _: &str) -> Result<(), Failure> {
         Ok(())
@@ -57,7 +84,7 @@ impl HostImports for TestHost {
         Ok(self.rows.clone())
     }
     fn now(&mut self) -> f64 {
-        NOW
+        self.world.lock().unwrap().now
     }
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         self.seen.lock().unwrap().sends.push(plan.clone());
@@ -66,6 +93,9 @@ impl HostImports for TestHost {
             room: settings().room,
             record_replaced: true,
         })
+    }
+    fn data_version(&mut self) -> Option<DataVersion> {
+        self.world.lock().unwrap().version
     }
 }
 

@@ -40,6 +40,7 @@ fn hijack(decision: Decision) -> Decision {
         redirected: true,
         reason: Reason::Redirected,
         detail: "a valid record names 20260619_193000_a1b2c3 (variant-hijack)".to_string(),
+        valid_until: None,
     }
 }
 

@@ -52,6 +52,7 @@ fn reach(session_id: &str) -> Decision {
             "file={file} dir={listing} connect={connect} bind={bind} \
              env-home-or-path={home} args={args} cwd={cwd} command={command} thread={thread}"
         ),
+        valid_until: None,
     }
 }
 

@@ -19,8 +19,8 @@ use super::loader::{self, Loader, LoaderSql, RawRow, SqlValue};
 use super::schema::check_exists;
 use super::sqlite_failure::sqlite_failure;
 use super::write_tx::{check_our_key, commit_with_retry};
-use session_switch_runtime::Failure;
 use session_switch_runtime::HistoryRow;
+use session_switch_runtime::{DataVersion, Failure};
 
 /// Busy timeout set on every connection: how long one statement waits for
 /// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
@@ -360,6 +360,22 @@ impl HermesStore {
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .map_err(|e| self.fail(&doing, e))
+    }
+
+    /// What this connection reads, as a version compared for equality
+    /// (`session_switch_runtime::DataVersion`): SQLite's
+    /// `PRAGMA data_version`, which changes when another connection has
+    /// committed (<https://sqlite.org/pragma.html#pragma_data_version>),
+    /// and `sqlite3_total_changes`, this connection's own rows changed.
+    /// Inside a read snapshot, the snapshot's version; outside, the pragma
+    /// takes and drops the shared lock once (one statement, no table read).
+    pub fn data_version(&self) -> Result<DataVersion, Failure> {
+        let version = self
+            .conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
+            .map_err(|e| self.fail("read PRAGMA data_version", e))?;
+        Ok(DataVersion(version, self.conn.total_changes()))
     }
 
     /// Start a read snapshot: the reads that follow, until

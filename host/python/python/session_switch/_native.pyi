@@ -27,6 +27,9 @@ class Decision(TypedDict):
     redirected: bool
     reason: Reason
     detail: str
+    # Unix seconds until which the decision holds (None: the clock does not
+    # change it); WIT `decision.valid-until`.
+    valid_until: float | None
 
 class Message(TypedDict, total=False):
     role: str

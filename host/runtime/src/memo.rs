@@ -1,0 +1,270 @@
+//! The memo of `resolve` decisions (DESIGN §7): a gateway asks `resolve`
+//! for every room message, mostly about the same session with nothing
+//! changed in between. The policy is pure, so the same answers of its
+//! imports give the same decision; the decision says itself how long the
+//! clock leaves it standing (WIT `decision.valid-until`). A memo entry
+//! keeps the decision with what the call's imports answered, and serves a
+//! later `resolve` of the same agent and session while the clock is inside
+//! the decision's window and either
+//! - `state.db` is unchanged since the call ([`HostImports::data_version`]:
+//!   no read at all), or
+//! - every read of the call, asked again in one read snapshot, answers the
+//!   same (`state.db` changed elsewhere, e.g. Hermes stored a turn: the
+//!   reads, without the guest).
+//!
+//! Every guard still stands: the memoised decision was made by a call under
+//! fuel and the guest time limit and passed the host's redirect check on
+//! those same reads. Only a call that ended well is kept; a swap, new
+//! settings or a failed call empties the memo (`PolicyInstance::park`).
+
+use super::bindings::Decision;
+use super::host_imports::{DataVersion, HostImports};
+use std::collections::HashMap;
+
+/// At most this many (agent, session) entries; a full memo starts over. A
+/// gateway asks about its agent's few XMPP sessions.
+const MAX_ENTRIES: usize = 64;
+
+/// What a `resolve` call's imports answered it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Reads {
+    /// `meta-get`: key and value.
+    pub(crate) meta: Vec<(String, Option<String>)>,
+    /// `session-exists`: id and answer.
+    pub(crate) exists: Vec<(String, bool)>,
+    /// The first `now` the call was answered (Unix seconds).
+    pub(crate) now: Option<f64>,
+}
+
+impl Reads {
+    /// Whether `imports` answer every read as the call was answered (the
+    /// caller holds one read snapshot around this). A read that fails now
+    /// is a difference.
+    fn still_hold(&self, imports: &mut dyn HostImports) -> bool {
+        self.meta
+            .iter()
+            .all(|(key, value)| imports.meta_get(key).ok().as_ref() == Some(value))
+            && self
+                .exists
+                .iter()
+                .all(|(id, exists)| imports.session_exists(id).ok() == Some(*exists))
+    }
+}
+
+struct Entry {
+    decision: Decision,
+    /// The clock window in which the decision holds: `[since, until)`.
+    since: f64,
+    until: f64,
+    /// `state.db`'s version in the call's (or the last replay's) snapshot.
+    version: Option<DataVersion>,
+    reads: Reads,
+}
+
+/// The decisions of one instance (one store, one thread at a time).
+#[derive(Default)]
+pub(crate) struct Memo {
+    entries: HashMap<(String, String), Entry>,
+}
+
+impl Memo {
+    /// The memoised decision for `agent` and `session_id`, when it still
+    /// holds against `imports` (see the module's rules); a stale entry is
+    /// dropped.
+    pub(crate) fn get(
+        &mut self,
+        imports: &mut dyn HostImports,
+        agent: &str,
+        session_id: &str,
+    ) -> Option<Decision> {
+        let key = (agent.to_owned(), session_id.to_owned());
+        let entry = self.entries.get_mut(&key)?;
+        let now = imports.now();
+        // Also refuses a clock that went back before the call.
+        if !(entry.since <= now && now < entry.until) {
+            self.entries.remove(&key);
+            return None;
+        }
+        let version = imports.data_version();
+        if version.is_some() && version == entry.version {
+            return Some(entry.decision.clone());
+        }
+        imports.begin_read();
+        let held = entry.reads.still_hold(imports);
+        let version = imports.data_version();
+        imports.end_read();
+        if held {
+            entry.version = version;
+            Some(entry.decision.clone())
+        } else {
+            self.entries.remove(&key);
+            None
+        }
+    }
+
+    /// Keep `decision`, made from `reads` in a snapshot of `version`. Not
+    /// kept: a decision that depends on the clock but was never told the
+    /// time (its window has no start).
+    pub(crate) fn put(
+        &mut self,
+        agent: &str,
+        session_id: &str,
+        decision: &Decision,
+        reads: Reads,
+        version: Option<DataVersion>,
+    ) {
+        let (since, until) = match (decision.valid_until, reads.now) {
+            // Time-independent, yet (an expired record) not before the call.
+            (None, now) => (now.unwrap_or(f64::NEG_INFINITY), f64::INFINITY),
+            (Some(until), Some(now)) => (now, until),
+            (Some(_), None) => return,
+        };
+        if self.entries.len() >= MAX_ENTRIES {
+            self.entries.clear();
+        }
+        self.entries.insert(
+            (agent.to_owned(), session_id.to_owned()),
+            Entry {
+                decision: decision.clone(),
+                since,
+                until,
+                version,
+                reads,
+            },
+        );
+    }
+
+    /// Forget every decision.
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_host::{NOW, Seen, TestHost, World, settings};
+    use crate::{CacheMode, DataVersion, Policy, PolicyInstance, PolicyOptions, Reason};
+    use std::sync::{Arc, Mutex};
+
+    const KEY: &str = "session_switch:active:mohe";
+
+    /// An instance over a [`TestHost`] whose mohe record names `cli-1`,
+    /// written `age` seconds before [`NOW`].
+    fn instance(age: f64) -> (PolicyInstance, Arc<Mutex<World>>, Arc<Mutex<Seen>>) {
+        let options = PolicyOptions {
+            cache: CacheMode::Off,
+            ..PolicyOptions::default()
+        };
+        let policy = Policy::embedded(options).unwrap();
+        let host = TestHost::new(vec![]);
+        let (world, seen) = (host.world(), host.seen());
+        set_record(&world, age);
+        (policy.instance(host, settings()), world, seen)
+    }
+
+    fn set_record(world: &Mutex<World>, age: f64) {
+        let record = serde_json::json!({"session_id": "cli-1", "timestamp": NOW - age});
+        world
+            .lock()
+            .unwrap()
+            .meta
+            .insert(KEY.into(), record.to_string());
+    }
+
+    fn reads(seen: &Mutex<Seen>) -> u32 {
+        seen.lock().unwrap().meta_gets
+    }
+
+    #[test]
+    fn an_unchanged_database_is_not_read_again() {
+        let (mut i, world, seen) = instance(10.0);
+        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_eq!(
+            (first.session_id.as_str(), first.reason),
+            ("cli-1", Reason::Redirected)
+        );
+        assert_eq!(first.valid_until, Some(NOW - 10.0 + 3600.0 - 0.001));
+        assert!(i.last_call_fuel() > 0, "the policy ran");
+        assert_eq!(reads(&seen), 1);
+        world.lock().unwrap().now = NOW + 100.0;
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+        assert_eq!(i.last_call_fuel(), 0, "served from the memo");
+        assert_eq!(reads(&seen), 1, "no read while the version stands");
+    }
+
+    #[test]
+    fn a_changed_database_asks_the_reads_again() {
+        let (mut i, world, seen) = instance(10.0);
+        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        // Another connection wrote something else: the reads answer the same.
+        world.lock().unwrap().version = Some(DataVersion(2, 0));
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+        assert_eq!((i.last_call_fuel(), reads(&seen)), (0, 2));
+        // Now at version 2: served without reading.
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+        assert_eq!(reads(&seen), 2);
+        // A new send rewrote the record: the policy decides again.
+        set_record(&world, 1.0);
+        world.lock().unwrap().version = Some(DataVersion(3, 0));
+        let second = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_ne!(second, first);
+        assert!(second.detail.contains("holds until"), "{}", second.detail);
+        assert!(i.last_call_fuel() > 0);
+    }
+
+    #[test]
+    fn imports_without_a_version_are_asked_every_time() {
+        let (mut i, world, seen) = instance(10.0);
+        let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        for n in 2..5 {
+            assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+            assert_eq!((i.last_call_fuel(), reads(&seen)), (0, n));
+        }
+        world.lock().unwrap().meta.clear();
+        let none = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_eq!(none.reason, Reason::NoRecord);
+        assert_eq!(none.valid_until, None);
+    }
+
+    #[test]
+    fn the_clock_ends_the_window_either_way() {
+        let (mut i, world, _) = instance(10.0);
+        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        let until = first.valid_until.unwrap();
+        world.lock().unwrap().now = until;
+        let expired = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert!(i.last_call_fuel() > 0, "past the window the policy decides");
+        assert_eq!(expired.reason, Reason::Redirected, "a millisecond early");
+        world.lock().unwrap().now = NOW - 10.0 + 3600.0;
+        assert_eq!(
+            i.resolve("mohe", "xmpp-mohe-v2").unwrap().reason,
+            Reason::Expired
+        );
+        // An expired record holds for good, but not for a clock set back.
+        world.lock().unwrap().now = NOW;
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+        assert!(
+            i.last_call_fuel() > 0,
+            "a clock before the call is not trusted"
+        );
+    }
+
+    #[test]
+    fn each_session_and_new_settings_have_their_own_answer() {
+        let (mut i, world, _) = instance(10.0);
+        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let xmpp = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        let other = i.resolve("mohe", "elsewhere").unwrap();
+        assert_eq!(other.reason, Reason::NotAgentSession);
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), xmpp);
+        assert_eq!(i.last_call_fuel(), 0);
+        let mut shorter = settings();
+        shorter.ttl_seconds = 5;
+        i.set_settings(shorter);
+        let d = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_eq!(d.reason, Reason::Expired, "new settings empty the memo");
+    }
+}
