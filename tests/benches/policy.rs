@@ -8,7 +8,8 @@
 //!   decision after one `PRAGMA data_version`; `component-after-write`: the
 //!   same, but another connection commits before each call (as Hermes does
 //!   after a turn; not timed), so the memo asks the call's reads again;
-//!   `component-no-memo`: the policy runs every call (`memo: false`);
+//!   `component-no-memo`: the policy runs every call (`memo: false`), and
+//!   `component-no-memo-after-write` after another connection's commit;
 //!   `component-fresh-store`: a new store, instance and `configure` every
 //!   call (`reuse_store: false`); `native`: the same rules compiled into the
 //!   host over `HermesStore`, every call.
@@ -168,6 +169,13 @@ fn benches(c: &mut Criterion) {
         });
         g.bench_function("component-no-memo", |b| {
             b.iter(|| black_box(uncached.resolve(agent, black_box(asked)).unwrap()))
+        });
+        g.bench_function("component-no-memo-after-write", |b| {
+            b.iter_batched(
+                || commit_elsewhere(&other, &mut commits),
+                |()| black_box(uncached.resolve(agent, black_box(asked)).unwrap()),
+                BatchSize::PerIteration,
+            )
         });
         g.bench_function("component-fresh-store", |b| {
             b.iter(|| black_box(fresh_store.resolve(agent, black_box(asked)).unwrap()))

@@ -7,7 +7,7 @@
 //! later `resolve` of the same agent and session while the clock is inside
 //! the decision's window and either
 //! - `state.db` is unchanged since the call ([`HostImports::data_version`]:
-//!   no read at all), or
+//!   no table read), or
 //! - every read of the call, asked again in one read snapshot, answers the
 //!   same (`state.db` changed elsewhere, e.g. Hermes stored a turn: the
 //!   reads, without the guest).
@@ -85,13 +85,12 @@ impl Memo {
             self.entries.remove(&key);
             return None;
         }
-        let version = imports.data_version();
-        if version.is_some() && version == entry.version {
-            return Some(entry.decision.clone());
-        }
+        // One snapshot for the version and, when it moved, the reads: one
+        // lock cycle either way (in DELETE mode a cycle is most of the cost).
         imports.begin_read();
-        let held = entry.reads.still_hold(imports);
         let version = imports.data_version();
+        let held = (version.is_some() && version == entry.version)
+            || entry.reads.still_hold(imports);
         imports.end_read();
         if held {
             entry.version = version;
