@@ -1,7 +1,9 @@
 //! Loading real policy components: the one `make component` builds (and
 //! the host embeds), and the broken variants `make variants` builds. Each
 //! bad one is refused with a message that says what is wrong; the
-//! precompiled cache is used on the second load and survives corruption.
+//! precompiled cache is used on the second load and survives corruption;
+//! the embedded policy starts from the artifact precompiled into the host
+//! (its fallbacks are unit tests of `host/runtime/src/precompiled.rs`).
 
 use session_switch::FailureKind;
 use session_switch::runtime::*;
@@ -205,9 +207,57 @@ fn the_precompiled_cache_is_used_on_the_second_load() {
         "a cache hit is faster than compiling"
     );
 
-    // The embedded component is the same bytes: same entry.
+    // The embedded component is the same bytes, but it does not read the
+    // cache: the host carries it precompiled.
     let embedded = Policy::embedded(options_in(&cache)).unwrap();
-    assert_eq!(embedded.info().cache, CacheUse::Hit);
+    assert_eq!(embedded.info().cache, CacheUse::Embedded);
+    // Given as bytes, the same component takes the same entry.
+    let bytes = Policy::from_bytes(EMBEDDED_COMPONENT, options_in(&cache)).unwrap();
+    assert_eq!(bytes.info().cache, CacheUse::Hit);
+}
+
+#[test]
+fn the_embedded_policy_starts_cold_from_the_hosts_precompiled_artifact() {
+    assert!(
+        embedded_precompiled(),
+        "`make component` precompiled the component and the host embeds it (host/runtime/build.rs)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cold");
+    let embedded = Policy::embedded(options_in(&cache)).unwrap();
+    assert_eq!(embedded.info().cache, CacheUse::Embedded);
+    assert!(!embedded.info().cache.compiled());
+    assert_eq!(embedded.info().source, Source::Embedded);
+    assert!(
+        !cache.exists(),
+        "nothing compiled, nothing written: the cache directory is not even made"
+    );
+
+    // The same component compiled from its bytes (cold cache: compiled and
+    // stored) answers the same, through the probe and through an instance.
+    let compiled = Policy::from_bytes(EMBEDDED_COMPONENT, options_in(&cache)).unwrap();
+    assert_eq!(compiled.info().cache, CacheUse::Stored);
+    assert!(compiled.info().cache.compiled());
+    assert_eq!(compiled.info().sha256, embedded.info().sha256);
+    assert_eq!(compiled.version(), embedded.version());
+    assert!(embedded.version().starts_with("session-switch-policy "));
+    for policy in [&embedded, &compiled] {
+        let backend = session_switch_tests::fake_host::FakeHost::default();
+        let settings = session_switch_tests::sample::sample_settings();
+        let mut session = policy.instance(backend, settings);
+        assert_eq!(session.version().unwrap(), embedded.version());
+        assert!(session.self_check().unwrap().contains("passed"));
+    }
+
+    // A policy file goes through the cache as before, even with the
+    // embedded component's bytes.
+    let file = Policy::load(component_path(), options_in(&cache)).unwrap();
+    assert_eq!(file.info().cache, CacheUse::Hit);
+    // With the cache off, the embedded policy still needs no compiling.
+    assert_eq!(
+        Policy::embedded(no_cache()).unwrap().info().cache,
+        CacheUse::Embedded
+    );
 }
 
 #[test]

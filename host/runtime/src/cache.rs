@@ -10,6 +10,7 @@
 //! an entry that is truncated, corrupted or refused by wasmtime is ignored,
 //! recompiled and rewritten, never fatal.
 
+use super::engine_config::ShaHasher;
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -29,7 +30,8 @@ pub enum CacheMode {
     Default,
     /// This directory (the CLI's `--cache-dir`); created with mode 0700.
     Dir(PathBuf),
-    /// Compile every time.
+    /// Compile every time (the embedded policy still uses the artifact
+    /// precompiled into the host, [`CacheUse::Embedded`]).
     Off,
 }
 
@@ -49,12 +51,22 @@ pub enum CacheUse {
     Unavailable(String),
     /// The cache is off ([`CacheMode::Off`]): compiled.
     Off,
+    /// The embedded policy's artifact precompiled into the host binary at
+    /// build time was used: nothing compiled, the cache neither read nor
+    /// written (whatever the [`CacheMode`]).
+    Embedded,
 }
 
 impl CacheUse {
     /// Whether the component came from the cache without compiling.
     pub fn is_hit(&self) -> bool {
         matches!(self, Self::Hit)
+    }
+
+    /// Whether the component was compiled by this load (not from the cache
+    /// nor from the host's precompiled artifact).
+    pub fn compiled(&self) -> bool {
+        !matches!(self, Self::Hit | Self::Embedded)
     }
 }
 
@@ -66,20 +78,6 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// Bytes before the payload of an entry: the SHA-256 of the payload.
 const DIGEST_LEN: usize = 32;
-
-/// A `Hasher` that feeds SHA-256, to turn wasmtime's compatibility hash
-/// (only `impl Hash`) into stable bytes; `std`'s hashers promise no
-/// stability across Rust releases.
-struct ShaHasher(Sha256);
-
-impl Hasher for ShaHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-    fn finish(&self) -> u64 {
-        unreachable!("only the SHA-256 state is read")
-    }
-}
 
 /// The entry's file name: hex SHA-256 of (component SHA-256, engine
 /// compatibility hash), `.cwasm`.

@@ -10,6 +10,7 @@ use super::call::{Live, NotReady, no_check, one_line, policy_failure};
 use super::engine::Runtime;
 use super::host_imports::NoImports;
 use super::imports::{Call, StoreData};
+use super::precompiled;
 use crate::Failure;
 use crate::answers;
 use std::fmt;
@@ -175,13 +176,19 @@ pub(crate) fn prepare(
     self_check: bool,
 ) -> Result<Arc<Loaded>, Failure> {
     let started = Instant::now();
-    let (component, cache) = cache::compile(&runtime.engine, bytes, sha, &runtime.options.cache)
-        .map_err(|e| {
-            Failure::policy(format!(
-                "refusing {source}: it is not a valid WebAssembly component ({}); {REBUILD}",
-                one_line(&e)
-            ))
-        })?;
+    let (component, cache) = precompiled::compile(
+        &runtime.engine,
+        bytes,
+        sha,
+        source == Source::Embedded,
+        &runtime.options.cache,
+    )
+    .map_err(|e| {
+        Failure::policy(format!(
+            "refusing {source}: it is not a valid WebAssembly component ({}); {REBUILD}",
+            one_line(&e)
+        ))
+    })?;
     let compile_time = started.elapsed();
 
     let started = Instant::now();

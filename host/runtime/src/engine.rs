@@ -4,11 +4,12 @@
 
 use super::bindings::SessionSwitch;
 use super::cache::CacheMode;
+use super::engine_config;
 use super::imports::StoreData;
 use super::limits::{Limits, start_ticker};
 use crate::Failure;
+use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine};
 
 /// How a [`Policy`](crate::Policy) loads and runs its component.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,19 +70,8 @@ impl Runtime {
     /// Errors (kind `policy`): wasmtime cannot be set up, the ticker thread
     /// cannot start, or the host interface cannot be linked.
     pub(crate) fn new(options: PolicyOptions) -> Result<Self, Failure> {
-        let mut config = Config::new();
-        config.consume_fuel(true);
-        config.epoch_interruption(true);
-        if !SIGNAL_TRAPS.load(std::sync::atomic::Ordering::Relaxed) {
-            config.signals_based_traps(false);
-            // SAFETY: both are documented Cranelift settings; wasmtime requires
-            // them off without signals-based traps (its spectre guards fault on
-            // purpose).
-            unsafe {
-                config.cranelift_flag_set("enable_heap_access_spectre_mitigation", "false");
-                config.cranelift_flag_set("enable_table_access_spectre_mitigation", "false");
-            }
-        }
+        // The settings build.rs precompiles the embedded component with.
+        let config = engine_config::config(SIGNAL_TRAPS.load(std::sync::atomic::Ordering::Relaxed));
         let engine = Engine::new(&config)
             .map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))?;
         start_ticker(&engine)?;

@@ -18,9 +18,12 @@
 //! The modules, each depending only on those listed before it:
 //! `bindings` (the one `bindgen!`), `limits`, `host_imports` (the trait),
 //! `apply` (summaries and edits), `memo` (decisions `resolve` may serve
-//! again), `imports` (the store's data and the WIT host interface), `cache`, `call` (the one call path in a store),
-//! `answers` (checks of the policy's answers), `engine` (engine, linker,
-//! options), `component` (compile, check, probe), `current` (what hot swaps
+//! again), `imports` (the store's data and the WIT host interface), `cache`,
+//! `call` (the one call path in a store), `answers` (checks of the policy's
+//! answers), `engine_config` (the engine settings and the precompiled
+//! artifact's layout), `engine` (engine, linker, options), `precompiled`
+//! (the embedded component precompiled at build time), `component`
+//! (compile, check, probe), `current` (what hot swaps
 //! replace), `instance` (a caller's store), `exports` (each export as a
 //! method), `policy` (the façade), `swap` (reload and watch).
 
@@ -32,6 +35,7 @@ mod call;
 mod component;
 mod current;
 mod engine;
+mod engine_config;
 mod exports;
 mod host_imports;
 mod imports;
@@ -39,6 +43,7 @@ mod instance;
 mod limits;
 mod memo;
 mod policy;
+mod precompiled;
 mod swap;
 #[cfg(test)]
 mod test_host;
@@ -61,6 +66,7 @@ pub use host_imports::{HistoryRow, LoadedMessage, unix_now};
 pub use instance::PolicyInstance;
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::Policy;
+pub use precompiled::{embedded_precompiled, precompile_artifact};
 pub use session_switch_contract as contract;
 pub use session_switch_contract::failure::{Failure, FailureKind};
 pub use session_switch_contract::keys::is_our_meta_key;

@@ -89,8 +89,8 @@ impl Memo {
         // lock cycle either way (in DELETE mode a cycle is most of the cost).
         imports.begin_read();
         let version = imports.data_version();
-        let held = (version.is_some() && version == entry.version)
-            || entry.reads.still_hold(imports);
+        let held =
+            (version.is_some() && version == entry.version) || entry.reads.still_hold(imports);
         imports.end_read();
         if held {
             entry.version = version;

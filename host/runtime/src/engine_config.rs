@@ -1,0 +1,78 @@
+//! The wasmtime settings of every engine the host runs policies on, and the
+//! layout of the precompiled artifact the host embeds. Used by the runtime
+//! (`engine.rs`, `precompiled.rs`, `cache.rs`) and by
+//! `precompiled::precompile_artifact`, which `examples/precompile.rs` runs
+//! at build time: a precompiled artifact is only usable by an engine of the
+//! same settings and wasmtime version, so both take them from here. (If an
+//! artifact's settings differ anyway, its compatibility key below differs
+//! and the host compiles instead.)
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+
+/// The engine configuration: fuel metering and epoch interruption on (the
+/// guards of every call; both are part of the compatibility key).
+/// `signal_traps`: false for a host embedded in a process with signal
+/// handlers of its own (see `disable_signal_traps`): generated code then
+/// checks bounds explicitly.
+pub fn config(signal_traps: bool) -> wasmtime::Config {
+    let mut config = wasmtime::Config::new();
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    if !signal_traps {
+        config.signals_based_traps(false);
+        // SAFETY: both are documented Cranelift settings; wasmtime requires
+        // them off without signals-based traps (its spectre guards fault on
+        // purpose).
+        unsafe {
+            config.cranelift_flag_set("enable_heap_access_spectre_mitigation", "false");
+            config.cranelift_flag_set("enable_table_access_spectre_mitigation", "false");
+        }
+    }
+    config
+}
+
+/// A `Hasher` that feeds SHA-256, to turn wasmtime's compatibility hash
+/// (only `impl Hash`) into stable bytes; `std`'s hashers promise no
+/// stability across Rust releases.
+pub struct ShaHasher(pub Sha256);
+
+impl Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+    fn finish(&self) -> u64 {
+        unreachable!("only the SHA-256 state is read")
+    }
+}
+
+/// 32 bytes naming `engine`'s compatibility
+/// (`Engine::precompile_compatibility_hash`: wasmtime version, target,
+/// Cranelift and ISA flags — the CPU features detected on this machine —,
+/// tunables, wasm features). Equal keys: an artifact of one engine loads
+/// in the other.
+pub fn compatibility_key(engine: &wasmtime::Engine) -> [u8; 32] {
+    let mut hasher = ShaHasher(Sha256::new());
+    hasher.write(b"session-switch engine compatibility v1\0");
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hasher.0.finalize().into()
+}
+
+/// The first bytes of an embedded precompiled artifact.
+pub const ARTIFACT_MAGIC: &[u8; 16] = b"ssw-precompiled1";
+
+/// Bytes before the payload: magic, SHA-256 of the component it was
+/// compiled from, the engine's [`compatibility_key`], SHA-256 of the payload.
+pub const ARTIFACT_HEADER_LEN: usize = 16 + 3 * 32;
+
+/// An embedded artifact: the header, then wasmtime's
+/// `precompile_component` output (`payload`).
+pub fn encode_artifact(component_sha256: &[u8; 32], key: &[u8; 32], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ARTIFACT_HEADER_LEN + payload.len());
+    out.extend_from_slice(ARTIFACT_MAGIC);
+    out.extend_from_slice(component_sha256);
+    out.extend_from_slice(key);
+    out.extend_from_slice(&Sha256::digest(payload));
+    out.extend_from_slice(payload);
+    out
+}

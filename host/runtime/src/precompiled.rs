@@ -1,0 +1,274 @@
+//! The embedded component precompiled at build time for the build machine
+//! (`make component` runs `examples/precompile.rs`, `build.rs` embeds its
+//! output): a cold start of the embedded policy deserializes it instead of
+//! compiling (README "Performance": compiling is nearly all of a cold CLI
+//! run). Used only when it is exactly ours: made from the very component
+//! bytes being loaded (SHA-256), by an engine of this engine's
+//! compatibility key (wasmtime version, settings, this CPU's features),
+//! payload intact (SHA-256). Anything else — a build without the artifact,
+//! an artifact of an older component, another CPU, an engine without
+//! signal traps — falls back to [`cache::compile`], as before. Only
+//! [`Source::Embedded`] uses it: a policy file goes through the cache.
+//!
+//! Trust: the artifact is native code made by this crate's own program at
+//! build time, from the component the binary embeds, and it lives inside
+//! the binary; it is exactly as trusted as the binary (SECURITY.md).
+
+use super::cache::{self, CacheMode, CacheUse};
+use super::engine_config::{
+    ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, compatibility_key, config, encode_artifact,
+};
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// What `build.rs` embedded: header and payload
+/// (`engine_config::encode_artifact`) as `examples/precompile.rs` wrote
+/// them, or nothing when the build had no artifact.
+const EMBEDDED_PRECOMPILED: &[u8] = include_bytes!(env!("SESSION_SWITCH_POLICY_CWASM"));
+
+/// Why the embedded artifact was not used.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Unusable {
+    /// This build has none (cross-compiled, or precompiling was turned off).
+    Absent,
+    /// Made for another component or another engine (settings, wasmtime,
+    /// CPU): expected on another machine; compiling is correct.
+    Mismatch(String),
+    /// Bad magic, short, or a payload checksum mismatch: the binary itself
+    /// is damaged. Never deserialized.
+    Corrupt(String),
+}
+
+/// Compile `bytes` (SHA-256 `sha256`) for `engine`: the embedded
+/// precompiled artifact when `embedded` (the source is the embedded
+/// component, `Source::Embedded`) and
+/// the artifact is usable ([`CacheUse::Embedded`]: nothing compiled, the
+/// cache not touched), else [`cache::compile`] through `mode`.
+///
+/// Errors: those of [`cache::compile`] (the bytes are not a valid
+/// component); an unusable artifact is logged (`debug`, `warn` when
+/// corrupt) and compiled around, never an error.
+pub(crate) fn compile(
+    engine: &Engine,
+    bytes: &[u8],
+    sha256: &[u8; 32],
+    embedded: bool,
+    mode: &CacheMode,
+) -> wasmtime::Result<(Component, CacheUse)> {
+    if embedded {
+        match load(engine, sha256, &artifact()) {
+            Ok(component) => {
+                tracing::debug!(
+                    target: "session_switch::runtime",
+                    "the embedded policy: precompiled in the host binary, nothing compiled"
+                );
+                return Ok((component, CacheUse::Embedded));
+            }
+            Err(Unusable::Corrupt(why)) => tracing::warn!(
+                target: "session_switch::runtime",
+                "the host's precompiled policy is damaged ({why}); compiling the component"
+            ),
+            Err(why) => tracing::debug!(
+                target: "session_switch::runtime",
+                "the host's precompiled policy is not used ({why:?}); compiling the component"
+            ),
+        }
+    }
+    cache::compile(engine, bytes, sha256, mode)
+}
+
+/// The component in `artifact`, when it was made from the component of
+/// SHA-256 `component_sha256` by an engine compatible with `engine` and is
+/// intact. Cheap checks first: only an artifact that passes all three is
+/// handed to wasmtime, which checks compatibility once more itself.
+pub(crate) fn load(
+    engine: &Engine,
+    component_sha256: &[u8; 32],
+    artifact: &[u8],
+) -> Result<Component, Unusable> {
+    if artifact.is_empty() {
+        return Err(Unusable::Absent);
+    }
+    if artifact.len() < ARTIFACT_HEADER_LEN || !artifact.starts_with(ARTIFACT_MAGIC) {
+        return Err(Unusable::Corrupt(format!(
+            "no artifact header in {} bytes",
+            artifact.len()
+        )));
+    }
+    let (header, payload) = artifact.split_at(ARTIFACT_HEADER_LEN);
+    let field = |i: usize| &header[16 + 32 * i..16 + 32 * (i + 1)];
+    if field(0) != component_sha256 {
+        return Err(Unusable::Mismatch(
+            "made from another component than the one embedded".into(),
+        ));
+    }
+    if field(1) != compatibility_key(engine) {
+        return Err(Unusable::Mismatch(
+            "made by an engine of other settings, wasmtime version or CPU features".into(),
+        ));
+    }
+    if Sha256::digest(payload).as_slice() != field(2) {
+        return Err(Unusable::Corrupt("payload checksum mismatch".into()));
+    }
+    // SAFETY: the payload is native code `build.rs` made in the same build
+    // as this binary, from the component it embeds (SHA-256 checked above),
+    // with this engine's settings (compatibility key checked above); its
+    // checksum is intact. It is as trusted as the binary. wasmtime checks
+    // version and settings once more and refuses a mismatch.
+    unsafe { Component::deserialize(engine, payload) }
+        .map_err(|e| Unusable::Mismatch(format!("refused by wasmtime: {e}")))
+}
+
+/// The embedded artifact, or the one a unit test put in its place.
+fn artifact() -> Cow<'static, [u8]> {
+    #[cfg(test)]
+    if let Some(bytes) = tests::REPLACED.with(|r| r.borrow().clone()) {
+        return Cow::Owned(bytes);
+    }
+    Cow::Borrowed(EMBEDDED_PRECOMPILED)
+}
+
+/// Whether this build carries a precompiled artifact (`make component`
+/// made one before the host was built).
+pub fn embedded_precompiled() -> bool {
+    !EMBEDDED_PRECOMPILED.is_empty()
+}
+
+/// The component `bytes` precompiled for this machine with the engine
+/// settings a [`Policy`](crate::Policy) uses by default (signal traps on),
+/// header included (`engine_config::encode_artifact`): what
+/// `examples/precompile.rs` writes for `build.rs` to embed. Errors (kind
+/// `policy`): wasmtime cannot be set up, or `bytes` is not a valid
+/// component.
+pub fn precompile_artifact(bytes: &[u8]) -> Result<Vec<u8>, crate::Failure> {
+    let engine = Engine::new(&config(true))
+        .map_err(|e| crate::Failure::policy(format!("cannot set up wasmtime: {e}")))?;
+    let payload = engine
+        .precompile_component(bytes)
+        .map_err(|e| crate::Failure::policy(format!("not a valid component: {e}")))?;
+    let sha: [u8; 32] = Sha256::digest(bytes).into();
+    Ok(encode_artifact(&sha, &compatibility_key(&engine), &payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::EMBEDDED_COMPONENT;
+    use crate::{Policy, PolicyOptions, Source};
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// An artifact in place of the embedded one, for this test's thread.
+        pub(super) static REPLACED: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+    }
+
+    fn replaced<R>(artifact: Vec<u8>, f: impl FnOnce() -> R) -> R {
+        REPLACED.with(|r| *r.borrow_mut() = Some(artifact));
+        let out = f();
+        REPLACED.with(|r| *r.borrow_mut() = None);
+        out
+    }
+
+    fn sha() -> [u8; 32] {
+        Sha256::digest(EMBEDDED_COMPONENT).into()
+    }
+
+    fn no_cache() -> PolicyOptions {
+        PolicyOptions {
+            cache: CacheMode::Off,
+            ..PolicyOptions::default()
+        }
+    }
+
+    /// The version the component answers when compiled from its bytes.
+    fn compiled_version() -> String {
+        let policy = Policy::from_bytes(EMBEDDED_COMPONENT, no_cache()).unwrap();
+        assert_eq!(policy.info().cache, CacheUse::Off, "compiled");
+        policy.version()
+    }
+
+    #[test]
+    fn a_native_build_embeds_an_artifact_for_this_engine() {
+        // `cargo test` builds natively: build.rs precompiled.
+        assert!(embedded_precompiled(), "build.rs wrote no artifact");
+        let engine = Engine::new(&config(true)).unwrap();
+        assert!(load(&engine, &sha(), EMBEDDED_PRECOMPILED).is_ok());
+        let policy = Policy::embedded(no_cache()).unwrap();
+        assert_eq!(policy.info().cache, CacheUse::Embedded);
+        assert!(policy.info().version.starts_with("session-switch-policy "));
+        assert_eq!(policy.version(), compiled_version());
+    }
+
+    #[test]
+    fn an_empty_or_damaged_artifact_is_never_deserialized() {
+        let engine = Engine::new(&config(true)).unwrap();
+        assert_eq!(load(&engine, &sha(), b"").unwrap_err(), Unusable::Absent);
+        assert_eq!(
+            load(&engine, &sha(), b"garbage").unwrap_err(),
+            Unusable::Corrupt("no artifact header in 7 bytes".into())
+        );
+        let mut flipped = EMBEDDED_PRECOMPILED.to_vec();
+        let middle = ARTIFACT_HEADER_LEN + (flipped.len() - ARTIFACT_HEADER_LEN) / 2;
+        flipped[middle] ^= 0xA5;
+        assert_eq!(
+            load(&engine, &sha(), &flipped).unwrap_err(),
+            Unusable::Corrupt("payload checksum mismatch".into())
+        );
+        assert!(matches!(
+            load(&engine, &[0; 32], EMBEDDED_PRECOMPILED).unwrap_err(),
+            Unusable::Mismatch(why) if why.contains("another component")
+        ));
+    }
+
+    #[test]
+    fn an_artifact_of_other_engine_settings_is_not_used() {
+        let ours = Engine::new(&config(true)).unwrap();
+        // Without signal traps: what `disable_signal_traps` gives.
+        let other = Engine::new(&config(false)).unwrap();
+        assert_ne!(compatibility_key(&ours), compatibility_key(&other));
+        let payload = other.precompile_component(EMBEDDED_COMPONENT).unwrap();
+        let theirs = encode_artifact(&sha(), &compatibility_key(&other), &payload);
+        assert!(matches!(
+            load(&ours, &sha(), &theirs).unwrap_err(),
+            Unusable::Mismatch(why) if why.contains("other settings")
+        ));
+        // A header claiming our key over their payload: wasmtime refuses.
+        let lying = encode_artifact(&sha(), &compatibility_key(&ours), &payload);
+        assert!(matches!(
+            load(&ours, &sha(), &lying).unwrap_err(),
+            Unusable::Mismatch(why) if why.contains("refused by wasmtime")
+        ));
+    }
+
+    #[test]
+    fn an_unusable_artifact_falls_back_to_compiling_and_answers_the_same() {
+        let want = compiled_version();
+        let mut flipped = EMBEDDED_PRECOMPILED.to_vec();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        let other = Engine::new(&config(false)).unwrap();
+        let theirs = encode_artifact(
+            &sha(),
+            &compatibility_key(&other),
+            &other.precompile_component(EMBEDDED_COMPONENT).unwrap(),
+        );
+        for artifact in [Vec::new(), flipped, theirs] {
+            let policy = replaced(artifact, || Policy::embedded(no_cache())).unwrap();
+            assert_eq!(policy.info().cache, CacheUse::Off, "compiled");
+            assert_eq!(policy.info().source, Source::Embedded);
+            assert_eq!(policy.version(), want);
+        }
+        // Through a cache: compiled and stored, as before this artifact.
+        let dir = std::env::temp_dir().join(format!("ssw-precompiled-test-{}", std::process::id()));
+        let options = PolicyOptions {
+            cache: CacheMode::Dir(dir.clone()),
+            ..PolicyOptions::default()
+        };
+        let policy = replaced(Vec::new(), || Policy::embedded(options.clone())).unwrap();
+        assert_eq!(policy.info().cache, CacheUse::Stored);
+        assert_eq!(policy.version(), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
