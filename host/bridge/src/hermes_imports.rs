@@ -11,11 +11,12 @@
 //! which it asks last, just before redirecting or sending); the `[YOU]` row
 //! goes to the live tip of the agent's XMPP session ([`HostImports::send`]).
 
-use crate::store::{HermesStore, SendWrite, target_problem};
+use crate::store::{HermesStore, SendWrite, Tip, target_problem};
 use crate::transport::Transport;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
 use session_switch_runtime::{DataVersion, Failure, HistoryRow, HostImports, SendPlan, Sent};
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 /// What following compression chains did during calls (DESIGN §9.4), for
@@ -90,6 +91,9 @@ pub struct HermesImports {
     room: String,
     /// A read snapshot of ours is open ([`HostImports::begin_read`]).
     reading: bool,
+    /// The live tips read in the open snapshot: a `resolve` asks for its
+    /// record's target twice (the record, then whether the target exists).
+    tips: Vec<(String, Tip)>,
     /// What the chain walk did (see [`ChainNote`]), when a caller asked
     /// ([`HermesImports::reporting`]).
     notes: Option<ChainNotes>,
@@ -111,6 +115,7 @@ impl HermesImports {
             transport,
             room: room.into(),
             reading: false,
+            tips: Vec::new(),
             notes: None,
             report: false,
         }
@@ -137,19 +142,18 @@ impl HermesImports {
     /// tip (v31), the same object with `session_id` = the tip (logged and
     /// noted); else unchanged (a refused target is refused later, by
     /// `session_exists`).
-    fn follow_record(&self, key: &str, value: String) -> Result<String, Failure> {
-        let Ok(serde_json::Value::Object(mut record)) = serde_json::from_str(&value) else {
+    fn follow_record(&mut self, key: &str, value: String) -> Result<String, Failure> {
+        let Some(recorded) = recorded_session(&value) else {
             return Ok(value);
         };
-        let Some(recorded) = record.get("session_id").and_then(|s| s.as_str()) else {
-            return Ok(value);
-        };
-        let recorded = recorded.to_owned();
         if api_session_id_problem(&recorded).is_some() {
             return Ok(value);
         }
-        let tip = self.store.live_tip(&recorded)?;
+        let tip = self.live_tip(&recorded)?;
         let Some(tip) = tip.session(&recorded).filter(|t| *t != recorded) else {
+            return Ok(value);
+        };
+        let Ok(serde_json::Value::Object(mut record)) = serde_json::from_str(&value) else {
             return Ok(value);
         };
         if api_session_id_problem(tip).is_some() {
@@ -172,6 +176,47 @@ impl HermesImports {
             serde_json::Value::String(tip.to_owned()),
         );
         Ok(serde_json::Value::Object(record).to_string())
+    }
+
+    /// [`HermesStore::live_tip`], read once per id in a read snapshot (the
+    /// chain cannot change inside it); outside one, read every time.
+    fn live_tip(&mut self, id: &str) -> Result<Tip, Failure> {
+        if let Some((_, tip)) = self.tips.iter().find(|(seen, _)| seen == id) {
+            return Ok(tip.clone());
+        }
+        let tip = self.store.live_tip(id)?;
+        if self.reading {
+            self.tips.push((id.to_owned(), tip.clone()));
+        }
+        Ok(tip)
+    }
+}
+
+/// The `session_id` of a record value that is a JSON object, as a
+/// `serde_json::Value` reads it (the last of duplicate keys; `None` when
+/// it is not a string or the value is not an object or not JSON). The
+/// common shape is read without building the object: this runs on every
+/// `resolve` and every memo check (DESIGN §7).
+fn recorded_session(value: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow, default)]
+        session_id: Option<Cow<'a, str>>,
+    }
+    // serde's derive also takes a JSON array for a struct: only objects.
+    if value
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+        && let Ok(named) = serde_json::from_str::<Named>(value)
+    {
+        return named.session_id.map(Cow::into_owned);
+    }
+    // Odd shapes (a duplicate or non-string `session_id`, bad JSON).
+    match serde_json::from_str(value) {
+        Ok(serde_json::Value::Object(record)) => {
+            record.get("session_id")?.as_str().map(str::to_owned)
+        }
+        _ => None,
     }
 }
 
@@ -214,7 +259,7 @@ impl HostImports for HermesImports {
     /// unique live tip (`store/chain.rs`). In reporting mode it is noted
     /// instead.
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {
-        if let Some(why) = target_problem(&self.store, id)? {
+        if let Some(why) = target_problem(id, |id| self.live_tip(id))? {
             tracing::warn!(target: "session_switch::chain", "refusing session {id:?}: {why}");
             if !self.report {
                 return Err(Failure::bad_input(format!(
@@ -245,6 +290,7 @@ impl HostImports for HermesImports {
     /// ([`HermesStore::begin_read`]); if it cannot be opened, each read runs
     /// on its own (logged), as without a snapshot.
     fn begin_read(&mut self) {
+        self.tips.clear();
         match self.store.begin_read() {
             Ok(opened) => self.reading = opened,
             Err(failure) => tracing::warn!(
@@ -256,6 +302,7 @@ impl HostImports for HermesImports {
     }
 
     fn end_read(&mut self) {
+        self.tips.clear();
         if std::mem::take(&mut self.reading)
             && let Err(failure) = self.store.end_read()
         {
@@ -337,5 +384,49 @@ impl HostImports for HermesImports {
             room: self.room.clone(),
             record_replaced: written.record_replaced,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recorded_session;
+
+    /// The fast read gives what a `serde_json::Value` gives, on every shape.
+    #[test]
+    fn a_records_session_is_read_as_a_json_value_reads_it() {
+        let value_reads = |v: &str| match serde_json::from_str::<serde_json::Value>(v) {
+            Ok(serde_json::Value::Object(m)) => m
+                .get("session_id")
+                .and_then(|s| s.as_str())
+                .map(str::to_owned),
+            _ => None,
+        };
+        for (value, want) in [
+            (
+                r#"{"session_id": "cli-1", "timestamp": 1.5}"#,
+                Some("cli-1"),
+            ),
+            (" \n\t{\"session_id\":\"cli-1\"}", Some("cli-1")),
+            (r#"{"session_id": "a\"b\u00e9"}"#, Some("a\"bé")),
+            (r#"{"session_id": "old", "session_id": "new"}"#, Some("new")),
+            (r#"{"timestamp": 1}"#, None),
+            (r#"{"session_id": 7}"#, None),
+            (r#"{"session_id": null}"#, None),
+            (r#"["cli-1"]"#, None),
+            (r#""cli-1""#, None),
+            ("not json", None),
+            ("", None),
+            (r#"{"session_id": "cli-1"} trailing"#, None),
+        ] {
+            assert_eq!(recorded_session(value).as_deref(), want, "{value}");
+            assert_eq!(recorded_session(value), value_reads(value), "{value}");
+        }
+        // `Value` refuses a number beyond f64 anywhere; the record still
+        // names its session, and following it rewrites nothing (the
+        // rewrite needs the `Value`).
+        assert_eq!(
+            recorded_session(r#"{"session_id": "cli-1", "timestamp": 1e400}"#).as_deref(),
+            Some("cli-1")
+        );
     }
 }

@@ -73,6 +73,7 @@ impl PolicyInstance {
             return Ok(decision);
         }
         let legacy = self.is_legacy(agent);
+        let memo = self.memo_enabled();
         let mut version = None;
         let (decision, done) = self.call_wit(
             Call::Resolve,
@@ -80,12 +81,16 @@ impl PolicyInstance {
             |g, s| g.call_resolve(s, agent, session_id),
             |d, data| {
                 check_decided(d, session_id, agent, legacy, data)?;
-                // Still inside the call's read snapshot.
-                version = data.imports.data_version();
+                if memo {
+                    // Still inside the call's read snapshot.
+                    version = data.imports.data_version();
+                }
                 Ok(())
             },
         )?;
-        self.memoise(agent, session_id, &decision, done.reads, version);
+        if memo {
+            self.memoise(agent, session_id, &decision, done.reads, version);
+        }
         Ok(decision)
     }
 

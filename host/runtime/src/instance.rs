@@ -213,6 +213,12 @@ impl PolicyInstance {
         Some(decision)
     }
 
+    /// Whether `resolve` keeps its decisions ([`PolicyOptions::memo`] and
+    /// `reuse_store`).
+    pub(crate) fn memo_enabled(&self) -> bool {
+        self.runtime.options.reuse_store && self.runtime.options.memo
+    }
+
     /// Keep a decision of `resolve` for [`PolicyInstance::memoised`].
     pub(crate) fn memoise(
         &mut self,
@@ -222,9 +228,7 @@ impl PolicyInstance {
         reads: Reads,
         version: Option<DataVersion>,
     ) {
-        if self.runtime.options.reuse_store && self.runtime.options.memo {
-            self.memo.put(agent, session_id, decision, reads, version);
-        }
+        self.memo.put(agent, session_id, decision, reads, version);
     }
 
     /// Pick up a swapped component before a call.

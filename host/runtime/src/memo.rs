@@ -19,11 +19,10 @@
 
 use super::bindings::Decision;
 use super::host_imports::{DataVersion, HostImports};
-use std::collections::HashMap;
-
 /// At most this many (agent, session) entries; a full memo starts over. A
-/// gateway asks about its agent's few XMPP sessions.
-const MAX_ENTRIES: usize = 64;
+/// gateway asks about its agent's few XMPP sessions: a short list searched
+/// in order costs less than hashing two new key strings per call.
+const MAX_ENTRIES: usize = 16;
 
 /// What a `resolve` call's imports answered it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -52,6 +51,8 @@ impl Reads {
 }
 
 struct Entry {
+    agent: String,
+    session_id: String,
     decision: Decision,
     /// The clock window in which the decision holds: `[since, until)`.
     since: f64,
@@ -64,7 +65,7 @@ struct Entry {
 /// The decisions of one instance (one store, one thread at a time).
 #[derive(Default)]
 pub(crate) struct Memo {
-    entries: HashMap<(String, String), Entry>,
+    entries: Vec<Entry>,
 }
 
 impl Memo {
@@ -77,12 +78,15 @@ impl Memo {
         agent: &str,
         session_id: &str,
     ) -> Option<Decision> {
-        let key = (agent.to_owned(), session_id.to_owned());
-        let entry = self.entries.get_mut(&key)?;
+        let at = self
+            .entries
+            .iter()
+            .position(|e| e.agent == agent && e.session_id == session_id)?;
+        let entry = &mut self.entries[at];
         let now = imports.now();
         // Also refuses a clock that went back before the call.
         if !(entry.since <= now && now < entry.until) {
-            self.entries.remove(&key);
+            self.entries.swap_remove(at);
             return None;
         }
         // One snapshot for the version and, when it moved, the reads: one
@@ -96,7 +100,7 @@ impl Memo {
             entry.version = version;
             Some(entry.decision.clone())
         } else {
-            self.entries.remove(&key);
+            self.entries.swap_remove(at);
             None
         }
     }
@@ -118,19 +122,20 @@ impl Memo {
             (Some(until), Some(now)) => (now, until),
             (Some(_), None) => return,
         };
+        self.entries
+            .retain(|e| !(e.agent == agent && e.session_id == session_id));
         if self.entries.len() >= MAX_ENTRIES {
             self.entries.clear();
         }
-        self.entries.insert(
-            (agent.to_owned(), session_id.to_owned()),
-            Entry {
-                decision: decision.clone(),
-                since,
-                until,
-                version,
-                reads,
-            },
-        );
+        self.entries.push(Entry {
+            agent: agent.to_owned(),
+            session_id: session_id.to_owned(),
+            decision: decision.clone(),
+            since,
+            until,
+            version,
+            reads,
+        });
     }
 
     /// Forget every decision.

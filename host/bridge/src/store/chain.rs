@@ -335,8 +335,12 @@ pub fn write_target(
 
 /// A refusal of `id` as a session we record or redirect to: Hermes's API
 /// server would not take it (`api_session_id_problem`), or its chain has
-/// no unique live tip. `None` when it may be used.
-pub fn target_problem(store: &HermesStore, id: &str) -> Result<Option<String>, Failure> {
+/// no unique live tip (`live_tip`: [`HermesStore::live_tip`], or a caller's
+/// memo of it). `None` when it may be used.
+pub fn target_problem(
+    id: &str,
+    live_tip: impl FnOnce(&str) -> Result<Tip, Failure>,
+) -> Result<Option<String>, Failure> {
     let refused = |id: &str, problem: &str| {
         format!(
             "session id {id:?} {problem}: Hermes's API server refuses it (400 \"Invalid session \
@@ -346,7 +350,7 @@ pub fn target_problem(store: &HermesStore, id: &str) -> Result<Option<String>, F
     if let Some(problem) = api_session_id_problem(id) {
         return Ok(Some(refused(id, problem)));
     }
-    let tip = store.live_tip(id)?;
+    let tip = live_tip(id)?;
     Ok(match tip.session(id) {
         Some(t) => api_session_id_problem(t).map(|p| refused(t, p)),
         None => tip.problem(id),
