@@ -21,6 +21,7 @@ mod idle_bridge;
 mod isolation;
 mod loop_guard;
 mod loop_guard_e2e;
+mod memo;
 mod policy_differential;
 mod policy_props;
 mod runtime;

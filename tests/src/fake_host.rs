@@ -496,13 +496,13 @@ impl HostImports for FakeHost {
         self.import(|s| s.send(plan.clone()))
     }
 
-    fn data_version(&mut self) -> Option<DataVersion> {
+    fn data_version(&mut self) -> Result<Option<DataVersion>, Failure> {
         use std::hash::{Hash, Hasher};
         let s = self.state();
-        s.versioned.then(|| {
+        Ok(s.versioned.then(|| {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             (&s.meta, &s.sessions).hash(&mut h);
             DataVersion(0, h.finish())
-        })
+        }))
     }
 }

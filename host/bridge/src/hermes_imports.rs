@@ -310,14 +310,15 @@ impl HostImports for HermesImports {
         }
     }
 
-    /// [`HermesStore::data_version`]; `None` when it cannot be read, and
-    /// when a caller keeps the notes ([`HermesImports::reporting`]): it
-    /// reads the notes each call leaves, so every call must make its reads.
-    fn data_version(&mut self) -> Option<DataVersion> {
+    /// [`HermesStore::data_version`] (its failure, e.g. `busy` after the
+    /// busy timeout, as it is); `None` when a caller keeps the notes
+    /// ([`HermesImports::reporting`]): it reads the notes each call leaves,
+    /// so every call must make its reads.
+    fn data_version(&mut self) -> Result<Option<DataVersion>, Failure> {
         if self.notes.is_some() {
-            return None;
+            return Ok(None);
         }
-        self.store.data_version().ok()
+        self.store.data_version().map(Some)
     }
 
     /// The system clock in Unix seconds, or the test clock of

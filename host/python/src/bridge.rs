@@ -161,7 +161,10 @@ impl Bridge {
     }
 
     /// Which session `agent`'s bot loads for `session_id`: a dict with
-    /// `session_id`, `redirected`, `reason`, `detail` (CLI `resolve --json`).
+    /// `session_id`, `redirected`, `reason`, `detail`, `valid_until` (CLI
+    /// `resolve --json`). A decision that still holds is served by the
+    /// pooled instance's memo without running the policy (README "Use it
+    /// from Rust", DESIGN §7).
     fn resolve<'py>(
         &self,
         py: Python<'py>,

@@ -69,7 +69,7 @@ impl PolicyInstance {
     /// session, the clock inside the decision's `valid_until` window, and
     /// `state.db` unchanged or every read of the call answering the same.
     pub fn resolve(&mut self, agent: &str, session_id: &str) -> Result<Decision, Failure> {
-        if let Some(decision) = self.memoised(agent, session_id) {
+        if let Some(decision) = self.memoised(agent, session_id)? {
             return Ok(decision);
         }
         let legacy = self.is_legacy(agent);
@@ -82,8 +82,9 @@ impl PolicyInstance {
             |d, data| {
                 check_decided(d, session_id, agent, legacy, data)?;
                 if memo {
-                    // Still inside the call's read snapshot.
-                    version = data.imports.data_version();
+                    // Still inside the call's read snapshot. Unreadable: the
+                    // decision stands, and the memo checks it by its reads.
+                    version = data.imports.data_version().ok().flatten();
                 }
                 Ok(())
             },

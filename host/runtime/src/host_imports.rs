@@ -215,11 +215,12 @@ pub trait HostImports: Send + 'static {
     /// changed: another connection committed to `state.db`, or these
     /// imports wrote. Inside a read snapshot, the snapshot's version. The
     /// memo of `resolve` (`memo.rs`) serves a decision without reading when
-    /// it is equal to the one the decision was made at. `None` (the
+    /// it is equal to the one the decision was made at. `Ok(None)` (the
     /// default): the imports cannot tell, and every memoised decision is
-    /// checked by asking its reads again.
-    fn data_version(&mut self) -> Option<DataVersion> {
-        None
+    /// checked by asking its reads again. `Err` as a read's (e.g. kind
+    /// `busy`): that `resolve` fails with it.
+    fn data_version(&mut self) -> Result<Option<DataVersion>, Failure> {
+        Ok(None)
     }
 }
 

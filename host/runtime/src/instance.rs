@@ -201,7 +201,12 @@ impl PolicyInstance {
     /// The decision of an earlier `resolve` of `agent` about `session_id`
     /// that still holds (`memo.rs`), after following a swap. A served
     /// decision ran no guest code: the last call's fuel and time read 0.
-    pub(crate) fn memoised(&mut self, agent: &str, session_id: &str) -> Option<Decision> {
+    /// Errors: a read of the check failed ([`Memo::get`]).
+    pub(crate) fn memoised(
+        &mut self,
+        agent: &str,
+        session_id: &str,
+    ) -> Result<Option<Decision>, Failure> {
         self.refresh();
         let data = match &mut self.slot {
             Slot::Live(live) => live.data_mut(),
@@ -209,8 +214,10 @@ impl PolicyInstance {
             Slot::Moving => unreachable!("an instance is live or parked between calls"),
         };
         let decision = self.memo.get(&mut *data.imports, agent, session_id)?;
-        (self.last_fuel, self.last_guest_time) = (0, Duration::ZERO);
-        Some(decision)
+        if decision.is_some() {
+            (self.last_fuel, self.last_guest_time) = (0, Duration::ZERO);
+        }
+        Ok(decision)
     }
 
     /// Whether `resolve` keeps its decisions ([`PolicyOptions::memo`] and

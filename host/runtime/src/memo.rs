@@ -19,6 +19,7 @@
 
 use super::bindings::Decision;
 use super::host_imports::{DataVersion, HostImports};
+use crate::Failure;
 /// At most this many (agent, session) entries; a full memo starts over. A
 /// gateway asks about its agent's few XMPP sessions: a short list searched
 /// in order costs less than hashing two new key strings per call.
@@ -37,16 +38,21 @@ pub(crate) struct Reads {
 
 impl Reads {
     /// Whether `imports` answer every read as the call was answered (the
-    /// caller holds one read snapshot around this). A read that fails now
-    /// is a difference.
-    fn still_hold(&self, imports: &mut dyn HostImports) -> bool {
-        self.meta
-            .iter()
-            .all(|(key, value)| imports.meta_get(key).ok().as_ref() == Some(value))
-            && self
-                .exists
-                .iter()
-                .all(|(id, exists)| imports.session_exists(id).ok() == Some(*exists))
+    /// caller holds one read snapshot around this). A read that fails
+    /// fails this, unchanged: the call would have got the same failure, and
+    /// asking again would wait out a lock a second time.
+    fn still_hold(&self, imports: &mut dyn HostImports) -> Result<bool, Failure> {
+        for (key, value) in &self.meta {
+            if imports.meta_get(key)? != *value {
+                return Ok(false);
+            }
+        }
+        for (id, exists) in &self.exists {
+            if imports.session_exists(id)? != *exists {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -71,37 +77,50 @@ pub(crate) struct Memo {
 impl Memo {
     /// The memoised decision for `agent` and `session_id`, when it still
     /// holds against `imports` (see the module's rules); a stale entry is
-    /// dropped.
+    /// dropped. `Err`: reading the version or a read failed (e.g. kind
+    /// `busy` after the store's busy timeout): the answer of the call, which
+    /// would fail on the same read, so that a lock is waited out once.
     pub(crate) fn get(
         &mut self,
         imports: &mut dyn HostImports,
         agent: &str,
         session_id: &str,
-    ) -> Option<Decision> {
-        let at = self
+    ) -> Result<Option<Decision>, Failure> {
+        let Some(at) = self
             .entries
             .iter()
-            .position(|e| e.agent == agent && e.session_id == session_id)?;
+            .position(|e| e.agent == agent && e.session_id == session_id)
+        else {
+            return Ok(None);
+        };
         let entry = &mut self.entries[at];
         let now = imports.now();
         // Also refuses a clock that went back before the call.
         if !(entry.since <= now && now < entry.until) {
             self.entries.swap_remove(at);
-            return None;
+            return Ok(None);
         }
         // One snapshot for the version and, when it moved, the reads: one
         // lock cycle either way (in DELETE mode a cycle is most of the cost).
         imports.begin_read();
-        let version = imports.data_version();
-        let held =
-            (version.is_some() && version == entry.version) || entry.reads.still_hold(imports);
+        let held = imports.data_version().and_then(|version| {
+            let same = version.is_some() && version == entry.version;
+            Ok((same || entry.reads.still_hold(imports)?, version))
+        });
         imports.end_read();
-        if held {
-            entry.version = version;
-            Some(entry.decision.clone())
-        } else {
-            self.entries.swap_remove(at);
-            None
+        match held {
+            Ok((true, version)) => {
+                entry.version = version;
+                Ok(Some(entry.decision.clone()))
+            }
+            Ok((false, _)) => {
+                self.entries.swap_remove(at);
+                Ok(None)
+            }
+            Err(failure) => {
+                self.entries.swap_remove(at);
+                Err(failure)
+            }
         }
     }
 

@@ -94,8 +94,8 @@ impl HostImports for TestHost {
             record_replaced: true,
         })
     }
-    fn data_version(&mut self) -> Option<DataVersion> {
-        self.world.lock().unwrap().version
+    fn data_version(&mut self) -> Result<Option<DataVersion>, Failure> {
+        Ok(self.world.lock().unwrap().version)
     }
 }
 
