@@ -216,6 +216,31 @@ pub fn check_record(case: &RecordCase) {
         }
     }
 
+    // A decision holds until its `valid_until` (the memo's premise, DESIGN
+    // §7): a policy asked later inside the window, with the same records,
+    // answers the same, detail included.
+    if case.now.is_finite() {
+        let d = policy
+            .resolve("mohe", "xmpp-mohe-v2")
+            .expect("finite clock");
+        let later = match d.valid_until {
+            Some(until) if until > case.now => Some(case.now + (until - case.now) / 2.0),
+            Some(_) => None,
+            None => Some(case.now + 1e6),
+        };
+        if let Some(later) = later {
+            let mut host = host.clone();
+            host.clock = later;
+            let mut again = Policy::new(host);
+            again.configure(sample_settings()).expect("configure");
+            assert_eq!(
+                again.resolve("mohe", "xmpp-mohe-v2").expect("later"),
+                d,
+                "the decision changed at {later} before its valid_until: {case:?}"
+            );
+        }
+    }
+
     // Isolation between agents.
     let z = policy.resolve("zhiwei", "xmpp-zhiwei");
     let mut without_mohe = host.clone();
