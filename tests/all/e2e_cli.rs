@@ -709,7 +709,8 @@ fn argument_errors_are_one_line_with_a_hint_for_the_command_given() {
     ]);
     assert_eq!(code, 2);
     assert!(
-        line.contains("'-1'") && line.ends_with("(see --help)"),
+        line.contains("'-1' is not a number of rows (0 to 4294967295)")
+            && line.ends_with("(see --help)"),
         "{line}"
     );
     let (code, line) = run(&["send", "-x", "s1", "--agent", "mohe"]);

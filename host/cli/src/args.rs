@@ -89,8 +89,8 @@ pub enum Command {
         /// The agent whose bot asks
         #[arg(long, value_name = "NAME")]
         agent: String,
-        /// Only the last N rows
-        #[arg(long, value_name = "N")]
+        /// Only the last N rows (0 or more)
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = row_count)]
         limit: Option<u32>,
     },
     /// Whether a room message from FROM is the agent's own, reflected by the room
@@ -131,4 +131,11 @@ pub enum Command {
     Agents,
     /// Create a new, empty Hermes-compatible database at --db
     InitDb,
+}
+
+/// `--limit`: a number of rows, 0 or more; a negative or other text says so
+/// (clap alone reads `-1` as an unknown option).
+fn row_count(text: &str) -> Result<u32, String> {
+    text.parse::<u32>()
+        .map_err(|_| format!("'{text}' is not a number of rows (0 to {})", u32::MAX))
 }

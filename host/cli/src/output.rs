@@ -124,7 +124,8 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
         }
     }
     for s in statuses {
-        let session = s.session_id.as_deref().unwrap_or("?");
+        // A record unreadable as a whole (e.g. `1e400` in it) names no session.
+        let session = s.session_id.as_deref().unwrap_or("(no session readable)");
         if s.valid {
             let age = s.age_seconds.unwrap_or_default();
             let left = s.remaining_seconds.unwrap_or_default();
