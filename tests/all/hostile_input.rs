@@ -175,6 +175,23 @@ fn records_in_state_meta_redirect_only_by_the_rules_and_only_their_agent() {
         .unwrap();
 }
 
+/// B2, found by the `state_meta` fuzz target (its oracle, not the policy):
+/// a record whose `session_id` has a backslash is refused as malformed
+/// (Hermes's API server refuses such an id), with a seed's key that is not
+/// JSON beside it; the oracle still expected a redirect.
+#[test]
+fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
+    check_record(&RecordCase {
+        mohe: Some(
+            r#"{"session_id": "s\\wsio", "timestamp": 1800000000.001, "source": "cli"}"#.into(),
+        ),
+        legacy: Some("e\0z\0\"3\0\0".into()),
+        zhiwei: None,
+        now: 1_800_000_002.362,
+        targets_exist: true,
+    });
+}
+
 /// B1, found by the `state_meta` fuzz target (minimised; the input is kept
 /// in `fuzz/seeds/state_meta/b1-active-vs-resolve`): mohe's own record is
 /// valid (a CLI session, 3372 s old), the seed's key is newer (2704 s old)
