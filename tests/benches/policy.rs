@@ -157,26 +157,21 @@ fn benches(c: &mut Criterion) {
         }
 
         let mut g = c.benchmark_group(format!("resolve-{}", db.name));
-        g.bench_function("component", |b| {
-            b.iter(|| black_box(component.resolve(agent, black_box(asked)).unwrap()))
-        });
-        g.bench_function("component-after-write", |b| {
-            b.iter_batched(
-                || commit_elsewhere(&other, &mut commits),
-                |()| black_box(component.resolve(agent, black_box(asked)).unwrap()),
-                BatchSize::PerIteration,
-            )
-        });
-        g.bench_function("component-no-memo", |b| {
-            b.iter(|| black_box(uncached.resolve(agent, black_box(asked)).unwrap()))
-        });
-        g.bench_function("component-no-memo-after-write", |b| {
-            b.iter_batched(
-                || commit_elsewhere(&other, &mut commits),
-                |()| black_box(uncached.resolve(agent, black_box(asked)).unwrap()),
-                BatchSize::PerIteration,
-            )
-        });
+        for (name, instance) in [
+            ("component", &mut component),
+            ("component-no-memo", &mut uncached),
+        ] {
+            g.bench_function(name, |b| {
+                b.iter(|| black_box(instance.resolve(agent, black_box(asked)).unwrap()))
+            });
+            g.bench_function(format!("{name}-after-write"), |b| {
+                b.iter_batched(
+                    || commit_elsewhere(&other, &mut commits),
+                    |()| black_box(instance.resolve(agent, black_box(asked)).unwrap()),
+                    BatchSize::PerIteration,
+                )
+            });
+        }
         g.bench_function("component-fresh-store", |b| {
             b.iter(|| black_box(fresh_store.resolve(agent, black_box(asked)).unwrap()))
         });

@@ -90,7 +90,8 @@ impl PolicyInstance {
             },
         )?;
         if memo {
-            self.memoise(agent, session_id, &decision, done.reads, version);
+            self.memo
+                .put(agent, session_id, &decision, done.reads, version);
         }
         Ok(decision)
     }

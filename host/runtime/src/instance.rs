@@ -10,10 +10,10 @@ use super::call::{Live, NotReady, policy_failure};
 use super::component::{LoadInfo, Loaded};
 use super::current::Current;
 use super::engine::{PolicyOptions, Runtime};
-use super::host_imports::{DataVersion, HostImports};
+use super::host_imports::HostImports;
 use super::imports::{Call, CallState, SendArgs, StoreData};
 use super::limits::{GuestClock, Limiter};
-use super::memo::{Memo, Reads};
+use super::memo::Memo;
 use crate::Failure;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,8 +56,9 @@ pub struct PolicyInstance {
     last_fuel: u64,
     /// Guest time of the last call (for measuring budgets).
     last_guest_time: Duration,
-    /// Decisions `resolve` may serve again (`memo.rs`).
-    memo: Memo,
+    /// Decisions `resolve` may serve again (`memo.rs`): read through
+    /// [`PolicyInstance::memoised`], filled by `exports.rs`'s `resolve`.
+    pub(crate) memo: Memo,
 }
 
 impl PolicyInstance {
@@ -224,18 +225,6 @@ impl PolicyInstance {
     /// `reuse_store`).
     pub(crate) fn memo_enabled(&self) -> bool {
         self.runtime.options.reuse_store && self.runtime.options.memo
-    }
-
-    /// Keep a decision of `resolve` for [`PolicyInstance::memoised`].
-    pub(crate) fn memoise(
-        &mut self,
-        agent: &str,
-        session_id: &str,
-        decision: &Decision,
-        reads: Reads,
-        version: Option<DataVersion>,
-    ) {
-        self.memo.put(agent, session_id, decision, reads, version);
     }
 
     /// Pick up a swapped component before a call.
