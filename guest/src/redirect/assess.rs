@@ -192,17 +192,7 @@ pub fn assess(
     let ends = utc(timestamp + ttl);
     if age >= ttl {
         out.reason = Reason::Expired;
-        out.detail = concat(&[
-            "record ",
-            key,
-            ", written ",
-            &written,
-            ", expired at ",
-            &ends,
-            " (TTL ",
-            &seconds(ttl),
-            " s)",
-        ]);
+        out.detail = lifetime(key, &written, ", expired at ", &ends, ttl);
         return out;
     }
     // Valid but for its target: from here on only the TTL's end changes it.
@@ -214,19 +204,26 @@ pub fn assess(
             owner.agent.name
         );
     } else {
-        out.detail = concat(&[
-            "record ",
-            key,
-            ", written ",
-            &written,
-            ", holds until ",
-            &ends,
-            " (TTL ",
-            &seconds(ttl),
-            " s)",
-        ]);
+        out.detail = lifetime(key, &written, ", holds until ", &ends, ttl);
     }
     out
+}
+
+/// `record <key>, written <written><how><ends> (TTL <ttl> s)`: the
+/// sentence of a record inside or past its TTL.
+fn lifetime(key: &str, written: &str, how: &str, ends: &str, ttl: f64) -> String {
+    let ttl = seconds(ttl);
+    concat(&[
+        "record ",
+        key,
+        ", written ",
+        written,
+        how,
+        ends,
+        " (TTL ",
+        &ttl,
+        " s)",
+    ])
 }
 
 /// Unix time `t` as a UTC date, ISO 8601, to the millisecond (digits

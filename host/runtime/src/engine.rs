@@ -70,7 +70,8 @@ impl Runtime {
     /// Errors (kind `policy`): wasmtime cannot be set up, the ticker thread
     /// cannot start, or the host interface cannot be linked.
     pub(crate) fn new(options: PolicyOptions) -> Result<Self, Failure> {
-        // The settings build.rs precompiles the embedded component with.
+        // The settings `examples/precompile.rs` precompiles the embedded
+        // component with.
         let config = engine_config::config(SIGNAL_TRAPS.load(std::sync::atomic::Ordering::Relaxed));
         let engine = Engine::new(&config)
             .map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))?;

@@ -112,7 +112,7 @@ pub(crate) fn load(
     if Sha256::digest(payload).as_slice() != field(2) {
         return Err(Unusable::Corrupt("payload checksum mismatch".into()));
     }
-    // SAFETY: the payload is native code `build.rs` made in the same build
+    // SAFETY: the payload is native code `examples/precompile.rs` made at build time
     // as this binary, from the component it embeds (SHA-256 checked above),
     // with this engine's settings (compatibility key checked above); its
     // checksum is intact. It is as trusted as the binary. wasmtime checks
@@ -191,8 +191,8 @@ mod tests {
 
     #[test]
     fn a_native_build_embeds_an_artifact_for_this_engine() {
-        // `cargo test` builds natively: build.rs precompiled.
-        assert!(embedded_precompiled(), "build.rs wrote no artifact");
+        // `make component` precompiled it before `cargo test` built the host.
+        assert!(embedded_precompiled(), "no artifact was embedded");
         let engine = Engine::new(&config(true)).unwrap();
         assert!(load(&engine, &sha(), EMBEDDED_PRECOMPILED).is_ok());
         let policy = Policy::embedded(no_cache()).unwrap();
