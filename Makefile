@@ -28,8 +28,11 @@ component: toolchain ## build the policy component: target/policy/session_switch
 	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest --target-dir target
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
 	# The same precompiled for this machine, embedded by the host's build.rs
-	# (a cold start then compiles nothing; README "Performance").
-	$(CARGO) run -q -p session-switch-runtime --example precompile -- $(COMPONENT) $(COMPONENT:.wasm=.cwasm)
+	# (a cold start then compiles nothing; README "Performance"). Built with
+	# `--workspace`: `-p session-switch-runtime` alone resolves other features
+	# of wasmtime's dependencies, and a clean clone compiled wasmtime twice.
+	$(CARGO) build -q --workspace --example precompile
+	$${CARGO_TARGET_DIR:-target}/debug/examples/precompile $(COMPONENT) $(COMPONENT:.wasm=.cwasm)
 
 # Test builds of the policy, never shipped: `v2`/`v3` (the real guest with
 # another version), `wasi` (the real guest for wasm32-wasip2) and the test
