@@ -43,7 +43,7 @@ pub struct LoadedMessage {
     /// value. `content` and `api_content` are placeholders: their values
     /// come from the row ([`HistoryRow::content`], [`Self::structured`],
     /// [`Self::api_content`]), so tag edits show.
-    pub fields: Vec<(String, serde_json::Value)>,
+    pub fields: Vec<(&'static str, serde_json::Value)>,
     /// Content that is not a string: what `"\x00json:"` decoded to (a
     /// multimodal list of parts, or any other JSON value) or JSON null for
     /// a NULL column. `None`: the content is [`HistoryRow::content`].
@@ -109,7 +109,7 @@ impl HistoryRow {
         let mut m = serde_json::Map::new();
         if let Some(loaded) = self.loaded.as_deref() {
             for (key, value) in &loaded.fields {
-                let value = match key.as_str() {
+                let value = match *key {
                     "content" => self.content_json(),
                     "api_content" => match &loaded.api_content {
                         Some(api) => Value::String(api.clone()),
@@ -117,7 +117,7 @@ impl HistoryRow {
                     },
                     _ => value.clone(),
                 };
-                m.insert(key.clone(), value);
+                m.insert((*key).to_owned(), value);
             }
             return m;
         }
