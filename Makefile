@@ -34,7 +34,7 @@ component: toolchain ## build the policy component: target/policy/session_switch
 	# The binary's path from cargo itself (a target dir or triple set in any
 	# cargo config moves it).
 	$(CARGO) build -q --workspace --example precompile --message-format=json-render-diagnostics > target/policy/precompile.json
-	"$$(python3 xtask/artifact_path.py precompile < target/policy/precompile.json)" $(COMPONENT) $(COMPONENT:.wasm=.cwasm)
+	"$$($(CARGO) run -q -p xtask -- executable precompile < target/policy/precompile.json)" $(COMPONENT) $(COMPONENT:.wasm=.cwasm)
 
 # Test builds of the policy, never shipped: `v2`/`v3` (the real guest with
 # another version), `wasi` (the real guest for wasm32-wasip2) and the test

@@ -5,6 +5,11 @@
 //!
 //! `cargo run -p xtask -- wit COMPONENT.wasm` prints the component's WIT
 //! (its imports and exports), like `wasm-tools component wit`.
+//!
+//! `cargo build --message-format=json … | cargo run -p xtask -- executable
+//! NAME` prints the path of the executable cargo built for target NAME
+//! (`make component`: a target dir or triple set in a cargo config moves
+//! it, so the path is cargo's word).
 
 use anyhow::{Context, Result, bail};
 use std::path::Path;
@@ -19,7 +24,10 @@ fn main() -> Result<()> {
     {
         ["componentize", core, out] => componentize(Path::new(core), Path::new(out)),
         ["wit", component] => print_wit(Path::new(component)),
-        _ => bail!("usage: xtask componentize CORE.wasm OUT.wasm | xtask wit COMPONENT.wasm"),
+        ["executable", name] => print_executable(name),
+        _ => bail!(
+            "usage: xtask componentize CORE.wasm OUT.wasm | xtask wit COMPONENT.wasm | xtask executable NAME < CARGO-JSON"
+        ),
     }
 }
 
@@ -55,5 +63,21 @@ fn print_wit(component: &Path) -> Result<()> {
     let mut printer = wit_component::WitPrinter::default();
     printer.print(decoded.resolve(), decoded.package(), &[])?;
     println!("{}", printer.output);
+    Ok(())
+}
+
+fn print_executable(name: &str) -> Result<()> {
+    let mut found = None;
+    for line in std::io::stdin().lines() {
+        let message: serde_json::Value = serde_json::from_str(&line?)?;
+        if message["reason"] == "compiler-artifact"
+            && message["target"]["name"] == name
+            && let Some(path) = message["executable"].as_str()
+        {
+            found = Some(path.to_owned());
+        }
+    }
+    let path = found.with_context(|| format!("cargo reported no executable named {name}"))?;
+    println!("{path}");
     Ok(())
 }

@@ -106,9 +106,12 @@ pub fn conversation(sql: &LoaderSql, rows: Vec<RawRow>) -> Vec<HistoryRow> {
         let role = std::mem::take(&mut row.role);
         let cell = |name: &str| col.get(name).map_or(&SqlValue::Null, |&i| &row.cells[i]);
         let mut msg = Message {
+            fields: vec![
+                ("role", Value::String(role.clone())),
+                ("content", Value::Null),
+            ],
             content,
             role,
-            fields: vec![("role", Value::Null), ("content", Value::Null)],
             api_content: None,
             tool_calls_text: cell("tool_calls").text().map(str::to_owned),
             tool_call_id: cell("tool_call_id").text().map(str::to_owned),
@@ -156,17 +159,6 @@ fn history_row(msg: Message) -> HistoryRow {
             (text, Some(other), part)
         }
     };
-    let fields = msg
-        .fields
-        .into_iter()
-        .map(|(k, v)| {
-            if k == "role" {
-                (k, Value::String(msg.role.clone()))
-            } else {
-                (k, v)
-            }
-        })
-        .collect();
     HistoryRow {
         id: msg.id,
         role: msg.role,
@@ -176,7 +168,7 @@ fn history_row(msg: Message) -> HistoryRow {
         tool_name: msg.tool_name,
         bridge_wrote: msg.bridge_wrote,
         loaded: Some(Box::new(LoadedMessage {
-            fields,
+            fields: msg.fields,
             structured,
             text_part,
             api_content: msg.api_content,
