@@ -369,6 +369,41 @@ fn context_of_the_xmpp_session_tags_mohes_own_lines() {
 }
 
 #[test]
+fn resolve_and_context_refuse_an_id_hermes_refuses_and_name_a_missing_session() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    for (id, problem) in [
+        ("", "is empty"),
+        ("../etc", "path-unsafe"),
+        (" xmpp-mohe-v2", "blanks around it"),
+    ] {
+        for command in ["resolve", "context"] {
+            assert_refused(&w, &[command, id, "--agent", "mohe"], 2, problem);
+        }
+    }
+    let c = w.json(&["context", "nosuch", "--agent", "mohe"]);
+    assert_eq!(
+        (c["session_id"].as_str(), c["reason"].as_str()),
+        (Some("nosuch"), Some("not-agent-session"))
+    );
+    assert_eq!(c["messages"].as_array().map(Vec::len), Some(0));
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.ends_with("(session nosuch is not in state.db: no history)"),
+        "{detail}"
+    );
+    // A session that is there says nothing of the kind, even when asked
+    // for no rows.
+    let c = w.json(&["context", CLI_SESSION, "--agent", "mohe", "--limit", "0"]);
+    assert_eq!(c["messages"].as_array().map(Vec::len), Some(0));
+    assert!(
+        !c["detail"].as_str().unwrap().contains("not in state.db"),
+        "{c}"
+    );
+}
+
+#[test]
 fn the_record_expires_after_the_ttl_and_clear_ends_it() {
     let Some(w) = World::new(Setup {
         ttl_seconds: 2,

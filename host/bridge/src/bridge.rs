@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports};
 use crate::store::{HermesStore, PendingSend, Written, add_continuations};
 use crate::wiring;
+use session_switch_contract::ids::api_session_id_problem;
 use session_switch_runtime::{
     Admission, CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions,
     Reason, Receipt, RecordStatus, RoomMessage,
@@ -167,7 +168,12 @@ impl Bridge {
     /// Which session `agent`'s bot loads for `session_id` (WIT `resolve`).
     /// A redirect through a compressed record names the tip; its detail
     /// then also names the record's own session.
+    ///
+    /// Errors: kind `bad-input` for an id Hermes's API server refuses
+    /// (empty, path-unsafe, …: `session_switch_contract::ids`), since no
+    /// gateway can ask for it; the policy's and the store's failures.
     pub fn resolve(&self, agent: &str, session_id: &str) -> Result<Decision, Failure> {
+        refuse_unusable(session_id)?;
         let (mut instance, notes) = self.instance_noting(false, false)?;
         let mut decision = instance.resolve(agent, session_id)?;
         explain_followed(&mut decision, &notes);
@@ -176,16 +182,27 @@ impl Bridge {
 
     /// The decision and the chosen session's history as the model sees it
     /// (WIT `context`); `limit`: the last rows only. The detail names a
-    /// compressed record's own session as [`Bridge::resolve`]'s does.
+    /// compressed record's own session as [`Bridge::resolve`]'s does; an
+    /// empty history of a session `state.db` does not have says so (Hermes
+    /// would start that session new).
+    ///
+    /// Errors as [`Bridge::resolve`].
     pub fn context(
         &self,
         agent: &str,
         session_id: &str,
         limit: Option<u32>,
     ) -> Result<ContextAnswer, Failure> {
+        refuse_unusable(session_id)?;
         let (mut instance, notes) = self.instance_noting(false, false)?;
         let mut answer = instance.context(agent, session_id, limit)?;
         explain_followed(&mut answer.decision, &notes);
+        let loaded = &answer.decision.session_id;
+        if answer.messages.is_empty() && !self.store()?.session_exists(loaded)? {
+            answer.decision.detail.push_str(&format!(
+                " (session {loaded} is not in state.db: no history)"
+            ));
+        }
         Ok(answer)
     }
 
@@ -305,6 +322,19 @@ fn lock(notes: &ChainNotes) -> std::sync::MutexGuard<'_, Vec<ChainNote>> {
 
 /// A redirect to the tip of a compressed record: say which session the
 /// record itself names.
+/// Refuse a session id Hermes's API server would refuse: no gateway turn
+/// runs on it, so a decision or history for it could only mislead (the
+/// CLI's `resolve ""` once answered "loading it unchanged").
+fn refuse_unusable(session_id: &str) -> Result<(), Failure> {
+    match api_session_id_problem(session_id) {
+        Some(problem) => Err(Failure::bad_input(format!(
+            "session id {session_id:?} {problem}: Hermes's API server refuses it, so no \
+             gateway loads it; nothing was read"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn explain_followed(decision: &mut Decision, notes: &ChainNotes) {
     if !decision.redirected {
         return;
