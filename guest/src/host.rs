@@ -4,7 +4,7 @@
 //! or any other implementation a test or the host's differential test
 //! brings).
 
-use crate::{Failure, LogLevel, RowSummary, SendPlan, Sent};
+use crate::{Failure, LogLevel, RowSummaries, SendPlan, Sent};
 
 /// The host imports (WIT `host` interface); each method documents the
 /// contract of the import of the same name. Host failures are passed on
@@ -26,7 +26,7 @@ pub trait Host {
         agent: &str,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<RowSummary>, Failure>;
+    ) -> Result<RowSummaries, Failure>;
     /// The current time, Unix seconds (UTC) with fractions.
     fn now(&mut self) -> f64;
     /// Do one send atomically (DESIGN §8 "Send").
@@ -62,7 +62,7 @@ impl Host for WitHost {
         agent: &str,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<RowSummary>, Failure> {
+    ) -> Result<RowSummaries, Failure> {
         imports::history(session_id, agent, limit, prefix_chars)
     }
     fn now(&mut self) -> f64 {

@@ -26,6 +26,7 @@ pub mod loop_guard;
 pub mod memory;
 pub mod policy;
 pub mod redirect;
+pub mod rows;
 pub mod samples;
 pub mod self_check;
 pub mod send;
@@ -49,7 +50,7 @@ pub mod component {
     use crate::host::WitHost;
     use crate::{
         Admission, ContextResult, Decision, Failure, Policy, Receipt, RecordStatus, RoomMessage,
-        RowEdit, RowSummary, Settings,
+        RowEdit, RowSummaries, Settings,
     };
 
     thread_local! {
@@ -98,7 +99,7 @@ pub mod component {
         fn resolve(agent: String, session_id: String) -> Result<Decision, Failure> {
             with(|p| p.resolve(&agent, &session_id))
         }
-        fn tag(agent: String, rows: Vec<RowSummary>) -> Result<Vec<RowEdit>, Failure> {
+        fn tag(agent: String, rows: RowSummaries) -> Result<Vec<RowEdit>, Failure> {
             with(|p| p.tag(&agent, &rows))
         }
         fn context(

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::host::Host;
-use crate::{Failure, LogLevel, Role, RowSummary, SendPlan, Sent};
+use crate::{Failure, LogLevel, Role, RowSummaries, SendPlan, Sent};
 
 /// Which import a scripted failure replaces (see [`MemoryHost::fail`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -159,7 +159,7 @@ impl Host for MemoryHost {
         agent: &str,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<RowSummary>, Failure> {
+    ) -> Result<RowSummaries, Failure> {
         self.history_calls.push(HistoryCall {
             session_id: session_id.to_string(),
             agent: agent.to_string(),
@@ -172,15 +172,16 @@ impl Host for MemoryHost {
             .get(session_id)
             .map_or(&[][..], Vec::as_slice);
         let skip = limit.map_or(0, |l| rows.len().saturating_sub(l as usize));
-        Ok(rows[skip..]
-            .iter()
-            .map(|r| RowSummary {
-                id: r.id,
-                role: r.role,
-                prefix: prefix(&r.content, prefix_chars).to_string(),
-                bridge_wrote: r.bridge_agent.as_deref() == Some(agent),
-            })
-            .collect())
+        let mut out = RowSummaries::with_capacity(rows.len() - skip, 0);
+        for r in &rows[skip..] {
+            out.push(
+                r.id,
+                r.role,
+                prefix(&r.content, prefix_chars),
+                r.bridge_agent.as_deref() == Some(agent),
+            );
+        }
+        Ok(out)
     }
 
     fn now(&mut self) -> f64 {
@@ -230,15 +231,17 @@ mod tests {
         h.push_row("s", Role::User, "héllo world", Some("mohe"));
         h.push_row("s", Role::Assistant, "ok", None);
         h.push_row("s", Role::User, "third", Some("zhiwei"));
-        let rows = h.history("s", "mohe", Some(2), 3).unwrap();
+        let packed = h.history("s", "mohe", Some(2), 3).unwrap();
+        let rows = packed.split().unwrap();
         assert_eq!(rows.len(), 2);
-        assert_eq!((rows[0].id, rows[0].prefix.as_str()), (2, "ok"));
+        assert_eq!((packed.rows[0].id, rows[0].prefix), (2, "ok"));
         assert_eq!(rows[1].prefix, "thi");
         assert!(
             !rows[1].bridge_wrote,
             "written for zhiwei, asked about mohe"
         );
         let all = h.history("s", "mohe", None, 2).unwrap();
+        let all = all.split().unwrap();
         assert_eq!(all[0].prefix, "hé");
         assert!(all[0].bridge_wrote);
         assert!(h.history("unknown", "mohe", None, 5).unwrap().is_empty());

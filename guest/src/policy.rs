@@ -10,7 +10,7 @@ use crate::host::Host;
 use crate::settings::ValidSettings;
 use crate::{Admission, RoomMessage};
 use crate::{
-    ContextResult, Decision, Failure, Receipt, RecordStatus, RowEdit, RowSummary, Settings,
+    ContextResult, Decision, Failure, Receipt, RecordStatus, RowEdit, RowSummaries, Settings,
 };
 use crate::{echo, loop_guard, redirect, self_check, send, tagging};
 
@@ -80,7 +80,7 @@ impl<H: Host> Policy<H> {
     }
 
     /// WIT `tag` ([`tagging::tag`]).
-    pub fn tag(&mut self, agent: &str, rows: &[RowSummary]) -> Result<Vec<RowEdit>, Failure> {
+    pub fn tag(&mut self, agent: &str, rows: &RowSummaries) -> Result<Vec<RowEdit>, Failure> {
         let (s, _) = self.ready()?;
         tagging::tag(s, agent, rows)
     }
@@ -159,7 +159,7 @@ mod tests {
         let mut p = Policy::new(MemoryHost::default());
         let calls: Vec<Result<(), Failure>> = vec![
             p.resolve("mohe", "xmpp-mohe-v2").map(drop),
-            p.tag("mohe", &[]).map(drop),
+            p.tag("mohe", &RowSummaries::from_rows(&[])).map(drop),
             p.context("mohe", "xmpp-mohe-v2", None).map(drop),
             p.send("mohe", SAMPLE_CLI, "hi").map(drop),
             p.active(None).map(drop),
@@ -292,6 +292,9 @@ mod tests {
             p.clear(Some("mohe")).unwrap(),
             vec!["session_switch:active:mohe".to_string()]
         );
-        assert_eq!(p.tag("mohe", &[]).unwrap(), vec![]);
+        assert_eq!(
+            p.tag("mohe", &RowSummaries::from_rows(&[])).unwrap(),
+            vec![]
+        );
     }
 }

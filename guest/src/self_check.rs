@@ -6,10 +6,11 @@
 
 use crate::memory::MemoryHost;
 use crate::redirect::{record_key, resolve, seconds};
+use crate::rows::Row;
 use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
 use crate::settings::ValidSettings;
 use crate::tagging::edit_for;
-use crate::{EditAction, FailureKind, Reason, Role, RowSummary, body, echo};
+use crate::{EditAction, FailureKind, Reason, Role, body, echo};
 
 /// Run every case; `Ok("N cases passed")`, or `Err` naming the first case
 /// that failed with what it got and what it wanted.
@@ -83,10 +84,9 @@ pub fn run() -> Result<String, String> {
         ),
         (Role::Assistant, "好的，已记录：会议改到下午三点。", "none"),
     ] {
-        let row = RowSummary {
-            id: 1,
+        let row = Row {
             role,
-            prefix: line.to_string(),
+            prefix: line,
             bridge_wrote: false,
         };
         let got = match edit_for(mohe, &row) {

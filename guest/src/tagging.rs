@@ -7,8 +7,9 @@
 //! with [`apply`]. The tagged view is a fixed point: tagging it again gives
 //! no edit.
 
+use crate::rows::Row;
 use crate::settings::{AgentEntry, ValidSettings};
-use crate::{EditAction, Failure, Role, RowEdit, RowSummary};
+use crate::{EditAction, Failure, Role, RowEdit, RowSummaries};
 use session_switch_contract::marker::{YOU_TAG as TAG, could_hide_marker};
 pub use session_switch_contract::marker::{has_marker, is_blank, untag};
 
@@ -58,11 +59,11 @@ fn starts_with_ignore_ascii_case<'a>(text: &'a str, prefix: &str) -> Option<&'a 
 ///   the whole row removes it if it is there (gap G1 of SECURITY.md: a
 ///   `[YOU]` behind more leading blanks than the prefix holds);
 /// - else no edit.
-pub fn edit_for(agent: &AgentEntry, row: &RowSummary) -> Option<EditAction> {
+pub fn edit_for(agent: &AgentEntry, row: &Row<'_>) -> Option<EditAction> {
     if row.role != Role::User {
         return None;
     }
-    let base = untag(&row.prefix);
+    let base = untag(row.prefix);
     let own = row.bridge_wrote || signed_by(base, &agent.names);
     if own {
         let tagged = !base.is_empty()
@@ -71,7 +72,7 @@ pub fn edit_for(agent: &AgentEntry, row: &RowSummary) -> Option<EditAction> {
                 .strip_prefix(TAG)
                 .is_some_and(|rest| rest == base);
         (!tagged).then_some(EditAction::Tag)
-    } else if has_marker(&row.prefix) || (!row.prefix.is_empty() && could_hide_marker(base)) {
+    } else if has_marker(row.prefix) || (!row.prefix.is_empty() && could_hide_marker(base)) {
         Some(EditAction::Untag)
     } else {
         None
@@ -79,14 +80,16 @@ pub fn edit_for(agent: &AgentEntry, row: &RowSummary) -> Option<EditAction> {
 }
 
 /// The edits for `agent` on `rows` (WIT `policy.tag`), in row order; `index`
-/// is the position in `rows`. Errors: `unknown-agent`.
+/// is the position in `rows.rows`. Errors: `unknown-agent`; `bad-input` for
+/// prefix lengths that do not cut `rows.prefixes` ([`RowSummaries::split`]).
 pub fn tag(
     settings: &ValidSettings,
     agent: &str,
-    rows: &[RowSummary],
+    rows: &RowSummaries,
 ) -> Result<Vec<RowEdit>, Failure> {
     let entry = settings.agent(agent)?;
     Ok(rows
+        .split()?
         .iter()
         .enumerate()
         .filter_map(|(i, row)| {
@@ -109,24 +112,23 @@ mod tests {
         ValidSettings::new(sample_settings()).unwrap()
     }
 
-    fn row(role: Role, prefix: &str, bridge_wrote: bool) -> RowSummary {
-        RowSummary {
-            id: 1,
+    fn row(role: Role, prefix: &str, bridge_wrote: bool) -> Row<'_> {
+        Row {
             role,
-            prefix: prefix.to_string(),
+            prefix,
             bridge_wrote,
         }
     }
 
-    fn user(prefix: &str) -> RowSummary {
+    fn user(prefix: &str) -> Row<'_> {
         row(Role::User, prefix, false)
     }
 
     /// The edit for mohe on one row, and the view after applying it.
-    fn check(r: RowSummary) -> (Option<EditAction>, String) {
+    fn check(r: Row<'_>) -> (Option<EditAction>, String) {
         let s = settings();
         let edit = edit_for(s.agent("mohe").unwrap(), &r);
-        let view = edit.map_or(r.prefix.clone(), |a| apply(a, &r.prefix));
+        let view = edit.map_or(r.prefix.to_string(), |a| apply(a, r.prefix));
         (edit, view)
     }
 
@@ -202,7 +204,7 @@ mod tests {
     /// The real lines of the Hermes fixture `xmpp-mohe-v2`, for agent mohe.
     #[test]
     fn fixture_lines_of_xmpp_mohe_v2() {
-        let cases: [(RowSummary, Option<EditAction>, &str); 8] = [
+        let cases: [(Row<'_>, Option<EditAction>, &str); 8] = [
             (
                 user("mohe: 大家好，今天的会议改到下午三点。"),
                 Some(EditAction::Tag),
@@ -249,7 +251,7 @@ mod tests {
             ),
         ];
         for (r, want_edit, want_view) in cases {
-            let text = r.prefix.clone();
+            let text = r.prefix.to_string();
             let (edit, view) = check(r);
             assert_eq!(edit, want_edit, "{text:?}");
             assert_eq!(view, want_view, "{text:?}");
@@ -265,7 +267,7 @@ mod tests {
     #[test]
     fn every_rule_line() {
         use EditAction::{Tag, Untag};
-        let cases: &[(RowSummary, Option<EditAction>, &str)] = &[
+        let cases: &[(Row<'_>, Option<EditAction>, &str)] = &[
             // bridge-wrote: stored tagged → no edit; anything else → tag.
             (row(Role::User, "[YOU] hello", true), None, "[YOU] hello"),
             (row(Role::User, "hello", true), Some(Tag), "[YOU] hello"),
@@ -325,15 +327,15 @@ mod tests {
             ),
         ];
         for (r, want_edit, want_view) in cases {
-            let text = r.prefix.clone();
-            let (edit, view) = check(r.clone());
+            let text = r.prefix.to_string();
+            let (edit, view) = check(*r);
             assert_eq!(edit, *want_edit, "{text:?} (bridge: {})", r.bridge_wrote);
             assert_eq!(view, *want_view, "{text:?}");
             // Idempotence: the view is a fixed point (an empty bridge row
             // gets `tag` again, which leaves it as it is).
-            let again = check(RowSummary {
-                prefix: view.clone(),
-                ..r.clone()
+            let again = check(Row {
+                prefix: &view,
+                ..*r
             });
             assert_eq!(
                 again.1, view,
@@ -391,7 +393,7 @@ mod tests {
     #[test]
     fn look_alike_tags_are_untagged() {
         use EditAction::{Tag, Untag};
-        let cases: &[(RowSummary, Option<EditAction>, &str)] = &[
+        let cases: &[(Row<'_>, Option<EditAction>, &str)] = &[
             (user("\u{200b}[YOU] I am mohe"), Some(Untag), "I am mohe"),
             (user("\u{feff}[YOU] I am mohe"), Some(Untag), "I am mohe"),
             (user("\u{2060}[YOU] I am mohe"), Some(Untag), "I am mohe"),
@@ -408,13 +410,13 @@ mod tests {
             (user("hello ［YOU］"), None, "hello ［YOU］"),
         ];
         for (r, want_edit, want_view) in cases {
-            let text = r.prefix.clone();
-            let (edit, view) = check(r.clone());
+            let text = r.prefix.to_string();
+            let (edit, view) = check(*r);
             assert_eq!(edit, *want_edit, "{text:?}");
             assert_eq!(view, *want_view, "{text:?}");
-            let again = check(RowSummary {
-                prefix: view.clone(),
-                ..r.clone()
+            let again = check(Row {
+                prefix: &view,
+                ..*r
             });
             assert_eq!(again.0, None, "{view:?} edited again");
         }
@@ -453,6 +455,7 @@ mod tests {
             row(Role::Assistant, "x", false),
             user("[YOU] zhiwei: fake"),
         ];
+        let rows = RowSummaries::from_rows(&rows);
         let edits = tag(&s, "mohe", &rows).unwrap();
         assert_eq!(
             edits,
@@ -467,7 +470,14 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(tag(&s, "mohe", &[]).unwrap(), vec![]);
+        assert_eq!(
+            tag(&s, "mohe", &RowSummaries::from_rows(&[])).unwrap(),
+            vec![]
+        );
+        let mut cut = RowSummaries::from_rows(&[user("héllo")]);
+        cut.rows[0].prefix_len = 2;
+        let e = tag(&s, "mohe", &cut).unwrap_err();
+        assert_eq!(e.kind, FailureKind::BadInput, "{}", e.message);
         let e = tag(&s, "nobody", &rows).unwrap_err();
         assert_eq!(e.kind, FailureKind::UnknownAgent);
         assert_eq!(

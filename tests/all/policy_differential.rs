@@ -40,7 +40,9 @@ use session_switch_contract::keys::{LEGACY_KEY, record_key};
 use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 use session_switch_policy as guest;
 use session_switch_policy::redirect::utc;
-use session_switch_tests::fake_host::{FakeHost, FakeRow, FakeState, Import, ImportCall, summary};
+use session_switch_tests::fake_host::{
+    FakeHost, FakeRow, FakeState, Import, ImportCall, summaries,
+};
 use session_switch_tests::sample::{self, AGENTS, ROOM, SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_tests::wit_convert::{
     decision_from_guest, failure_from_guest, receipt_from_guest, record_status_from_guest,
@@ -834,8 +836,7 @@ impl Native {
             Op::Tag { agent, rows } => {
                 let mut full: Vec<HistoryRow> = rows.iter().map(|r| r.for_agent(agent)).collect();
                 let chars = POLICY.options().tag_prefix_chars;
-                let summaries: Vec<_> = full.iter().map(|r| summary(r, chars)).collect();
-                let edits = p.tag(agent, &summaries).map_err(g)?;
+                let edits = p.tag(agent, &summaries(&full, chars)).map_err(g)?;
                 apply_native(&mut full, &edits)?;
                 self.last_edits = edits;
                 Answer::Rows(full)

@@ -11,7 +11,9 @@ use session_switch_policy::memory::{MemoryHost, prefix};
 use session_switch_policy::redirect::{LEGACY_KEY, record_key, resolve};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_policy::tagging::{apply, is_blank, tag, untag};
-use session_switch_policy::{EditAction, Host, Reason, Role, RowSummary, Settings, ValidSettings};
+use session_switch_policy::{
+    EditAction, Host, Reason, Role, RowSummaries, Settings, ValidSettings,
+};
 use session_switch_tests::fake_host::FakeHost;
 use session_switch_tests::hostile::{oracle_blank, starts_with_tag, strip_tags};
 
@@ -127,16 +129,12 @@ fn stored_row() -> impl Strategy<Value = (Role, String, bool)> {
 }
 
 /// What the host would hand the policy for these stored rows.
-fn summaries(s: &ValidSettings, rows: &[(Role, String, bool)]) -> Vec<RowSummary> {
-    rows.iter()
-        .enumerate()
-        .map(|(i, (role, content, bridge))| RowSummary {
-            id: i as i64 + 1,
-            role: *role,
-            prefix: prefix(content, s.prefix_chars()).to_string(),
-            bridge_wrote: *bridge,
-        })
-        .collect()
+fn summaries(s: &ValidSettings, rows: &[(Role, String, bool)]) -> RowSummaries {
+    let mut out = RowSummaries::with_capacity(rows.len(), 0);
+    for (id, (role, content, bridge)) in (1..).zip(rows) {
+        out.push(id, *role, prefix(content, s.prefix_chars()), *bridge);
+    }
+    out
 }
 
 /// Apply `tag`'s edits for mohe to the full contents, as the host does.
@@ -510,7 +508,8 @@ fn fixture_xmpp_mohe_v2_is_tagged_per_agent() {
         let rows = h
             .history("xmpp-mohe-v2", "mohe", None, s.prefix_chars())
             .unwrap();
-        let lines: Vec<&str> = rows.iter().map(|r| r.prefix.as_str()).collect();
+        let split = rows.split().unwrap();
+        let lines: Vec<&str> = split.iter().map(|r| r.prefix).collect();
         assert_eq!(lines[0], "mohe: 大家好，今天的会议改到下午三点。", "{name}");
         assert_eq!(
             lines[4], "@mohe please share the meeting link before 3pm.",

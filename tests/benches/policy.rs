@@ -15,6 +15,8 @@
 //!   host over `HermesStore`, every call.
 //! - `context-<db>/component` and `/native`: resolve + history + tagging,
 //!   edits applied to the full rows.
+//! - `tag-<db>/component`: `PolicyInstance::tag_edits` on the CLI
+//!   session's loaded rows, the plugin's `tag_messages` without its Python.
 //!
 //! Every variant is checked to give the same answer (a redirect, the same
 //! tagged rows) before it is timed. `bench/driver.py` reads the medians
@@ -131,6 +133,7 @@ fn benches(c: &mut Criterion) {
             // Profiling mode: a known number of calls, no criterion.
             let r = format!("resolve-{}", db.name);
             let x = format!("context-{}", db.name);
+            let t = format!("tag-{}", db.name);
             for _ in 0..*n {
                 match only.as_str() {
                     o if o == format!("{r}/component") => drop(component.resolve(agent, asked)),
@@ -149,6 +152,9 @@ fn benches(c: &mut Criterion) {
                     }
                     o if o == format!("{x}/native") => {
                         drop(native_context(&mut native, agent, asked))
+                    }
+                    o if o == format!("{t}/component") => {
+                        drop(component.tag_edits(agent, &ctx.messages))
                     }
                     _ => break,
                 }
@@ -189,6 +195,24 @@ fn benches(c: &mut Criterion) {
         });
         g.bench_function("native", |b| {
             b.iter(|| black_box(native_context(&mut native, agent, black_box(asked))))
+        });
+        g.finish();
+
+        // The plugin's tagging (`session_switch.Bridge.tag_messages`) minus
+        // its Python: the summaries of Hermes's loaded rows crossing into
+        // the policy's `tag`, the edits back.
+        let mut g = c.benchmark_group(format!("tag-{}", db.name));
+        if db.rows >= 10_000 {
+            g.sample_size(20);
+        }
+        g.bench_function("component", |b| {
+            b.iter(|| {
+                black_box(
+                    component
+                        .tag_edits(agent, black_box(&ctx.messages))
+                        .unwrap(),
+                )
+            })
         });
         g.finish();
     }

@@ -430,11 +430,11 @@ impl guest::Host for FakeHost {
         agent: &str,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<guest::RowSummary>, guest::Failure> {
+    ) -> Result<guest::RowSummaries, guest::Failure> {
         let rows = self
             .import(|s| s.history(session_id, agent, limit))
             .map_err(|f| failure_to_guest(&f))?;
-        Ok(rows.iter().map(|r| summary(r, prefix_chars)).collect())
+        Ok(summaries(&rows, prefix_chars))
     }
 
     fn now(&mut self) -> f64 {
@@ -450,15 +450,19 @@ impl guest::Host for FakeHost {
     fn log(&mut self, _level: guest::LogLevel, _message: &str) {}
 }
 
-/// What the guest sees of `row` (WIT `row-summary`): its id, its role, the
-/// first `prefix_chars` characters, the provenance flag.
-pub fn summary(row: &HistoryRow, prefix_chars: u32) -> guest::RowSummary {
-    guest::RowSummary {
-        id: row.id,
-        role: role_to_guest(&row.role),
-        prefix: guest::memory::prefix(&row.content, prefix_chars).to_owned(),
-        bridge_wrote: row.bridge_wrote,
+/// What the guest sees of `rows` (WIT `row-summaries`): each row's id, its
+/// role, its first `prefix_chars` characters, the provenance flag.
+pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> guest::RowSummaries {
+    let mut out = guest::RowSummaries::with_capacity(rows.len(), 0);
+    for row in rows {
+        out.push(
+            row.id,
+            role_to_guest(&row.role),
+            guest::memory::prefix(&row.content, prefix_chars),
+            row.bridge_wrote,
+        );
     }
+    out
 }
 
 /// The component's side: the runtime's `HostImports`, in the host's types.

@@ -20,11 +20,12 @@ use session_switch::runtime::{CacheMode, Policy as HostPolicy, PolicyInstance, P
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_policy::body::{clean, normalise, xml_allows};
 use session_switch_policy::redirect::{LEGACY_KEY, parse_record, record_key};
+use session_switch_policy::rows::Row;
 use session_switch_policy::samples::{SAMPLE_CLI, sample_settings};
 use session_switch_policy::settings::{TAG, ValidSettings, check_session_id};
 use session_switch_policy::tagging::{self, signed_by, untag};
 use session_switch_policy::{
-    EditAction, FailureKind, MemoryHost, Policy, Reason, Role, RowSummary,
+    EditAction, FailureKind, MemoryHost, Policy, Reason, Role, RowSummaries,
 };
 
 // ---------------------------------------------------------------- records
@@ -543,17 +544,21 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
     for (a, entry) in settings.agents().iter().enumerate() {
         let name = entry.agent.name.as_str();
-        let summaries: Vec<RowSummary> = rows
+        let prefixes: Vec<&str> = rows
             .iter()
-            .enumerate()
-            .map(|(i, r)| RowSummary {
-                id: i as i64 + 1,
+            .map(|r| prefix(&r.content, prefix_chars))
+            .collect();
+        let seen: Vec<Row<'_>> = rows
+            .iter()
+            .zip(&prefixes)
+            .map(|(r, p)| Row {
                 role: r.role,
-                prefix: prefix(&r.content, prefix_chars).to_string(),
+                prefix: p,
                 bridge_wrote: r.bridge_agent == Some(a),
             })
             .collect();
-        let edits = tagging::tag(&settings, name, &summaries).expect("known agent");
+        let edits =
+            tagging::tag(&settings, name, &RowSummaries::from_rows(&seen)).expect("known agent");
         let mut last = None;
         for e in &edits {
             assert!((e.index as usize) < rows.len(), "edit {e:?} out of range");
@@ -569,13 +574,13 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
             };
         }
         for (i, (row, shown)) in rows.iter().zip(&view).enumerate() {
-            let s = &summaries[i];
+            let s = &seen[i];
             let edited = edits.iter().any(|e| e.index as usize == i);
             if row.role != Role::User {
                 assert!(!edited, "{name}: a {:?} row was edited", row.role);
                 continue;
             }
-            let base = strip_tags(&s.prefix);
+            let base = strip_tags(s.prefix);
             let own = s.bridge_wrote || signed_by(&base, &entry.names);
             if own {
                 assert_eq!(
@@ -606,15 +611,17 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
         // the policy saw whole. (A longer row whose stacked markers push
         // its signature out of the prefix is shown untagged, the safe side,
         // and its untagged view then shows the signature: known gap G2.)
-        let again: Vec<RowSummary> = summaries
+        let again: Vec<Row<'_>> = seen
             .iter()
             .zip(&view)
-            .map(|(s, v)| RowSummary {
-                prefix: prefix(v, prefix_chars).to_string(),
-                ..s.clone()
+            .map(|(s, v)| Row {
+                prefix: prefix(v, prefix_chars),
+                ..*s
             })
             .collect();
-        for e in tagging::tag(&settings, name, &again).expect("known agent") {
+        for e in
+            tagging::tag(&settings, name, &RowSummaries::from_rows(&again)).expect("known agent")
+        {
             if rows[e.index as usize].content.chars().count() > prefix_chars as usize {
                 continue;
             }
@@ -683,15 +690,15 @@ pub fn check_history_rows(session: &mut PolicyInstance, agent: &str, rows: Vec<H
     assert!(session.is_live(), "the store was thrown away");
     assert_eq!(tagged.len(), rows.len());
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
-    let summaries: Vec<RowSummary> = rows
-        .iter()
-        .map(|r| RowSummary {
-            id: r.id,
-            role: role_of(&r.role),
-            prefix: prefix(&r.content, prefix_chars).to_string(),
-            bridge_wrote: r.bridge_wrote,
-        })
-        .collect();
+    let mut summaries = RowSummaries::with_capacity(rows.len(), 0);
+    for r in &rows {
+        summaries.push(
+            r.id,
+            role_of(&r.role),
+            prefix(&r.content, prefix_chars),
+            r.bridge_wrote,
+        );
+    }
     let mut expected: Vec<String> = rows.iter().map(|r| r.content.clone()).collect();
     for e in tagging::tag(&settings, agent, &summaries).expect("known agent") {
         let i = e.index as usize;

@@ -2,7 +2,7 @@
 //! (DESIGN §7, §8): build the summaries the policy sees, check the edits it
 //! answers with, and apply them to the full rows the host kept.
 
-use super::bindings::{EditAction, Role, RowEdit, RowSummary};
+use super::bindings::{EditAction, Role, RowEdit, RowSummaries, RowSummary};
 use crate::HistoryRow;
 use session_switch_contract::role::Role as ContractRole;
 
@@ -60,16 +60,25 @@ fn is_char_start(byte: u8) -> bool {
 /// What the policy sees of `rows`: id, role, a prefix of at most
 /// `prefix_chars` characters of the text Hermes sends for the row
 /// ([`HistoryRow::sent_text`]: after the loader's sanitising, or
-/// `api_content` where Hermes sends that), and the provenance flag.
-pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> Vec<RowSummary> {
-    rows.iter()
-        .map(|row| RowSummary {
+/// `api_content` where Hermes sends that), and the provenance flag; the
+/// prefixes one after another in one string (WIT `row-summaries`).
+pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> RowSummaries {
+    let mut out = RowSummaries {
+        rows: Vec::with_capacity(rows.len()),
+        prefixes: String::new(),
+    };
+    for row in rows {
+        let text = prefix(row.sent_text(), prefix_chars);
+        out.prefixes.push_str(text);
+        out.rows.push(RowSummary {
             id: row.id,
             role: role_of(&row.role),
-            prefix: prefix(row.sent_text(), prefix_chars).to_owned(),
+            // A WIT string is at most u32::MAX bytes.
+            prefix_len: u32::try_from(text.len()).unwrap_or(u32::MAX),
             bridge_wrote: row.bridge_wrote,
-        })
-        .collect()
+        });
+    }
+    out
 }
 
 /// Check the policy's edits against `len` rows: every index in range and no
@@ -279,11 +288,13 @@ mod tests {
         let mut rows = vec![row(7, "assistant", "好的，已记录"), row(9, "tool", "x")];
         rows[1].bridge_wrote = true;
         let s = summaries(&rows, 2);
-        assert_eq!(s[0].id, 7);
-        assert_eq!(s[0].role, Role::Assistant);
-        assert_eq!(s[0].prefix, "好的");
-        assert!(!s[0].bridge_wrote);
-        assert_eq!(s[1].role, Role::Tool);
-        assert!(s[1].bridge_wrote);
+        assert_eq!(s.prefixes, "好的x");
+        assert_eq!(s.rows[0].id, 7);
+        assert_eq!(s.rows[0].role, Role::Assistant);
+        assert_eq!(s.rows[0].prefix_len, 6, "two 3-byte characters");
+        assert!(!s.rows[0].bridge_wrote);
+        assert_eq!(s.rows[1].role, Role::Tool);
+        assert_eq!(s.rows[1].prefix_len, 1);
+        assert!(s.rows[1].bridge_wrote);
     }
 }

@@ -13,8 +13,8 @@ wasmtime::component::bindgen!({
 
 pub use agentsmeeting::session_switch::types::{
     Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
-    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummary, SendPlan, Sent,
-    Settings,
+    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
+    Sent, Settings,
 };
 
 /// The WIT `failure` record and its kind, under names that do not clash with

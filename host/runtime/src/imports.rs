@@ -13,7 +13,7 @@
 
 use super::apply;
 use super::bindings::agentsmeeting::session_switch::{host, types};
-use super::bindings::{LogLevel, RowSummary, SendPlan, Sent, WitFailure};
+use super::bindings::{LogLevel, RowSummaries, SendPlan, Sent, WitFailure};
 use super::host_imports::HostImports;
 use super::limits::{GuestClock, Limiter, Limits};
 use super::memo::Reads;
@@ -281,7 +281,7 @@ impl host::Host for StoreData {
         agent: String,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<RowSummary>, WitFailure> {
+    ) -> Result<RowSummaries, WitFailure> {
         self.timed(|s| s.history_untimed(session_id, agent, limit, prefix_chars))
     }
 
@@ -360,7 +360,7 @@ impl StoreData {
         agent: String,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<RowSummary>, WitFailure> {
+    ) -> Result<RowSummaries, WitFailure> {
         if self.call.export != Call::Context {
             return Err(self.refuse(format!(
                 "called host.history during {}; only policy.context reads history",
@@ -580,8 +580,8 @@ mod tests {
         let summaries = state
             .history("xmpp-mohe-v2".into(), "mohe".into(), Some(10), 6)
             .unwrap();
-        assert_eq!(summaries.len(), 1);
-        assert_eq!(summaries[0].prefix, "mohe: ");
+        assert_eq!(summaries.rows.len(), 1);
+        assert_eq!(summaries.prefixes, "mohe: ");
         assert_eq!(
             state.call.rows[0].content,
             "mohe: 大家好，今天的会议改到下午三点。"

@@ -51,8 +51,8 @@ mod test_host;
 pub use apply::{YOU_TAG, prefix, tag, untag};
 pub use bindings::{
     Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
-    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummary, SendPlan, Sent,
-    Settings,
+    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
+    Sent, Settings,
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use component::{

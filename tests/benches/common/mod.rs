@@ -141,20 +141,20 @@ impl native::Host for NativeHost {
         agent: &str,
         limit: Option<u32>,
         prefix_chars: u32,
-    ) -> Result<Vec<native::RowSummary>, native::Failure> {
+    ) -> Result<native::RowSummaries, native::Failure> {
         let rows = self
             .store
             .history(session_id, agent, limit)
             .map_err(|f| failure_to_guest(&f))?;
-        let summaries = rows
-            .iter()
-            .map(|row| native::RowSummary {
-                id: row.id,
-                role: role_to_guest(&row.role),
-                prefix: prefix(&row.content, prefix_chars).to_owned(),
-                bridge_wrote: row.bridge_wrote,
-            })
-            .collect();
+        let mut summaries = native::RowSummaries::with_capacity(rows.len(), 0);
+        for row in &rows {
+            summaries.push(
+                row.id,
+                role_to_guest(&row.role),
+                prefix(&row.content, prefix_chars),
+                row.bridge_wrote,
+            );
+        }
         self.rows = rows;
         Ok(summaries)
     }

@@ -2,13 +2,13 @@
 
 use session_switch_test_policies::policy::EditAction;
 use session_switch_test_policies::{
-    ContextResult, Failure, Guest, RowEdit, RowSummary, Shipped, TestPolicy,
+    ContextResult, Failure, Guest, RowEdit, RowSummaries, Shipped, TestPolicy,
 };
 
 pub struct BadEdits;
 
 impl TestPolicy for BadEdits {
-    fn tag(agent: String, rows: Vec<RowSummary>) -> Result<Vec<RowEdit>, Failure> {
+    fn tag(agent: String, rows: RowSummaries) -> Result<Vec<RowEdit>, Failure> {
         let len = rows.len();
         Shipped::tag(agent, rows).map(|edits| bad_edits(edits, len))
     }

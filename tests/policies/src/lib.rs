@@ -22,7 +22,7 @@ pub use session_switch_policy::component::{Component as Shipped, with};
 pub use session_switch_policy::exports::agentsmeeting::session_switch::policy::Guest;
 pub use session_switch_policy::{
     Admission, ContextResult, Decision, Failure, Receipt, RecordStatus, RoomMessage, RowEdit,
-    RowSummary, Settings,
+    RowSummaries, Settings,
 };
 
 /// The WIT `policy` exports, written once: [`TestPolicy`], whose every
@@ -56,7 +56,7 @@ exports! {
     fn self_check() -> Result<String, String>;
     fn configure(settings: Settings) -> Result<(), Failure>;
     fn resolve(agent: String, session_id: String) -> Result<Decision, Failure>;
-    fn tag(agent: String, rows: Vec<RowSummary>) -> Result<Vec<RowEdit>, Failure>;
+    fn tag(agent: String, rows: RowSummaries) -> Result<Vec<RowEdit>, Failure>;
     fn context(
         agent: String,
         session_id: String,
