@@ -88,7 +88,10 @@ impl<H: Host> Policy<H> {
     /// WIT `context`: [`redirect::resolve`], then `host.history` of the
     /// chosen session (last `limit` rows; prefixes of
     /// [`ValidSettings::prefix_chars`] characters), then [`tagging::tag`]
-    /// on those rows. Host failures pass through unchanged.
+    /// on those rows; an empty history of a session that does not exist
+    /// (`host.session-exists`; a redirect's target always does) adds
+    /// `(session … is not in state.db: no history)` to the detail. Host
+    /// failures pass through unchanged.
     pub fn context(
         &mut self,
         agent: &str,
@@ -96,8 +99,16 @@ impl<H: Host> Policy<H> {
         limit: Option<u32>,
     ) -> Result<ContextResult, Failure> {
         let (s, h) = self.ready()?;
-        let decision = redirect::resolve(s, h, agent, session_id)?;
+        let mut decision = redirect::resolve(s, h, agent, session_id)?;
         let rows = h.history(&decision.session_id, agent, limit, s.prefix_chars())?;
+        if rows.is_empty() && !decision.redirected && !h.session_exists(&decision.session_id)? {
+            let note = [
+                " (session ",
+                &decision.session_id,
+                " is not in state.db: no history)",
+            ];
+            decision.detail.push_str(&note.concat());
+        }
         let edits = tagging::tag(s, agent, &rows)?;
         Ok(ContextResult { decision, edits })
     }
@@ -256,6 +267,28 @@ mod tests {
             }]
         );
         assert_eq!(p.host().history_calls[0].session_id, "xmpp-mohe-v2");
+    }
+
+    #[test]
+    fn context_names_a_session_that_is_not_there() {
+        let mut p = configured();
+        let c = p.context("mohe", "nosuch", None).unwrap();
+        assert_eq!(c.decision.reason, Reason::NotAgentSession);
+        assert!(
+            c.decision
+                .detail
+                .ends_with("loading it unchanged (session nosuch is not in state.db: no history)"),
+            "{}",
+            c.decision.detail
+        );
+        // There but asked for no rows, or there without rows: no note.
+        p.host_mut().add_session("empty");
+        p.host_mut()
+            .push_row("xmpp-mohe-v2", Role::User, "mohe: 大家好", None);
+        for (session, limit) in [("xmpp-mohe-v2", Some(0)), ("empty", None)] {
+            let c = p.context("mohe", session, limit).unwrap();
+            assert!(!c.decision.detail.contains("not in state.db"), "{session}");
+        }
     }
 
     #[test]

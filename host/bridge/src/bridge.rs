@@ -182,9 +182,7 @@ impl Bridge {
 
     /// The decision and the chosen session's history as the model sees it
     /// (WIT `context`); `limit`: the last rows only. The detail names a
-    /// compressed record's own session as [`Bridge::resolve`]'s does; an
-    /// empty history of a session `state.db` does not have says so (Hermes
-    /// would start that session new).
+    /// compressed record's own session as [`Bridge::resolve`]'s does.
     ///
     /// Errors as [`Bridge::resolve`].
     pub fn context(
@@ -197,12 +195,6 @@ impl Bridge {
         let (mut instance, notes) = self.instance_noting(false, false)?;
         let mut answer = instance.context(agent, session_id, limit)?;
         explain_followed(&mut answer.decision, &notes);
-        let loaded = &answer.decision.session_id;
-        if answer.messages.is_empty() && !self.store()?.session_exists(loaded)? {
-            answer.decision.detail.push_str(&format!(
-                " (session {loaded} is not in state.db: no history)"
-            ));
-        }
         Ok(answer)
     }
 
@@ -322,10 +314,11 @@ fn lock(notes: &ChainNotes) -> std::sync::MutexGuard<'_, Vec<ChainNote>> {
 
 /// A redirect to the tip of a compressed record: say which session the
 /// record itself names.
-/// Refuse a session id Hermes's API server would refuse: no gateway turn
-/// runs on it, so a decision or history for it could only mislead (the
-/// CLI's `resolve ""` once answered "loading it unchanged").
-fn refuse_unusable(session_id: &str) -> Result<(), Failure> {
+/// Refuse a session id Hermes's API server would refuse
+/// (`session_switch_contract::ids`): no gateway turn runs on it, so a
+/// decision or history for it could only mislead (the CLI's `resolve ""`
+/// once answered "loading it unchanged"). Errors: kind `bad-input`.
+pub fn refuse_unusable(session_id: &str) -> Result<(), Failure> {
     match api_session_id_problem(session_id) {
         Some(problem) => Err(Failure::bad_input(format!(
             "session id {session_id:?} {problem}: Hermes's API server refuses it, so no \

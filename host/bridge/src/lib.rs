@@ -15,7 +15,7 @@ pub mod store;
 pub mod transport;
 pub mod wiring;
 
-pub use bridge::{Bridge, BridgeOptions};
+pub use bridge::{Bridge, BridgeOptions, refuse_unusable};
 pub use hermes_imports::HermesImports;
 pub use session_switch_runtime as runtime;
 pub use session_switch_runtime::{Failure, FailureKind, HistoryRow};

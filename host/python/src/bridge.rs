@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
-use session_switch::{Bridge as Host, BridgeOptions, Failure, json, wiring};
+use session_switch::{Bridge as Host, BridgeOptions, Failure, json, refuse_unusable, wiring};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -164,13 +164,15 @@ impl Bridge {
     /// `session_id`, `redirected`, `reason`, `detail`, `valid_until` (CLI
     /// `resolve --json`). A decision that still holds is served by the
     /// pooled instance's memo without running the policy (README "Use it
-    /// from Rust", DESIGN §7).
+    /// from Rust", DESIGN §7). An id Hermes's API server refuses (empty,
+    /// path-unsafe, …) raises kind `bad-input`, as the CLI exits 2.
     fn resolve<'py>(
         &self,
         py: Python<'py>,
         agent: &str,
         session_id: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
+        refuse_unusable(session_id).map_err(error)?;
         let decision = self
             .call(py, |i| i.resolve(agent, session_id))
             .map_err(error)?;
@@ -187,6 +189,7 @@ impl Bridge {
         session_id: &str,
         limit: Option<u32>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        refuse_unusable(session_id).map_err(error)?;
         let answer = self
             .call(py, |i| i.context(agent, session_id, limit))
             .map_err(error)?;

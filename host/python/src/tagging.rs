@@ -14,9 +14,11 @@ use crate::error::error;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use session_switch::runtime::{EditAction, LoadedMessage, RowEdit, prefix, tag, untag};
+use session_switch::Failure;
+use session_switch::runtime::{
+    EditAction, RowEdit, RowSummaries, RowSummary, prefix, role_of, sent_text, tag, untag,
+};
 use session_switch::store::HermesStore;
-use session_switch::{Failure, HistoryRow};
 use std::collections::HashSet;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
@@ -91,11 +93,6 @@ fn locate(msg: &Bound<'_, PyDict>) -> PyResult<Text> {
     Ok(Text::Absent)
 }
 
-fn prefix_of(text: Option<&Bound<'_, PyString>>, chars: u32) -> PyResult<Option<String>> {
-    text.map(|t| Ok(prefix(t.to_str()?, chars).to_owned()))
-        .transpose()
-}
-
 /// The bridge's rows of `session_id` for `agent`, as `(role, timestamp
 /// bits)`, over a pooled store connection.
 fn bridge_rows(
@@ -119,8 +116,9 @@ fn bridge_rows(
 /// The policy sees, per message, a prefix of the text Hermes would send
 /// (`api_content` when it is a non-empty string on a user or assistant
 /// message, else the content's text: the rule of
-/// [`HistoryRow::sent_text`]) and whether the bridge wrote the row; only
-/// prefixes cross into Rust, so a long history costs little. An edit
+/// [`sent_text`]) and whether the bridge wrote the row; only the prefixes
+/// are copied (into one string, WIT `row-summaries`), so a long history
+/// costs little. An edit
 /// (tag or untag) is then applied to the full texts, `content`'s text and
 /// `api_content` alike, so it holds whichever of the two Hermes sends.
 pub fn tag_messages(
@@ -134,48 +132,51 @@ pub fn tag_messages(
         .detach(|| bridge_rows(bridge, session_id, agent))
         .map_err(error)?;
     let chars = bridge.host.policy().options().tag_prefix_chars;
-    let mut rows = Vec::with_capacity(messages.len());
+    let mut summaries = RowSummaries {
+        rows: Vec::with_capacity(messages.len()),
+        prefixes: String::new(),
+    };
     let mut places = Vec::with_capacity(messages.len());
     for (index, item) in messages.iter().enumerate() {
         let msg = item.cast::<PyDict>()?;
-        let role: String = match msg.get_item(intern!(py, "role"))? {
-            Some(r) => r.extract()?,
-            None => String::new(),
+        let role = msg
+            .get_item(intern!(py, "role"))?
+            .map(|r| r.cast_into::<PyString>())
+            .transpose()?;
+        let role = match &role {
+            Some(r) => r.to_str()?,
+            None => "",
         };
         let place = locate(msg)?;
-        let content = prefix_of(text_at(msg, &place)?.as_ref(), chars)?.unwrap_or_default();
+        let text = text_at(msg, &place)?;
         let api = msg
             .get_item(intern!(py, "api_content"))?
             .and_then(|v| v.cast_into::<PyString>().ok());
-        let api_content = prefix_of(api.as_ref(), chars)?;
+        let text = match &text {
+            Some(t) => t.to_str()?,
+            None => "",
+        };
+        let api = api.as_ref().map(|a| a.to_str()).transpose()?;
+        let seen = prefix(sent_text(role, text, api), chars);
         let bridge_wrote = !ours.is_empty()
             && match msg.get_item(intern!(py, "timestamp"))? {
                 Some(ts) => ts
                     .extract::<f64>()
-                    .is_ok_and(|ts| ours.contains(&(role.clone(), ts.to_bits()))),
+                    .is_ok_and(|ts| ours.contains(&(role.to_owned(), ts.to_bits()))),
                 None => false,
             };
-        rows.push(HistoryRow {
+        summaries.prefixes.push_str(seen);
+        summaries.rows.push(RowSummary {
             id: index as i64,
-            role,
-            content,
-            tool_calls: None,
-            tool_call_id: None,
-            tool_name: None,
+            role: role_of(role),
+            // A WIT string is at most u32::MAX bytes.
+            prefix_len: u32::try_from(seen.len()).unwrap_or(u32::MAX),
             bridge_wrote,
-            // Only `api_content` of the loader's fields matters here (for
-            // `sent_text`, and an edit's second text); none, no box.
-            loaded: api_content.map(|api| {
-                Box::new(LoadedMessage {
-                    api_content: Some(api),
-                    ..LoadedMessage::default()
-                })
-            }),
         });
         places.push(place);
     }
     let edits = bridge
-        .call(py, |i| i.tag_edits(agent, &rows))
+        .call(py, |i| i.tag_summaries(agent, &summaries))
         .map_err(error)?;
     let mut changed = 0;
     for RowEdit { index, action } in edits {

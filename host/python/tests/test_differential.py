@@ -245,6 +245,9 @@ class Differential(unittest.TestCase):
             (lambda: Bridge(self.dir / "nowhere"), "bad-input"),
             (lambda: Bridge(home, db=self.dir / "missing.db").resolve("mohe", "xmpp-mohe-v2"), "store"),
             (lambda: bridge.send("mohe", CLI_SESSION, "   "), "bad-input"),
+            # Ids Hermes's API server refuses, as the CLI refuses them (exit 2).
+            (lambda: bridge.resolve("mohe", ""), "bad-input"),
+            (lambda: bridge.context("mohe", "../etc"), "bad-input"),
             (lambda: Bridge(home, policy=self.dir / "none.wasm"), None),
         ]
         for call, kind in cases:

@@ -6,7 +6,9 @@
 
 use super::answers::{self, check_cleared, check_decided, check_history_read, check_receipt};
 use super::apply;
-use super::bindings::{Admission, Decision, Reason, Receipt, RecordStatus, RoomMessage, RowEdit};
+use super::bindings::{
+    Admission, Decision, Reason, Receipt, RecordStatus, RoomMessage, RowEdit, RowSummaries,
+};
 use super::call::no_check;
 use super::imports::{Call, HistoryQuery, SendArgs};
 use super::instance::PolicyInstance;
@@ -182,13 +184,30 @@ impl PolicyInstance {
     /// own (the Python binding edits Hermes's message dicts in place).
     pub fn tag_edits(&mut self, agent: &str, rows: &[HistoryRow]) -> Result<Vec<RowEdit>, Failure> {
         let summaries = apply::summaries(rows, self.options().tag_prefix_chars);
+        self.tag_summaries(agent, &summaries)
+    }
+
+    /// [`PolicyInstance::tag_edits`] on summaries the caller built, for a
+    /// caller whose rows are not [`HistoryRow`]s (the Python binding reads
+    /// Hermes's message dicts): each prefix of at most
+    /// [`PolicyOptions::tag_prefix_chars`](super::PolicyOptions)
+    /// characters of the text Hermes sends ([`crate::sent_text`]). Edits
+    /// index `summaries.rows`; out of range or twice on a row: a `policy`
+    /// failure; lengths that do not cut `summaries.prefixes`: the policy's
+    /// `bad-input`.
+    pub fn tag_summaries(
+        &mut self,
+        agent: &str,
+        summaries: &RowSummaries,
+    ) -> Result<Vec<RowEdit>, Failure> {
         let (edits, _) = self.call_wit(
             Call::Tag,
             None,
-            |g, s| g.call_tag(s, agent, &summaries),
+            |g, s| g.call_tag(s, agent, summaries),
             no_check,
         )?;
-        apply::check_edits(&edits, rows.len()).map_err(|why| self.fail(Call::Tag, &why))?;
+        apply::check_edits(&edits, summaries.rows.len())
+            .map_err(|why| self.fail(Call::Tag, &why))?;
         Ok(edits)
     }
 

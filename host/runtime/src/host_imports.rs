@@ -60,22 +60,29 @@ pub struct LoadedMessage {
     pub api_content: Option<String>,
 }
 
+/// The text Hermes sends to the model for a message of `role` with text
+/// `content` and `api_content`: `api_content` when it is non-empty on a
+/// user or assistant message (0.19.0 `agent/turn_context.py`
+/// `substitute_api_content`), else `content` ([`HistoryRow::sent_text`];
+/// the Python binding applies it to Hermes's message dicts).
+pub fn sent_text<'a>(role: &str, content: &'a str, api_content: Option<&'a str>) -> &'a str {
+    match api_content {
+        Some(api) if !api.is_empty() && matches!(role, "user" | "assistant") => api,
+        _ => content,
+    }
+}
+
 impl HistoryRow {
     /// The text Hermes sends to the model for this row: `api_content` when
     /// it is a non-empty string on a user or assistant row (0.19.0
     /// `agent/turn_context.py` `substitute_api_content`), else
     /// [`HistoryRow::content`]. The tagging rule decides on this text.
     pub fn sent_text(&self) -> &str {
-        match self
+        let api = self
             .loaded
             .as_deref()
-            .and_then(|l| l.api_content.as_deref())
-        {
-            Some(api) if !api.is_empty() && matches!(self.role.as_str(), "user" | "assistant") => {
-                api
-            }
-            _ => &self.content,
-        }
+            .and_then(|l| l.api_content.as_deref());
+        sent_text(&self.role, &self.content, api)
     }
 
     /// The message's `content` as the loader returns it, with this row's

@@ -48,7 +48,7 @@ mod swap;
 #[cfg(test)]
 mod test_host;
 
-pub use apply::{YOU_TAG, prefix, tag, untag};
+pub use apply::{YOU_TAG, prefix, role_of, tag, untag};
 pub use bindings::{
     Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
     Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
@@ -62,7 +62,7 @@ pub use component::{
 pub use engine::{PolicyOptions, disable_signal_traps};
 pub use exports::ContextAnswer;
 pub use host_imports::{DataVersion, HostImports};
-pub use host_imports::{HistoryRow, LoadedMessage, unix_now};
+pub use host_imports::{HistoryRow, LoadedMessage, sent_text, unix_now};
 pub use instance::PolicyInstance;
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::Policy;
