@@ -661,17 +661,6 @@ pub fn host_settings() -> session_switch::runtime::Settings {
     crate::sample::sample_settings()
 }
 
-/// Hermes's role text as the policy's enum (what the host's summaries say).
-fn role_of(role: &str) -> Role {
-    match role {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        "system" => Role::System,
-        _ => Role::Other,
-    }
-}
-
 /// Check history rows as a gateway loads them through the real component
 /// (`PolicyInstance::tag`: summaries of the host's `tag_prefix_chars` cross into
 /// the component, edits come back, the host applies them), for `agent`:
@@ -690,15 +679,7 @@ pub fn check_history_rows(session: &mut PolicyInstance, agent: &str, rows: Vec<H
     assert!(session.is_live(), "the store was thrown away");
     assert_eq!(tagged.len(), rows.len());
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
-    let mut summaries = RowSummaries::with_capacity(rows.len(), 0);
-    for r in &rows {
-        summaries.push(
-            r.id,
-            role_of(&r.role),
-            prefix(&r.content, prefix_chars),
-            r.bridge_wrote,
-        );
-    }
+    let summaries = crate::fake_host::summaries(&rows, prefix_chars);
     let mut expected: Vec<String> = rows.iter().map(|r| r.content.clone()).collect();
     for e in tagging::tag(&settings, agent, &summaries).expect("known agent") {
         let i = e.index as usize;

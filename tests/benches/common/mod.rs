@@ -8,11 +8,11 @@
 
 use session_switch::HistoryRow;
 use session_switch::config::Config;
-use session_switch::runtime::{prefix, tag, untag};
+use session_switch::runtime::{tag, untag};
 use session_switch::store::HermesStore;
 use session_switch::wiring;
 use session_switch_policy as native;
-use session_switch_tests::wit_convert::{failure_to_guest, role_to_guest, settings_to_guest};
+use session_switch_tests::wit_convert::{failure_to_guest, settings_to_guest};
 use session_switch_tests::workspace_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,15 +146,7 @@ impl native::Host for NativeHost {
             .store
             .history(session_id, agent, limit)
             .map_err(|f| failure_to_guest(&f))?;
-        let mut summaries = native::RowSummaries::with_capacity(rows.len(), 0);
-        for row in &rows {
-            summaries.push(
-                row.id,
-                role_to_guest(&row.role),
-                prefix(&row.content, prefix_chars),
-                row.bridge_wrote,
-            );
-        }
+        let summaries = session_switch_tests::fake_host::summaries(&rows, prefix_chars);
         self.rows = rows;
         Ok(summaries)
     }
