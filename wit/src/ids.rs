@@ -28,7 +28,11 @@ pub fn api_session_id_problem(id: &str) -> Option<&'static str> {
         return Some("is path-unsafe (`..`, `/` or `\\`)");
     }
     let mut chars = id.chars();
-    // `s[0].isalpha() and s[1] == ":"` (Python's isalpha: Unicode letters).
+    // `s[0].isalpha() and s[1] == ":"`. Python's isalpha is the letter
+    // categories (L*); Rust's Alphabetic adds letter numbers (`Ⅻ`) and some
+    // combining marks, so a few ids Hermes takes are refused here: the safe
+    // side, and no table of general categories in a crate without
+    // dependencies.
     if chars.next().is_some_and(char::is_alphabetic) && chars.next() == Some(':') {
         return Some("starts like a drive path (`X:`)");
     }

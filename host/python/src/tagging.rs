@@ -13,10 +13,10 @@ use crate::bridge::Bridge;
 use crate::error::error;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PySlice, PyString};
 use session_switch::Failure;
 use session_switch::runtime::{
-    EditAction, RowEdit, RowSummaries, RowSummary, prefix, role_of, sent_text, tag, untag,
+    EditAction, RowEdit, RowSummaries, RowSummary, YOU_TAG, prefix, role_of, sent_text, untag,
 };
 use session_switch::store::HermesStore;
 use std::collections::HashSet;
@@ -49,7 +49,7 @@ fn text_at<'py>(msg: &Bound<'py, PyDict>, where_: &Text) -> PyResult<Option<Boun
 }
 
 /// Put `text` where [`locate`] found `msg`'s text.
-fn set_text(msg: &Bound<'_, PyDict>, place: &Text, text: String) -> PyResult<()> {
+fn set_text(msg: &Bound<'_, PyDict>, place: &Text, text: Bound<'_, PyString>) -> PyResult<()> {
     let py = msg.py();
     match place {
         Text::Content => msg.set_item(intern!(py, "content"), text),
@@ -138,26 +138,28 @@ pub fn tag_messages(
     };
     let mut places = Vec::with_capacity(messages.len());
     for (index, item) in messages.iter().enumerate() {
-        let msg = item.cast::<PyDict>()?;
-        let role = msg
-            .get_item(intern!(py, "role"))?
-            .map(|r| r.cast_into::<PyString>())
-            .transpose()?;
-        let role = match &role {
-            Some(r) => r.to_str()?,
-            None => "",
+        // Not a message (Hermes's are dicts with a string role): no text,
+        // role `other`, never edited.
+        let Ok(msg) = item.cast::<PyDict>() else {
+            summaries.rows.push(RowSummary {
+                id: index as i64,
+                role: role_of(""),
+                prefix_len: 0,
+                bridge_wrote: false,
+            });
+            places.push(Text::Absent);
+            continue;
         };
+        let role = string_at(msg, intern!(py, "role"))?;
+        let role = role.as_deref().unwrap_or_default();
         let place = locate(msg)?;
         let text = text_at(msg, &place)?;
-        let api = msg
-            .get_item(intern!(py, "api_content"))?
-            .and_then(|v| v.cast_into::<PyString>().ok());
-        let text = match &text {
-            Some(t) => t.to_str()?,
-            None => "",
-        };
-        let api = api.as_ref().map(|a| a.to_str()).transpose()?;
-        let seen = prefix(sent_text(role, text, api), chars);
+        let api = string_at(msg, intern!(py, "api_content"))?;
+        let text = text.as_ref().map(|t| t.to_string_lossy());
+        let seen = prefix(
+            sent_text(role, text.as_deref().unwrap_or_default(), api.as_deref()),
+            chars,
+        );
         let bridge_wrote = !ours.is_empty()
             && match msg.get_item(intern!(py, "timestamp"))? {
                 Some(ts) => ts
@@ -181,37 +183,74 @@ pub fn tag_messages(
     let mut changed = 0;
     for RowEdit { index, action } in edits {
         let index = index as usize;
-        let edit = |text: &str| -> String {
-            match action {
-                EditAction::Tag => tag(text),
-                EditAction::Untag => untag(text).to_owned(),
-            }
+        let Ok(msg) = messages.get_item(index)?.cast_into::<PyDict>() else {
+            continue;
         };
-        let msg = messages.get_item(index)?.cast_into::<PyDict>()?;
         // Only a text the edit changes is written (an untag of a text with
         // no tag is no change), so the count is of messages changed.
         let mut wrote = false;
-        if let Some(text) = text_at(&msg, &places[index])? {
-            let (old, new) = (text.to_str()?, edit(text.to_str()?));
-            if new != old {
-                set_text(&msg, &places[index], new)?;
-                wrote = true;
-            }
+        if let Some(text) = text_at(&msg, &places[index])?
+            && let Some(new) = edited(&text, action)?
+        {
+            set_text(&msg, &places[index], new)?;
+            wrote = true;
         }
         // An empty `api_content` stays empty: Hermes sends it only when it
         // is not, and a bare `[YOU] ` there would replace the whole text.
         if let Some(api) = msg
             .get_item(intern!(py, "api_content"))?
             .and_then(|v| v.cast_into::<PyString>().ok())
-            .filter(|a| a.to_str().is_ok_and(|a| !a.is_empty()))
+            .filter(|a| !a.to_string_lossy().is_empty())
+            && let Some(new) = edited(&api, action)?
         {
-            let (old, new) = (api.to_str()?, edit(api.to_str()?));
-            if new != old {
-                msg.set_item(intern!(py, "api_content"), new)?;
-                wrote = true;
-            }
+            msg.set_item(intern!(py, "api_content"), new)?;
+            wrote = true;
         }
         changed += usize::from(wrote);
     }
     Ok(changed)
+}
+
+/// `msg[key]` when it is a string, as text (see [`edited`] for one Python
+/// cannot encode as UTF-8); `None` when absent or not a string.
+fn string_at(msg: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> PyResult<Option<String>> {
+    Ok(msg
+        .get_item(key)?
+        .and_then(|v| v.cast_into::<PyString>().ok())
+        .map(|v| v.to_string_lossy().into_owned()))
+}
+
+/// `text` after `action` (WIT `edit-action`: tag = `[YOU] ` + untag, untag
+/// = without the leading blanks and markers), or `None` when that changes
+/// nothing. The edit is made on the Python string's characters, so a text
+/// Python cannot encode as UTF-8 is edited too and keeps every other
+/// character exactly: a lone surrogate, which Hermes's loader returns for a
+/// multimodal row whose JSON holds `"\ud83d"` (the rules then see U+FFFD
+/// in its place; the cut, leading blanks and markers, ends before it).
+fn edited<'py>(
+    text: &Bound<'py, PyString>,
+    action: EditAction,
+) -> PyResult<Option<Bound<'py, PyString>>> {
+    let py = text.py();
+    let whole = text.to_string_lossy();
+    let rest = untag(&whole);
+    let cut = &whole[..whole.len() - rest.len()];
+    let unchanged = match action {
+        EditAction::Tag => cut == YOU_TAG,
+        EditAction::Untag => cut.is_empty(),
+    };
+    if unchanged {
+        return Ok(None);
+    }
+    let kept = text.as_any().get_item(PySlice::new(
+        py,
+        cut.chars().count() as isize,
+        isize::MAX,
+        1,
+    ))?;
+    let new = match action {
+        EditAction::Tag => PyString::new(py, YOU_TAG).add(kept)?,
+        EditAction::Untag => kept,
+    };
+    Ok(Some(new.cast_into::<PyString>()?))
 }
