@@ -150,12 +150,16 @@ pub fn tag_messages(
             places.push(Text::Absent);
             continue;
         };
+        // Borrowed from the Python strings; a copy only for a text Python
+        // cannot encode as UTF-8 (see [`edited`]).
         let role = string_at(msg, intern!(py, "role"))?;
+        let role = role.as_ref().map(|r| r.to_string_lossy());
         let role = role.as_deref().unwrap_or_default();
         let place = locate(msg)?;
         let text = text_at(msg, &place)?;
-        let api = string_at(msg, intern!(py, "api_content"))?;
         let text = text.as_ref().map(|t| t.to_string_lossy());
+        let api = string_at(msg, intern!(py, "api_content"))?;
+        let api = api.as_ref().map(|a| a.to_string_lossy());
         let seen = prefix(
             sent_text(role, text.as_deref().unwrap_or_default(), api.as_deref()),
             chars,
@@ -211,13 +215,14 @@ pub fn tag_messages(
     Ok(changed)
 }
 
-/// `msg[key]` when it is a string, as text (see [`edited`] for one Python
-/// cannot encode as UTF-8); `None` when absent or not a string.
-fn string_at(msg: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> PyResult<Option<String>> {
+/// `msg[key]` when it is a string; `None` when absent or not a string.
+fn string_at<'py>(
+    msg: &Bound<'py, PyDict>,
+    key: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyString>>> {
     Ok(msg
         .get_item(key)?
-        .and_then(|v| v.cast_into::<PyString>().ok())
-        .map(|v| v.to_string_lossy().into_owned()))
+        .and_then(|v| v.cast_into::<PyString>().ok()))
 }
 
 /// `text` after `action` (WIT `edit-action`: tag = `[YOU] ` + untag, untag
