@@ -312,8 +312,6 @@ fn lock(notes: &ChainNotes) -> std::sync::MutexGuard<'_, Vec<ChainNote>> {
     notes.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A redirect to the tip of a compressed record: say which session the
-/// record itself names.
 /// Refuse a session id Hermes's API server would refuse
 /// (`session_switch_contract::ids`): no gateway turn runs on it, so a
 /// decision or history for it could only mislead (the CLI's `resolve ""`
@@ -328,6 +326,8 @@ pub fn refuse_unusable(session_id: &str) -> Result<(), Failure> {
     }
 }
 
+/// A redirect to the tip of a compressed record: say which session the
+/// record itself names.
 fn explain_followed(decision: &mut Decision, notes: &ChainNotes) {
     if !decision.redirected {
         return;

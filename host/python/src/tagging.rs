@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyString};
 use session_switch::Failure;
 use session_switch::runtime::{
-    EditAction, RowEdit, RowSummaries, RowSummary, YOU_TAG, prefix, role_of, sent_text, untag,
+    EditAction, RowEdit, RowSummaries, YOU_TAG, prefix, push_summary, role_of, sent_text, untag,
 };
 use session_switch::store::HermesStore;
 use std::collections::HashSet;
@@ -141,12 +141,7 @@ pub fn tag_messages(
         // Not a message (Hermes's are dicts with a string role): no text,
         // role `other`, never edited.
         let Ok(msg) = item.cast::<PyDict>() else {
-            summaries.rows.push(RowSummary {
-                id: index as i64,
-                role: role_of(""),
-                prefix_len: 0,
-                bridge_wrote: false,
-            });
+            push_summary(&mut summaries, index as i64, role_of(""), "", false);
             places.push(Text::Absent);
             continue;
         };
@@ -171,14 +166,13 @@ pub fn tag_messages(
                     .is_ok_and(|ts| ours.contains(&(role.to_owned(), ts.to_bits()))),
                 None => false,
             };
-        summaries.prefixes.push_str(seen);
-        summaries.rows.push(RowSummary {
-            id: index as i64,
-            role: role_of(role),
-            // A WIT string is at most u32::MAX bytes.
-            prefix_len: u32::try_from(seen.len()).unwrap_or(u32::MAX),
+        push_summary(
+            &mut summaries,
+            index as i64,
+            role_of(role),
+            seen,
             bridge_wrote,
-        });
+        );
         places.push(place);
     }
     let edits = bridge

@@ -69,16 +69,22 @@ pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> RowSummaries {
     };
     for row in rows {
         let text = prefix(row.sent_text(), prefix_chars);
-        out.prefixes.push_str(text);
-        out.rows.push(RowSummary {
-            id: row.id,
-            role: role_of(&row.role),
-            // A WIT string is at most u32::MAX bytes.
-            prefix_len: u32::try_from(text.len()).unwrap_or(u32::MAX),
-            bridge_wrote: row.bridge_wrote,
-        });
+        push_summary(&mut out, row.id, role_of(&row.role), text, row.bridge_wrote);
     }
     out
+}
+
+/// Append one row to `out`: its head, and `prefix` at the end of
+/// `out.prefixes` (WIT `row-summaries`).
+pub fn push_summary(out: &mut RowSummaries, id: i64, role: Role, prefix: &str, bridge_wrote: bool) {
+    out.prefixes.push_str(prefix);
+    out.rows.push(RowSummary {
+        id,
+        role,
+        // A WIT string is at most u32::MAX bytes.
+        prefix_len: u32::try_from(prefix.len()).unwrap_or(u32::MAX),
+        bridge_wrote,
+    });
 }
 
 /// Check the policy's edits against `len` rows: every index in range and no

@@ -48,7 +48,7 @@ mod swap;
 #[cfg(test)]
 mod test_host;
 
-pub use apply::{YOU_TAG, prefix, role_of, tag, untag};
+pub use apply::{YOU_TAG, prefix, push_summary, role_of, tag, untag};
 pub use bindings::{
     Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
     Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
