@@ -672,6 +672,78 @@ fn a_sender_the_room_does_not_accept_is_refused_before_posting() {
     assert_eq!(room.wait_for_body(&body, Duration::from_secs(2)), None);
 }
 
+/// An agent with a record was accepted before, so its post goes out beside
+/// the sender check (DESIGN §8 step 2). When the room no longer accepts it,
+/// the post was dropped (unless the JID is a MUC service admin): nothing is
+/// recorded, the outcome is unknown (exit 3), and `active` lists the send
+/// until `clear`.
+#[test]
+fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let outsider = ej.jid(ej.outsider());
+    for transport in ["http", "ejabberdctl"] {
+        let Some(w) = World::new(Setup {
+            transport,
+            ctl: ej.ctl_argv(),
+            mohe_jid: Some(outsider.clone()),
+            ..Setup::http()
+        }) else {
+            return;
+        };
+        let record = serde_json::json!({
+            "session_id": CLI_SESSION,
+            "timestamp": session_switch_runtime::unix_now() - 60.0,
+            "agent": "mohe",
+        })
+        .to_string();
+        w.conn()
+            .execute(
+                "INSERT INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
+                [&record],
+            )
+            .unwrap();
+        let room = RoomObserver::join(&w.ej);
+        let body = unique("dropped beside the check");
+        let history_before = w.rows("xmpp-mohe-v2");
+        let (code, line) = failed(&w.cli(&["send", &body, CLI_SESSION, "--agent", "mohe"]));
+        assert_eq!(code, 3, "{transport}: {line}");
+        for needle in ["subscribe", "MUC service admin", "`active` lists it"] {
+            assert!(
+                line.contains(needle),
+                "{transport}: {line:?} lacks {needle:?}"
+            );
+        }
+        assert_eq!(w.rows("xmpp-mohe-v2"), history_before, "{transport}");
+        let stored: String = w
+            .conn()
+            .query_row(
+                "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, record, "{transport}: the record is untouched");
+        let active = w.json(&["active"]);
+        let pending: Vec<&Value> = active
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["pending_send"] == true)
+            .collect();
+        assert_eq!(pending.len(), 1, "{transport}: {active}");
+        assert_eq!(pending[0]["state"], "unknown", "{transport}: {active}");
+        assert_eq!(pending[0]["body"], format!("[YOU] {body}"));
+        assert_eq!(room.wait_for_body(&body, Duration::from_secs(2)), None);
+        let cleared = w.json(&["clear", "--agent", "mohe"]);
+        assert_eq!(
+            cleared["pending_sends_cleared"], 1,
+            "{transport}: {cleared}"
+        );
+    }
+}
+
 #[test]
 fn ejabberd_down_is_an_error_and_changes_nothing() {
     let api_url = format!("http://127.0.0.1:{}/api", unused_port());

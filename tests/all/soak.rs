@@ -716,6 +716,11 @@ fn account(
                     // kernel resets it after the request was written, so
                     // the client cannot know (so "may have"); it never
                     // reached ejabberd.
+                    // An agent with a record posts beside its sender
+                    // check (DESIGN §8 step 2); the check failed.
+                    _ if in_room.len() <= 1 && a.stderr.contains("beside this check") => {
+                        report.explain("3: sender check failed beside the post (room may have it)")
+                    }
                     None if in_room.is_empty() && a.stderr.contains("broke before an answer") => {
                         report.explain("3: connection broke as the proxy went down (room does not)")
                     }

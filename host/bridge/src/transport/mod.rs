@@ -9,8 +9,9 @@
 //! `origin-id` ([`human_stanza`]); `send_stanza` routes it exactly as
 //! `send_message` routed the seed's bare body (same senders accepted, same
 //! silent drop of the others: verified on ejabberd 23.01). Both implement [`Transport`], the post-to-room half of the
-//! atomic send (DESIGN §8): the host calls [`Transport::check_sender`] before
-//! it writes anything and [`Transport::post`] inside the open transaction.
+//! send (DESIGN §8): the host calls [`Transport::check_sender`] before it
+//! writes anything (for an agent that posted before, on another thread
+//! beside the post) and [`Transport::post`] with no transaction open.
 //!
 //! Why the check exists (DESIGN §5, verified on ejabberd 23.01): the room
 //! silently drops a groupchat message whose FROM is not a MUC/Sub subscriber,
@@ -38,13 +39,14 @@ pub const EJABBERDCTL_TIMEOUT: Duration = Duration::from_secs(15);
 /// A post over `mod_http_api` takes 10–20 ms (DESIGN §5).
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The post-to-room half of the atomic send (DESIGN §8). Implementations
-/// hold no connection state that a failed call could poison: every call
-/// stands alone, so one value may serve many sends and threads.
+/// The post-to-room half of the send (DESIGN §8). Implementations hold no
+/// connection state that a failed call could poison: every call stands
+/// alone, so one value may serve many sends and threads, and a check may
+/// run on one thread while another posts.
 pub trait Transport: Send + Sync {
     /// Ask the server whether `from` (a bare JID; a resource is ignored, as
     /// ejabberd does for subscribers) may post to `room` (a bare room JID,
-    /// `name@service`) before anything is written or posted. `Ok(())` when
+    /// `name@service`). `Ok(())` when
     /// the JID is a MUC/Sub subscriber of the room (ejabberd's
     /// `get_subscribers`, compared case-insensitively).
     ///
