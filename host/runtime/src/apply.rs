@@ -144,12 +144,12 @@ mod tests {
     #[test]
     fn an_empty_api_content_stays_empty_under_a_tag() {
         let loaded = |api: &str| {
-            Some(Box::new(crate::LoadedMessage {
+            Some(crate::LoadedMessage {
                 fields: Vec::new(),
                 structured: None,
                 text_part: None,
                 api_content: Some(api.into()),
-            }))
+            })
         };
         let mut rows = vec![row(1, "user", "mohe: hi"), row(2, "user", "mohe: yo")];
         rows[0].loaded = loaded("");

@@ -32,17 +32,18 @@ pub struct HistoryRow {
     /// Hermes `state.db`; `None` for rows that only have the fields above
     /// (memory backends, tests): then the message is `role`, `content` and
     /// the tool fields.
-    pub loaded: Option<Box<LoadedMessage>>,
+    pub loaded: Option<LoadedMessage>,
 }
 
 /// Everything else Hermes's loader puts into one message, read off its
 /// source per schema (see `host/bridge/src/store/loader.rs`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LoadedMessage {
-    /// Every key of the loader's message, in the loader's order, with its
-    /// value. `content` and `api_content` are placeholders: their values
-    /// come from the row ([`HistoryRow::content`], [`Self::structured`],
-    /// [`Self::api_content`]), so tag edits show.
+    /// The keys of the loader's message besides `role`, `content` and a
+    /// text `api_content`, in the loader's order, with their values. Those
+    /// three come from the row ([`HistoryRow::role`],
+    /// [`HistoryRow::content`] with [`Self::structured`],
+    /// [`Self::api_content`]), so tag edits show and nothing is kept twice.
     pub fields: Vec<(&'static str, serde_json::Value)>,
     /// Content that is not a string: what `"\x00json:"` decoded to (a
     /// multimodal list of parts, or any other JSON value) or JSON null for
@@ -78,10 +79,7 @@ impl HistoryRow {
     /// `agent/turn_context.py` `substitute_api_content`), else
     /// [`HistoryRow::content`]. The tagging rule decides on this text.
     pub fn sent_text(&self) -> &str {
-        let api = self
-            .loaded
-            .as_deref()
-            .and_then(|l| l.api_content.as_deref());
+        let api = self.loaded.as_ref().and_then(|l| l.api_content.as_deref());
         sent_text(&self.role, &self.content, api)
     }
 
@@ -90,7 +88,7 @@ impl HistoryRow {
     /// text of its first text part replaced.
     pub fn content_json(&self) -> serde_json::Value {
         use serde_json::Value;
-        let Some(loaded) = self.loaded.as_deref() else {
+        let Some(loaded) = &self.loaded else {
             return Value::String(self.content.clone());
         };
         let Some(structured) = &loaded.structured else {
@@ -114,22 +112,17 @@ impl HistoryRow {
     pub fn message_json(&self) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::Value;
         let mut m = serde_json::Map::new();
-        if let Some(loaded) = self.loaded.as_deref() {
+        m.insert("role".into(), Value::String(self.role.clone()));
+        m.insert("content".into(), self.content_json());
+        if let Some(loaded) = &self.loaded {
+            if let Some(api) = &loaded.api_content {
+                m.insert("api_content".into(), Value::String(api.clone()));
+            }
             for (key, value) in &loaded.fields {
-                let value = match *key {
-                    "content" => self.content_json(),
-                    "api_content" => match &loaded.api_content {
-                        Some(api) => Value::String(api.clone()),
-                        None => value.clone(),
-                    },
-                    _ => value.clone(),
-                };
-                m.insert((*key).to_owned(), value);
+                m.insert((*key).to_owned(), value.clone());
             }
             return m;
         }
-        m.insert("role".into(), Value::String(self.role.clone()));
-        m.insert("content".into(), Value::String(self.content.clone()));
         if let Some(calls) = &self.tool_calls {
             m.insert(
                 "tool_calls".into(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::loader::{self, Loader, LoaderSql, RawRow, SqlValue};
+use super::loader::{self, Loader, LoaderSql};
 use super::schema::check_exists;
 use super::sqlite_failure::sqlite_failure;
 use super::write_tx::{check_our_key, commit_with_retry};
@@ -61,6 +61,10 @@ pub struct HermesStore {
     pub(super) seen_state_meta: Cell<bool>,
     /// As `seen_state_meta`, for `session_switch_sent`.
     pub(super) seen_sent: Cell<bool>,
+    /// How many rows the last history read selected: room reserved for the
+    /// next one (a gateway reads the same session again and again; growing
+    /// the list by doubling copied each message about twice).
+    rows_last_read: Cell<usize>,
 }
 
 impl HermesStore {
@@ -99,10 +103,11 @@ impl HermesStore {
             write_deadline: super::BRIEF_DEADLINE,
             future_skew_seconds: session_switch_contract::limits::DEFAULT_FUTURE_SKEW_SECONDS,
             has_active: false,
-            loader: LoaderSql::new(Loader::Early, |_| false),
+            loader: LoaderSql::new(Loader::Early, |_| false, false),
             cjk_loaded: Cell::new(false),
             seen_state_meta: Cell::new(false),
             seen_sent: Cell::new(false),
+            rows_last_read: Cell::new(0),
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
         // Bundled SQLite defaults to ON; say it anyway so a build against a
@@ -115,9 +120,12 @@ impl HermesStore {
         store.has_active = store.messages_has_column("active")?;
         let columns = store.messages_columns()?;
         let version = store.schema_version()?;
-        store.loader = LoaderSql::new(Loader::of_version(version), |c| {
-            columns.iter().any(|have| have == c)
-        });
+        let id_ordered = store.messages_indexed_by_session_then_id()?;
+        store.loader = LoaderSql::new(
+            Loader::of_version(version),
+            |c| columns.iter().any(|have| have == c),
+            id_ordered,
+        );
         Ok(store)
     }
 
@@ -265,8 +273,10 @@ impl HermesStore {
     ///
     /// SQL (one autocommit read, or inside a snapshot): `SELECT id, role,
     /// content, <the loader's columns>, EXISTS(… session_switch_sent …)
-    /// FROM messages WHERE session_id = ?1 [AND active = 1] ORDER BY …`.
-    /// `SQLITE_BUSY`: kind `busy`.
+    /// FROM messages WHERE session_id = ?1 [AND active = 1] ORDER BY …`,
+    /// or, where no index has a session's rows in id order, `WHERE id IN
+    /// (SELECT id … WHERE session_id = ?1 …) ORDER BY id`
+    /// ([`LoaderSql::history_select`]). `SQLITE_BUSY`: kind `busy`.
     pub fn history(
         &self,
         session_id: &str,
@@ -280,48 +290,32 @@ impl HermesStore {
         } else {
             "0"
         };
-        let active = if self.has_active {
-            " AND m.active = 1"
-        } else {
-            ""
-        };
-        // The whole history, in the loader's order (a plain sort; a bound
-        // `LIMIT` made SQLite sort through a b-tree, `make bench`). A limit
-        // is applied after the loader's rules: the row it drops after a
-        // harness prompt depends on the row before.
-        let sql = format!(
-            "SELECT m.id, m.role, m.content, {}, {bridge} FROM messages m \
-             WHERE m.session_id = ?1{active} {}",
-            self.loader.select_list(),
-            self.loader.order
-        );
+        // The whole history, in the loader's order. A limit is applied
+        // after the loader's rules: the row it drops after a harness prompt
+        // depends on the row before.
+        let sql = self.loader.history_select(bridge, self.has_active);
         let mut stmt = self
             .conn
             .prepare_cached(&sql)
             .map_err(|e| self.fail(&doing, e))?;
-        let width = self.loader.width();
-        let map = |row: &rusqlite::Row<'_>| {
-            let mut cells = Vec::with_capacity(width);
-            for i in 0..width {
-                cells.push(SqlValue::read(row.get_ref(3 + i)?));
+        let mut conversation =
+            loader::Conversation::with_capacity(&self.loader, self.rows_last_read.get());
+        let mut read = |rows: &mut rusqlite::Rows<'_>| {
+            while let Some(row) = rows.next()? {
+                conversation.push(row)?;
             }
-            Ok(RawRow {
-                id: row.get(0)?,
-                role: lossy_text(row, 1)?.unwrap_or_default(),
-                content: SqlValue::read(row.get_ref(2)?),
-                cells,
-                bridge_wrote: row.get(3 + width)?,
-            })
+            Ok(())
         };
-        let rows = if sent {
-            stmt.query_map(rusqlite::params![session_id, agent], map)
+        if sent {
+            stmt.query(rusqlite::params![session_id, agent])
+                .and_then(|mut rows| read(&mut rows))
         } else {
-            stmt.query_map(rusqlite::params![session_id], map)
-        };
-        let rows = rows
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.fail(&doing, e))?;
-        let mut rows = loader::conversation(&self.loader, rows);
+            stmt.query(rusqlite::params![session_id])
+                .and_then(|mut rows| read(&mut rows))
+        }
+        .map_err(|e| self.fail(&doing, e))?;
+        self.rows_last_read.set(conversation.len());
+        let mut rows = conversation.finish();
         if let Some(n) = limit {
             rows.drain(..rows.len().saturating_sub(n as usize));
         }
@@ -437,5 +431,5 @@ fn lossy_text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<Stri
     Ok(row
         .get_ref(i)?
         .as_bytes_or_null()?
-        .map(|b| String::from_utf8_lossy(b).into_owned()))
+        .map(|b| loader::lossy(b).into_owned()))
 }

@@ -89,6 +89,25 @@ impl HermesStore {
             .map_err(|e| self.fail("read the schema version", e))
     }
 
+    /// Whether `messages` has an index on `(session_id, id, …)` (v31's
+    /// `idx_messages_session_id`), in which a session's rows come in id
+    /// order, so the history's `ORDER BY id` needs no sort.
+    ///
+    /// SQL: `pragma_index_list('messages')` and `pragma_index_info`
+    /// (a read of the schema).
+    pub(super) fn messages_indexed_by_session_then_id(&self) -> Result<bool, Failure> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM pragma_index_list('messages') AS l \
+                 WHERE l.partial = 0 \
+                 AND (SELECT name FROM pragma_index_info(l.name) WHERE seqno = 0) = 'session_id' \
+                 AND (SELECT name FROM pragma_index_info(l.name) WHERE seqno = 1) = 'id')",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.fail("read the indexes of messages", e))
+    }
+
     pub(super) fn messages_has_column(&self, column: &str) -> Result<bool, Failure> {
         self.conn
             .query_row(

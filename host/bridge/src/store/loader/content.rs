@@ -1,13 +1,15 @@
 //! A row's content as the loader hands it on: `_decode_content`, then
 //! `sanitize_context` and Python's `str.strip()` on user and assistant text.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use rusqlite::types::ValueRef;
 use serde_json::Value;
 
 use super::Loader;
-use super::sql::{SqlValue, json_loads};
+use super::sql::{json_cell, json_loads, lossy};
 
 /// `_CONTENT_JSON_PREFIX` (0.19.0 `hermes_state.py`, v31
 /// `hermes_state_messages.py`).
@@ -90,33 +92,54 @@ static FENCE_TAG_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// `sanitize_context(text)` (`agent/memory_manager.py`): the context blocks,
 /// then the recalled-memory note, then stray fence tags, each removed.
 pub fn sanitize_context(text: &str) -> String {
+    sanitized(text).into_owned()
+}
+
+/// [`sanitize_context`], borrowing `text` when nothing is removed.
+fn sanitized(text: &str) -> Cow<'_, str> {
+    // Every pattern starts with `<` or `[`: most chat lines have neither,
+    // and three regex searches cost more than the rest of a row's loading.
+    if memchr::memchr2(b'<', b'[', text.as_bytes()).is_none() {
+        return Cow::Borrowed(text);
+    }
     let text = INTERNAL_CONTEXT_RE.replace_all(text, "");
-    let text = INTERNAL_NOTE_RE.replace_all(&text, "");
-    FENCE_TAG_RE.replace_all(&text, "").into_owned()
+    let text = match INTERNAL_NOTE_RE.replace_all(&text, "") {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(changed) => Cow::Owned(changed),
+    };
+    match FENCE_TAG_RE.replace_all(&text, "") {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(changed) => Cow::Owned(changed),
+    }
 }
 
 /// The loader's content: `_decode_content`, then, on user and assistant
 /// strings, `sanitize_context(content).strip()` (0.19.0
 /// `_rows_to_conversation`, v31 `_loaded_view_content`). Early Hermes: as
 /// stored.
-pub(super) fn loaded_content(loader: Loader, role: &str, cell: &SqlValue) -> Value {
-    let mut value = cell.json();
-    if loader == Loader::Early {
-        return value;
-    }
-    if let Some(rest) = cell
-        .text()
-        .and_then(|t| t.strip_prefix(CONTENT_JSON_PREFIX))
-    {
-        // A reserved-prefix string that is not JSON: the raw string.
-        if let Some(decoded) = json_loads(rest) {
-            value = decoded;
+pub(super) fn loaded_content(loader: Loader, role: &str, cell: ValueRef<'_>) -> Value {
+    let cleaned = |text: &str| {
+        if matches!(role, "user" | "assistant") {
+            Value::String(py_strip(&sanitized(text)).to_owned())
+        } else {
+            Value::String(text.to_owned())
         }
+    };
+    match cell {
+        _ if loader == Loader::Early => json_cell(cell),
+        ValueRef::Text(bytes) => {
+            let text = lossy(bytes);
+            // A reserved-prefix string that is not JSON stays the raw string.
+            match text.strip_prefix(CONTENT_JSON_PREFIX).and_then(json_loads) {
+                Some(Value::String(decoded)) => cleaned(&decoded),
+                Some(decoded) => decoded,
+                None => cleaned(&text),
+            }
+        }
+        // Bytes read as (lossy) text, as `json_cell` gives them.
+        ValueRef::Blob(bytes) => cleaned(&lossy(bytes)),
+        other => json_cell(other),
     }
-    if let (true, Value::String(text)) = (matches!(role, "user" | "assistant"), &value) {
-        value = Value::String(py_strip(&sanitize_context(text)).to_owned());
-    }
-    value
 }
 
 /// Index of the first `{"type": "text", "text": <string>}` part of a list.

@@ -25,49 +25,49 @@ fn is_harness(msg: &Message) -> bool {
         })
 }
 
-/// `_strip_background_review_harness`: drop each harness message and the
-/// assistant message right after it. v31 (`hermes_state.py`): a harness
-/// prompt right after another does not arm a second skip; 0.19.0 re-arms.
-pub(super) fn strip_background_review_harness(
-    loader: Loader,
-    messages: Vec<Message>,
-) -> Vec<Message> {
-    let mut out = Vec::with_capacity(messages.len());
+/// `_strip_background_review_harness`: which messages stay when each
+/// harness message and the assistant message right after it are dropped.
+/// v31 (`hermes_state.py`): a harness prompt right after another does not
+/// arm a second skip; 0.19.0 re-arms.
+pub(super) fn background_review_harness_kept(loader: Loader, messages: &[Message]) -> Vec<bool> {
+    let mut keep = Vec::with_capacity(messages.len());
     let mut skip_next_assistant = false;
     let mut previous_was_harness = false;
     for msg in messages {
-        if is_harness(&msg) {
+        if is_harness(msg) {
             skip_next_assistant = loader != Loader::V31 || !previous_was_harness;
             previous_was_harness = true;
+            keep.push(false);
             continue;
         }
         if skip_next_assistant {
             skip_next_assistant = false;
             if msg.role == "assistant" {
                 previous_was_harness = false;
+                keep.push(false);
                 continue;
             }
         }
         previous_was_harness = false;
-        out.push(msg);
+        keep.push(true);
     }
-    out
+    keep
 }
 
-/// v31 `hermes_state.py` `_strip_stale_tool_call_markers`: an assistant
-/// message with tool calls whose stripped string content is a bare marker
-/// (`^\[[A-Za-z_][A-Za-z0-9_.-]*\]$`, e.g. `[memory]`) gets empty content.
-pub(super) fn strip_stale_tool_call_markers(messages: &mut [Message]) {
-    for msg in messages {
-        if msg.role != "assistant" || !msg.get("tool_calls").is_some_and(truthy) {
-            continue;
-        }
-        let Some(content) = msg.content.as_str() else {
-            continue;
-        };
-        if is_stale_marker(py_strip(content)) {
-            msg.content = Value::String(String::new());
-        }
+/// v31 `hermes_state.py` `_strip_stale_tool_call_markers`, for one message:
+/// an assistant message with tool calls whose stripped string content is a
+/// bare marker (`^\[[A-Za-z_][A-Za-z0-9_.-]*\]$`, e.g. `[memory]`) gets
+/// empty content.
+pub(super) fn strip_stale_tool_call_marker(msg: &mut Message) {
+    if msg.role != "assistant" || !msg.get("tool_calls").is_some_and(truthy) {
+        return;
+    }
+    if msg
+        .content
+        .as_str()
+        .is_some_and(|content| is_stale_marker(py_strip(content)))
+    {
+        msg.content = Value::String(String::new());
     }
 }
 

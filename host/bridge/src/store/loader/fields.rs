@@ -1,36 +1,40 @@
 //! The keys each schema's `_rows_to_conversation` adds to a message, in
 //! its order.
 
+use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 
 use super::Message;
-use super::sql::{SqlValue, json_loads, json_or};
+use super::sql::{Cells, Col, json_cell, json_loads, json_or};
 
 /// v1: the tool fields when set (research/hermes-state.md §6).
-pub(super) fn early_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
-    for key in ["tool_call_id", "tool_name"] {
-        if cell(key).truthy() {
-            msg.push(key, cell(key).json());
+pub(super) fn early_fields(msg: &mut Message, cells: &Cells<'_>) {
+    for (key, col) in [
+        ("tool_call_id", Col::ToolCallId),
+        ("tool_name", Col::ToolName),
+    ] {
+        if cells.truthy(col) {
+            msg.push(key, cells.json(col));
         }
     }
-    tool_calls_field(msg, cell);
+    tool_calls_field(msg, cells);
 }
 
 /// `tool_calls` when set, parsed (`[]` when not JSON), as every schema's
 /// loader adds it.
-fn tool_calls_field<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
-    if cell("tool_calls").truthy() {
+fn tool_calls_field(msg: &mut Message, cells: &Cells<'_>) {
+    if cells.truthy(Col::ToolCalls) {
         msg.push(
             "tool_calls",
-            json_or(cell("tool_calls"), Value::Array(vec![])),
+            json_or(cells.get(Col::ToolCalls), Value::Array(vec![])),
         );
     }
 }
 
 /// 0.19.0 `hermes_state.py` `_rows_to_conversation`, key for key.
-pub(super) fn v22_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
-    api_content_field(msg, cell("api_content"));
-    common_tail(msg, cell);
+pub(super) fn v22_fields(msg: &mut Message, cells: &Cells<'_>) {
+    api_content_field(msg, cells.get(Col::ApiContent));
+    common_tail(msg, cells);
 }
 
 /// The keys both versions add last, in order: `timestamp`,
@@ -40,93 +44,101 @@ pub(super) fn v22_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlV
 /// `finish_reason`, `reasoning`, `reasoning_content` (also when empty),
 /// `reasoning_details` / `codex_reasoning_items` / `codex_message_items`
 /// (parsed, null when not JSON).
-fn common_tail<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
-    for key in [
-        "timestamp",
-        "tool_call_id",
-        "tool_name",
-        "effect_disposition",
+fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
+    for (key, col) in [
+        ("timestamp", Col::Timestamp),
+        ("tool_call_id", Col::ToolCallId),
+        ("tool_name", Col::ToolName),
+        ("effect_disposition", Col::EffectDisposition),
     ] {
-        if cell(key).truthy() {
-            msg.push(key, cell(key).json());
+        if cells.truthy(col) {
+            msg.push(key, cells.json(col));
         }
     }
-    tool_calls_field(msg, cell);
-    if cell("platform_message_id").truthy() {
-        msg.push("message_id", cell("platform_message_id").json());
+    tool_calls_field(msg, cells);
+    if cells.truthy(Col::PlatformMessageId) {
+        msg.push("message_id", cells.json(Col::PlatformMessageId));
     }
-    if cell("observed").truthy() {
+    if cells.truthy(Col::Observed) {
         msg.push("observed", Value::Bool(true));
     }
     if msg.role == "assistant" {
-        for key in ["finish_reason", "reasoning"] {
-            if cell(key).truthy() {
-                msg.push(key, cell(key).json());
+        for (key, col) in [
+            ("finish_reason", Col::FinishReason),
+            ("reasoning", Col::Reasoning),
+        ] {
+            if cells.truthy(col) {
+                msg.push(key, cells.json(col));
             }
         }
-        if cell("reasoning_content") != &SqlValue::Null {
-            msg.push("reasoning_content", cell("reasoning_content").json());
+        if !matches!(cells.get(Col::ReasoningContent), ValueRef::Null) {
+            msg.push("reasoning_content", cells.json(Col::ReasoningContent));
         }
-        for key in [
-            "reasoning_details",
-            "codex_reasoning_items",
-            "codex_message_items",
+        for (key, col) in [
+            ("reasoning_details", Col::ReasoningDetails),
+            ("codex_reasoning_items", Col::CodexReasoningItems),
+            ("codex_message_items", Col::CodexMessageItems),
         ] {
-            if cell(key).truthy() {
-                msg.push(key, json_or(cell(key), Value::Null));
+            if cells.truthy(col) {
+                msg.push(key, json_or(cells.get(col), Value::Null));
             }
         }
     }
 }
 
-/// `api_content` when truthy, verbatim.
-fn api_content_field(msg: &mut Message, cell: &SqlValue) {
-    if cell.truthy() {
-        msg.api_content = cell.text().map(str::to_owned);
-        msg.push("api_content", cell.json());
+/// `api_content` when truthy, verbatim: text is kept for the tag edits
+/// ([`Message::api_content`]), any other value as a field.
+fn api_content_field(msg: &mut Message, cell: ValueRef<'_>) {
+    match cell {
+        ValueRef::Text(bytes) if !bytes.is_empty() => {
+            msg.api_content = Some(super::sql::lossy(bytes).into_owned());
+        }
+        // Not text (Python would pass it on as it is): the value itself.
+        other if super::sql::truthy_cell(other) => msg.push("api_content", json_cell(other)),
+        _ => {}
     }
 }
 
 /// v31 `hermes_state_messages.py` `_rows_to_conversation`, key for key
 /// (plain call: no `_db_row_snapshot`, `_row_id` or `_compressed_summary`).
-pub(super) fn v31_fields<'a>(msg: &mut Message, cell: &impl Fn(&str) -> &'a SqlValue) {
+pub(super) fn v31_fields(msg: &mut Message, cells: &Cells<'_>) {
     // `_DB_PERSISTED_MARKER` (`agent/context_compressor.py`).
     msg.push("_db_persisted", Value::Bool(true));
     // `hermes_state_identity.py` `_restore_identity_columns`.
-    if cell("message_uid").truthy() {
-        msg.push("message_uid", cell("message_uid").json());
+    if cells.truthy(Col::MessageUid) {
+        msg.push("message_uid", cells.json(Col::MessageUid));
     }
-    if cell("tool_call_uids").truthy() {
-        let map = uid_map(cell("tool_call_uids"));
+    if cells.truthy(Col::ToolCallUids) {
+        let map = uid_map(cells.get(Col::ToolCallUids));
         if !map.is_empty() {
             msg.push("_tool_call_uids", Value::Object(map));
         }
     }
-    if cell("tool_call_uid").truthy() {
-        msg.push("_tool_call_uid", cell("tool_call_uid").json());
+    if cells.truthy(Col::ToolCallUid) {
+        msg.push("_tool_call_uid", cells.json(Col::ToolCallUid));
     }
-    if cell("absorbed_message_uids").truthy() {
-        let uids = uid_list(&json_or(cell("absorbed_message_uids"), Value::Null));
+    if cells.truthy(Col::AbsorbedMessageUids) {
+        let uids = uid_list(&json_or(cells.get(Col::AbsorbedMessageUids), Value::Null));
         if !uids.is_empty() {
             msg.push("_absorbed_message_uids", Value::Array(uids));
         }
     }
-    api_content_field(msg, cell("api_content"));
-    if cell("display_kind").truthy() {
-        msg.push("display_kind", cell("display_kind").json());
+    api_content_field(msg, cells.get(Col::ApiContent));
+    if cells.truthy(Col::DisplayKind) {
+        msg.push("display_kind", cells.json(Col::DisplayKind));
     }
-    if cell("display_metadata").truthy()
-        && let Some(meta) = display_metadata(cell("display_metadata"))
+    if cells.truthy(Col::DisplayMetadata)
+        && let Some(meta) = display_metadata(cells.get(Col::DisplayMetadata))
     {
         msg.push("display_metadata", meta);
     }
-    common_tail(msg, cell);
+    common_tail(msg, cells);
 }
 
 /// `hermes_state_identity.py` `_uid_map`: a JSON object whose keys are
 /// non-empty strings and whose values are a non-empty string or a
 /// non-empty list of non-empty strings; anything else dropped.
-fn uid_map(cell: &SqlValue) -> Map<String, Value> {
+fn uid_map(cell: ValueRef<'_>) -> Map<String, Value> {
     let Value::Object(map) = json_or(cell, Value::Object(Map::new())) else {
         return Map::new();
     };
@@ -155,8 +167,8 @@ fn uid_list(value: &Value) -> Vec<Value> {
 
 /// `_decode_display_metadata`: up to two string layers unwrapped; only an
 /// object counts.
-fn display_metadata(cell: &SqlValue) -> Option<Value> {
-    let mut meta = cell.json();
+fn display_metadata(cell: ValueRef<'_>) -> Option<Value> {
+    let mut meta = json_cell(cell);
     for _ in 0..2 {
         if let Value::String(s) = &meta {
             meta = json_loads(s)?;

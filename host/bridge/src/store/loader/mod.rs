@@ -30,18 +30,18 @@ mod fields;
 mod sql;
 mod tool_call_uids;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use rustc_hash::FxHashMap;
-
+use rusqlite::types::ValueRef;
 use serde_json::Value;
 use session_switch_runtime::{HistoryRow, LoadedMessage};
 
 pub use content::{is_py_space, py_strip, sanitize_context};
-pub use sql::{LoaderSql, RawRow, SqlValue};
+pub use sql::{LoaderSql, lossy};
 
 use content::{first_text_part, loaded_content};
-use sql::truthy;
+use sql::{Col, truthy};
 
 /// Which loader a database's Hermes runs, from `schema_version`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,65 +86,102 @@ impl Message {
     }
 }
 
-/// `rows` (already selected and ordered by the loader's SQL) as the
-/// loader's messages, the loader's dropping and blanking done.
-pub fn conversation(sql: &LoaderSql, rows: Vec<RawRow>) -> Vec<HistoryRow> {
-    // Looked up ~20 times a row: SipHash there was 11% of a native
-    // `context` (callgrind, v22-1000); FxHash is enough for column names.
-    let col: FxHashMap<&str, usize> = sql
-        .columns()
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (*c, i))
-        .collect();
-    let mut messages: Vec<Message> = Vec::with_capacity(rows.len());
-    // v31's tool-call uid pairing (see `pair_tool_call_uid`).
-    let mut uid_index: HashMap<String, String> = HashMap::new();
-    let mut unindexed_owners: Vec<usize> = Vec::new();
-    for mut row in rows {
-        let content = loaded_content(sql.loader, &row.role, &row.content);
-        let role = std::mem::take(&mut row.role);
-        let cell = |name: &str| col.get(name).map_or(&SqlValue::Null, |&i| &row.cells[i]);
+/// Hermes's loader over the rows of one select, fed one row at a time
+/// (cells read where SQLite keeps them; only what a message keeps is
+/// copied), then [`Conversation::finish`]ed into the loader's messages.
+pub struct Conversation<'s> {
+    sql: &'s LoaderSql,
+    messages: Vec<Message>,
+    /// v31's tool-call uid pairing (see `pair_tool_call_uid`).
+    uid_index: HashMap<String, String>,
+    unindexed_owners: Vec<usize>,
+}
+
+impl<'s> Conversation<'s> {
+    /// A loader over `sql`'s rows, with room for `rows` of them.
+    pub fn with_capacity(sql: &'s LoaderSql, rows: usize) -> Self {
+        Self {
+            sql,
+            messages: Vec::with_capacity(rows),
+            uid_index: HashMap::new(),
+            unindexed_owners: Vec::new(),
+        }
+    }
+
+    /// Rows pushed so far.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Add `row`, selected as `id, role, content, <the select list>,
+    /// bridge_wrote` in the loader's order.
+    pub fn push(&mut self, row: &rusqlite::Row<'_>) -> rusqlite::Result<()> {
+        let sql = self.sql;
+        let role = match row.get_ref(1)? {
+            ValueRef::Text(bytes) | ValueRef::Blob(bytes) => sql::lossy(bytes).into_owned(),
+            _ => String::new(),
+        };
+        let cells = sql.cells(row, 3)?;
+        let owned = |col| cells.text(col).map(Cow::into_owned);
         let mut msg = Message {
-            fields: vec![
-                ("role", Value::String(role.clone())),
-                ("content", Value::Null),
-            ],
-            content,
+            content: loaded_content(sql.loader, &role, row.get_ref(2)?),
+            // Room for the usual keys (`role` and `content` are the row's):
+            // `timestamp`, on v31 `_db_persisted` first, and one more.
+            fields: Vec::with_capacity(match sql.loader {
+                Loader::Early => 0,
+                Loader::V22 => 2,
+                Loader::V31 => 3,
+            }),
             role,
             api_content: None,
-            tool_calls_text: cell("tool_calls").text().map(str::to_owned),
-            tool_call_id: cell("tool_call_id").text().map(str::to_owned),
-            tool_name: cell("tool_name").text().map(str::to_owned),
-            id: row.id,
-            bridge_wrote: row.bridge_wrote,
+            tool_calls_text: owned(Col::ToolCalls),
+            tool_call_id: owned(Col::ToolCallId),
+            tool_name: owned(Col::ToolName),
+            id: row.get(0)?,
+            bridge_wrote: row.get(3 + sql.width())?,
         };
         match sql.loader {
-            Loader::Early => fields::early_fields(&mut msg, &cell),
-            Loader::V22 => fields::v22_fields(&mut msg, &cell),
+            Loader::Early => fields::early_fields(&mut msg, &cells),
+            Loader::V22 => fields::v22_fields(&mut msg, &cells),
             Loader::V31 => {
-                fields::v31_fields(&mut msg, &cell);
+                fields::v31_fields(&mut msg, &cells);
                 tool_call_uids::pair_tool_call_uid(
                     &mut msg,
-                    &cell,
-                    &messages,
-                    &mut uid_index,
-                    &mut unindexed_owners,
+                    &cells,
+                    &self.messages,
+                    &mut self.uid_index,
+                    &mut self.unindexed_owners,
                 );
                 if msg.role == "assistant" && msg.get("tool_calls").is_some_and(truthy) {
-                    unindexed_owners.push(messages.len());
+                    self.unindexed_owners.push(self.messages.len());
                 }
             }
         }
-        messages.push(msg);
+        self.messages.push(msg);
+        Ok(())
     }
-    if sql.loader != Loader::Early {
-        messages = drops::strip_background_review_harness(sql.loader, messages);
+
+    /// The loader's messages: the rows it drops (background-review harness
+    /// turns) dropped, the ones it blanks (v31 stale tool-call markers)
+    /// blanked.
+    pub fn finish(self) -> Vec<HistoryRow> {
+        let loader = self.sql.loader;
+        let keep = match loader {
+            Loader::Early => vec![true; self.messages.len()],
+            _ => drops::background_review_harness_kept(loader, &self.messages),
+        };
+        let mut out = Vec::with_capacity(self.messages.len());
+        for (mut msg, kept) in self.messages.into_iter().zip(keep) {
+            if !kept {
+                continue;
+            }
+            if loader == Loader::V31 {
+                drops::strip_stale_tool_call_marker(&mut msg);
+            }
+            out.push(history_row(msg));
+        }
+        out
     }
-    if sql.loader == Loader::V31 {
-        drops::strip_stale_tool_call_markers(&mut messages);
-    }
-    messages.into_iter().map(history_row).collect()
 }
 
 fn history_row(msg: Message) -> HistoryRow {
@@ -167,12 +204,12 @@ fn history_row(msg: Message) -> HistoryRow {
         tool_call_id: msg.tool_call_id,
         tool_name: msg.tool_name,
         bridge_wrote: msg.bridge_wrote,
-        loaded: Some(Box::new(LoadedMessage {
+        loaded: Some(LoadedMessage {
             fields: msg.fields,
             structured,
             text_part,
             api_content: msg.api_content,
-        })),
+        }),
     }
 }
 

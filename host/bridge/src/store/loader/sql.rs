@@ -1,166 +1,254 @@
 //! What the loader selects for each schema, and each SQLite value as
 //! Python's `sqlite3` hands it to the loader (with Python's truthiness and
 //! `json.loads`, which the loader's rules test).
+//!
+//! A row's cells are read where SQLite keeps them ([`Cells`] borrows the
+//! statement's current row): only what a message keeps is copied.
+
+use std::borrow::Cow;
 
 use rusqlite::types::ValueRef;
 use serde_json::Value;
 
 use super::Loader;
 
-/// The `messages` columns each loader selects besides `id`, `role` and
-/// `content` (0.19.0 `_CONVERSATION_ROW_COLUMNS`, v31 `hermes_state.py`
+/// The `messages` columns a loader reads besides `id`, `role` and `content`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Col {
+    ToolCallId,
+    ToolCalls,
+    ToolName,
+    EffectDisposition,
+    FinishReason,
+    Reasoning,
+    ReasoningContent,
+    ReasoningDetails,
+    CodexReasoningItems,
+    CodexMessageItems,
+    PlatformMessageId,
+    Observed,
+    Timestamp,
+    ApiContent,
+    DisplayKind,
+    DisplayMetadata,
+    MessageUid,
+    AbsorbedMessageUids,
+    ToolCallUids,
+    ToolCallUid,
+}
+
+/// Number of [`Col`] variants.
+const COLS: usize = 20;
+
+impl Col {
+    /// The column's name in `messages`.
+    fn name(self) -> &'static str {
+        match self {
+            Col::ToolCallId => "tool_call_id",
+            Col::ToolCalls => "tool_calls",
+            Col::ToolName => "tool_name",
+            Col::EffectDisposition => "effect_disposition",
+            Col::FinishReason => "finish_reason",
+            Col::Reasoning => "reasoning",
+            Col::ReasoningContent => "reasoning_content",
+            Col::ReasoningDetails => "reasoning_details",
+            Col::CodexReasoningItems => "codex_reasoning_items",
+            Col::CodexMessageItems => "codex_message_items",
+            Col::PlatformMessageId => "platform_message_id",
+            Col::Observed => "observed",
+            Col::Timestamp => "timestamp",
+            Col::ApiContent => "api_content",
+            Col::DisplayKind => "display_kind",
+            Col::DisplayMetadata => "display_metadata",
+            Col::MessageUid => "message_uid",
+            Col::AbsorbedMessageUids => "absorbed_message_uids",
+            Col::ToolCallUids => "tool_call_uids",
+            Col::ToolCallUid => "tool_call_uid",
+        }
+    }
+}
+
+/// The columns each loader selects besides `id`, `role` and `content`
+/// (0.19.0 `_CONVERSATION_ROW_COLUMNS`, v31 `hermes_state.py`
 /// `_CONVERSATION_ROW_COLUMNS`); a column the database lacks reads as NULL.
-const EARLY_COLUMNS: &[&str] = &["tool_call_id", "tool_calls", "tool_name"];
-const V22_COLUMNS: &[&str] = &[
-    "tool_call_id",
-    "tool_calls",
-    "tool_name",
-    "effect_disposition",
-    "finish_reason",
-    "reasoning",
-    "reasoning_content",
-    "reasoning_details",
-    "codex_reasoning_items",
-    "codex_message_items",
-    "platform_message_id",
-    "observed",
-    "timestamp",
-    "api_content",
+const EARLY_COLUMNS: &[Col] = &[Col::ToolCallId, Col::ToolCalls, Col::ToolName];
+const V22_COLUMNS: &[Col] = &[
+    Col::ToolCallId,
+    Col::ToolCalls,
+    Col::ToolName,
+    Col::EffectDisposition,
+    Col::FinishReason,
+    Col::Reasoning,
+    Col::ReasoningContent,
+    Col::ReasoningDetails,
+    Col::CodexReasoningItems,
+    Col::CodexMessageItems,
+    Col::PlatformMessageId,
+    Col::Observed,
+    Col::Timestamp,
+    Col::ApiContent,
 ];
-const V31_EXTRA_COLUMNS: &[&str] = &[
-    "display_kind",
-    "display_metadata",
-    "message_uid",
-    "absorbed_message_uids",
-    "tool_call_uids",
-    "tool_call_uid",
+const V31_EXTRA_COLUMNS: &[Col] = &[
+    Col::DisplayKind,
+    Col::DisplayMetadata,
+    Col::MessageUid,
+    Col::AbsorbedMessageUids,
+    Col::ToolCallUids,
+    Col::ToolCallUid,
 ];
 
 /// How the store reads one database's history.
 #[derive(Clone, Debug)]
 pub struct LoaderSql {
     pub loader: Loader,
-    /// Selected column names after `id, role, content`, in select order.
-    columns: Vec<&'static str>,
-    /// The select list for them (`m.x`, or `NULL` where the column is missing).
+    /// The loader's columns the database has, in select order.
+    selected: Vec<Col>,
+    /// The select list for them (`m.x, m.y, …`).
     select: String,
-    /// `ORDER BY …` of this loader.
-    pub order: &'static str,
+    /// `messages` has an index in which a session's rows come in id order.
+    id_ordered: bool,
 }
 
 impl LoaderSql {
-    pub fn new(loader: Loader, has_column: impl Fn(&str) -> bool) -> Self {
-        let mut columns: Vec<&'static str> = match loader {
+    /// The reads of `loader` on a `messages` table that has the columns
+    /// `has_column` says, with (`id_ordered`) or without an index in which
+    /// a session's rows come in id order (`(session_id, id)`).
+    pub fn new(loader: Loader, has_column: impl Fn(&str) -> bool, id_ordered: bool) -> Self {
+        let mut columns: Vec<Col> = match loader {
             Loader::Early => EARLY_COLUMNS.to_vec(),
             _ => V22_COLUMNS.to_vec(),
         };
         if loader == Loader::V31 {
             columns.extend_from_slice(V31_EXTRA_COLUMNS);
         }
+        // A missing column is not selected: its cell stays NULL.
+        columns.retain(|c| has_column(c.name()));
         let select = columns
             .iter()
-            .map(|c| {
-                if has_column(c) {
-                    format!("m.{c}")
-                } else {
-                    "NULL".to_owned()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        // v1 to 2026-05-13 ordered by timestamp (research/hermes-state.md
-        // §6); 0.19.0 and v31 by id ("clocks can regress").
-        let order = match loader {
-            Loader::Early => "ORDER BY m.timestamp, m.id",
-            _ => "ORDER BY m.id",
-        };
+            .map(|c| format!(", m.{}", c.name()))
+            .collect::<String>();
         Self {
             loader,
-            columns,
+            selected: columns,
             select,
-            order,
+            id_ordered,
         }
     }
 
-    /// `m.a, m.b, NULL, …`: the columns after `m.id, m.role, m.content`.
-    pub fn select_list(&self) -> &str {
-        &self.select
-    }
-
-    /// The selected column names after `id, role, content`, in select order.
-    pub(super) fn columns(&self) -> &[&'static str] {
-        &self.columns
+    /// The select of one session's history (`?1`), in the loader's order:
+    /// `id, role, content`, the loader's columns, then `bridge` (an
+    /// expression over `m.id`, e.g. whether we wrote the row). `active`:
+    /// only rows with `active = 1` (the column exists).
+    ///
+    /// v1 to 2026-05-13 ordered by timestamp (research/hermes-state.md §6);
+    /// 0.19.0 and v31 by id ("clocks can regress"). Without an index in id
+    /// order (0.19.0 has `(session_id, active, timestamp)`), SQLite would
+    /// sort whole rows, decoding every column twice; the ids from the index
+    /// instead, as an `IN` list it walks in order, seeking each row once:
+    /// 6.5k instead of 9.0k instructions a row at 1,000 rows (callgrind,
+    /// v22). Never a bound `LIMIT`: that made SQLite sort through a b-tree.
+    pub fn history_select(&self, bridge: &str, active: bool) -> String {
+        let active = if active { " AND active = 1" } else { "" };
+        let head = format!(
+            "SELECT m.id, m.role, m.content{}, {bridge} FROM messages m",
+            self.select
+        );
+        match self.loader {
+            Loader::Early => {
+                format!("{head} WHERE m.session_id = ?1{active} ORDER BY m.timestamp, m.id")
+            }
+            _ if self.id_ordered => format!("{head} WHERE m.session_id = ?1{active} ORDER BY m.id"),
+            _ => format!(
+                "{head} WHERE m.id IN (SELECT id FROM messages WHERE session_id = ?1{active}) \
+                 ORDER BY m.id"
+            ),
+        }
     }
 
     /// Number of columns [`Self::select_list`] selects.
     pub fn width(&self) -> usize {
-        self.columns.len()
+        self.selected.len()
+    }
+
+    /// The cells of `row`, whose columns `first..` are the select list's.
+    pub(super) fn cells<'r>(
+        &self,
+        row: &'r rusqlite::Row<'_>,
+        first: usize,
+    ) -> rusqlite::Result<Cells<'r>> {
+        let mut values = [ValueRef::Null; COLS];
+        for (i, col) in self.selected.iter().enumerate() {
+            values[*col as usize] = row.get_ref(first + i)?;
+        }
+        Ok(Cells { values })
     }
 }
 
-/// One SQLite value as Python's `sqlite3` hands it to the loader.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SqlValue {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(String),
-    Blob(Vec<u8>),
+/// One row's loader columns, borrowed from the statement's current row.
+#[derive(Clone, Copy)]
+pub(super) struct Cells<'r> {
+    values: [ValueRef<'r>; COLS],
 }
 
-impl SqlValue {
-    pub fn read(value: ValueRef<'_>) -> Self {
-        match value {
-            ValueRef::Null => SqlValue::Null,
-            ValueRef::Integer(i) => SqlValue::Int(i),
-            ValueRef::Real(f) => SqlValue::Real(f),
-            // Python's sqlite3 raises on text that is not UTF-8; we keep the row.
-            ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
-            ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
-        }
+impl<'r> Cells<'r> {
+    pub(super) fn get(&self, col: Col) -> ValueRef<'r> {
+        self.values[col as usize]
     }
-
-    /// Python truthiness (`if row[col]:`).
-    pub(super) fn truthy(&self) -> bool {
-        match self {
-            SqlValue::Null => false,
-            SqlValue::Int(i) => *i != 0,
-            SqlValue::Real(f) => *f != 0.0,
-            SqlValue::Text(t) => !t.is_empty(),
-            SqlValue::Blob(b) => !b.is_empty(),
-        }
+    /// Python truthiness of the cell (`if row[col]:`).
+    pub(super) fn truthy(&self, col: Col) -> bool {
+        truthy_cell(self.get(col))
     }
-
-    pub(super) fn text(&self) -> Option<&str> {
-        match self {
-            SqlValue::Text(t) => Some(t),
-            _ => None,
-        }
+    /// The cell's text (lossy), `None` unless it is text.
+    pub(super) fn text(&self, col: Col) -> Option<Cow<'r, str>> {
+        text_cell(self.get(col))
     }
-
-    /// The value as JSON (bytes, which Python could not serialise, as
-    /// lossy text).
-    pub(super) fn json(&self) -> Value {
-        match self {
-            SqlValue::Null => Value::Null,
-            SqlValue::Int(i) => Value::from(*i),
-            SqlValue::Real(f) => {
-                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
-            }
-            SqlValue::Text(t) => Value::String(t.clone()),
-            SqlValue::Blob(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
-        }
+    /// The cell as JSON.
+    pub(super) fn json(&self, col: Col) -> Value {
+        json_cell(self.get(col))
     }
 }
 
-/// One selected row: id, role, content, the loader's columns, provenance.
-#[derive(Clone, Debug)]
-pub struct RawRow {
-    pub id: i64,
-    pub role: String,
-    pub content: SqlValue,
-    pub cells: Vec<SqlValue>,
-    pub bridge_wrote: bool,
+/// Python truthiness of a SQLite value.
+pub(super) fn truthy_cell(value: ValueRef<'_>) -> bool {
+    match value {
+        ValueRef::Null => false,
+        ValueRef::Integer(i) => i != 0,
+        ValueRef::Real(f) => f != 0.0,
+        ValueRef::Text(t) => !t.is_empty(),
+        ValueRef::Blob(b) => !b.is_empty(),
+    }
+}
+
+/// A text value as a string (bytes that are not UTF-8 replaced by U+FFFD:
+/// Python's `sqlite3` raises on them, we keep the row); `None` for other
+/// types.
+pub(super) fn text_cell(value: ValueRef<'_>) -> Option<Cow<'_, str>> {
+    match value {
+        ValueRef::Text(t) => Some(lossy(t)),
+        _ => None,
+    }
+}
+
+/// A SQLite value as JSON (bytes, which Python could not serialise, as
+/// lossy text).
+pub(super) fn json_cell(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Value::String(lossy(t).into_owned()),
+    }
+}
+
+/// `bytes` as text, bytes that are not UTF-8 replaced by U+FFFD. Valid
+/// text (every row Hermes writes) is borrowed after a SIMD check
+/// (`simdutf8`: std's `from_utf8` was 560 instructions a row on the bench's
+/// Chinese and English lines, the lossy decoder's chunk walk 900).
+pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// Python's `json.loads`; `None` where it raises. Known differences:
@@ -172,8 +260,10 @@ pub(super) fn json_loads(text: &str) -> Option<Value> {
 
 /// `_json_or(raw, fallback)` (v31 `hermes_state_common.py`; the same
 /// try/except in 0.19.0): parse a text column, else the fallback.
-pub(super) fn json_or(cell: &SqlValue, fallback: Value) -> Value {
-    cell.text().and_then(json_loads).unwrap_or(fallback)
+pub(super) fn json_or(cell: ValueRef<'_>, fallback: Value) -> Value {
+    text_cell(cell)
+        .and_then(|t| json_loads(&t))
+        .unwrap_or(fallback)
 }
 
 /// Python truthiness of a JSON value.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Message;
 use super::content::py_strip;
-use super::sql::SqlValue;
+use super::sql::{Cells, Col};
 
 /// `agent/message_sanitization.py` `_expand_tool_id_variants`: the stripped
 /// value and each stripped `|`-separated part.
@@ -54,9 +54,9 @@ fn coalesce_tool_call_id(tc: &Value) -> String {
 /// Python tries the id's variants in `frozenset` order; here the whole id
 /// first, then its parts (they differ only when two variants map to two
 /// different uids).
-pub(super) fn pair_tool_call_uid<'a>(
+pub(super) fn pair_tool_call_uid(
     msg: &mut Message,
-    cell: &impl Fn(&str) -> &'a SqlValue,
+    cells: &Cells<'_>,
     messages: &[Message],
     index: &mut HashMap<String, String>,
     owners: &mut Vec<usize>,
@@ -66,17 +66,17 @@ pub(super) fn pair_tool_call_uid<'a>(
             index.clear();
             owners.clear();
         }
-        "tool" if !cell("tool_call_uid").truthy() && cell("tool_call_id").truthy() => {
+        "tool" if !cells.truthy(Col::ToolCallUid) && cells.truthy(Col::ToolCallId) => {
             for owner in owners.drain(..) {
                 index_tool_call_uids(index, &messages[owner]);
             }
-            let Some(id) = cell("tool_call_id").text() else {
+            let Some(id) = cells.text(Col::ToolCallId) else {
                 return;
             };
             if index.is_empty() {
                 return;
             }
-            let uid = id_variants(&[&Value::String(id.to_owned())])
+            let uid = id_variants(&[&Value::String(id.into_owned())])
                 .iter()
                 .find_map(|v| index.get(v).filter(|u| !u.is_empty()).cloned());
             if let Some(uid) = uid {
