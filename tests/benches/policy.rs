@@ -131,31 +131,24 @@ fn benches(c: &mut Criterion) {
 
         if let Some((only, n)) = &looped {
             // Profiling mode: a known number of calls, no criterion.
-            let r = format!("resolve-{}", db.name);
-            let x = format!("context-{}", db.name);
-            let t = format!("tag-{}", db.name);
+            // The variant's name is matched once: formatting it in the
+            // loop was counted as part of every call.
+            let variant = ["resolve", "context", "tag"].iter().find_map(|kind| {
+                only.strip_prefix(&format!("{kind}-{}/", db.name))
+                    .map(|v| (*kind, v))
+            });
             for _ in 0..*n {
-                match only.as_str() {
-                    o if o == format!("{r}/component") => drop(component.resolve(agent, asked)),
-                    o if o == format!("{r}/component-no-memo") => {
-                        drop(uncached.resolve(agent, asked))
-                    }
-                    o if o == format!("{r}/component-after-write") => {
+                match variant {
+                    Some(("resolve", "component")) => drop(component.resolve(agent, asked)),
+                    Some(("resolve", "component-no-memo")) => drop(uncached.resolve(agent, asked)),
+                    Some(("resolve", "component-after-write")) => {
                         commit_elsewhere(&other, &mut commits);
                         drop(component.resolve(agent, asked))
                     }
-                    o if o == format!("{r}/native") => {
-                        drop(native_resolve(&mut native, agent, asked))
-                    }
-                    o if o == format!("{x}/component") => {
-                        drop(component.context(agent, asked, None))
-                    }
-                    o if o == format!("{x}/native") => {
-                        drop(native_context(&mut native, agent, asked))
-                    }
-                    o if o == format!("{t}/component") => {
-                        drop(component.tag_edits(agent, &ctx.messages))
-                    }
+                    Some(("resolve", "native")) => drop(native_resolve(&mut native, agent, asked)),
+                    Some(("context", "component")) => drop(component.context(agent, asked, None)),
+                    Some(("context", "native")) => drop(native_context(&mut native, agent, asked)),
+                    Some(("tag", "component")) => drop(component.tag_edits(agent, &ctx.messages)),
                     _ => break,
                 }
             }

@@ -62,6 +62,16 @@ fn note(notes: &Option<ChainNotes>, n: ChainNote) {
 /// clock.
 pub const TEST_CLOCK_ENV: &str = "SESSION_SWITCH_TEST_CLOCK_FILE";
 
+/// The file [`TEST_CLOCK_ENV`] names, read once per process: `getenv` on
+/// every `now` was a tenth of a served `resolve` (callgrind). Tests set it
+/// for the processes they start.
+static TEST_CLOCK: std::sync::LazyLock<Option<std::path::PathBuf>> =
+    std::sync::LazyLock::new(|| {
+        std::env::var_os(TEST_CLOCK_ENV)
+            .filter(|path| !path.is_empty())
+            .map(std::path::PathBuf::from)
+    });
+
 /// The time in the test clock's file ([`TEST_CLOCK_ENV`]), NaN when unreadable.
 fn test_clock(path: &std::path::Path) -> f64 {
     let read = std::fs::read_to_string(path)
@@ -326,9 +336,9 @@ impl HostImports for HermesImports {
     /// The system clock in Unix seconds, or the test clock of
     /// [`TEST_CLOCK_ENV`] when that variable is set.
     fn now(&mut self) -> f64 {
-        match std::env::var_os(TEST_CLOCK_ENV) {
-            Some(path) if !path.is_empty() => test_clock(std::path::Path::new(&path)),
-            _ => session_switch_runtime::unix_now(),
+        match TEST_CLOCK.as_deref() {
+            Some(path) => test_clock(path),
+            None => session_switch_runtime::unix_now(),
         }
     }
 
