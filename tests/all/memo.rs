@@ -106,7 +106,25 @@ fn a_locked_database_is_waited_for_once() {
     let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert!(first.redirected);
 
+    // A lock without a commit changes nothing: the file's change counter,
+    // read without the lock, says so at once.
     let locker = Connection::open(&db).unwrap();
+    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let started = Instant::now();
+    assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+    assert!(started.elapsed() < BUSY / 2, "{:?}", started.elapsed());
+    assert_eq!(i.last_call_fuel(), 0, "served from the memo");
+    locker.execute_batch("ROLLBACK").unwrap();
+
+    // After a commit the reads are asked again, under SQLite's lock: the
+    // call waits for it once.
+    Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET title = 'a turn later' WHERE id = 'xmpp-mohe-v2'",
+            [],
+        )
+        .unwrap();
     locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let started = Instant::now();
     let failure = i.resolve("mohe", "xmpp-mohe-v2").unwrap_err();

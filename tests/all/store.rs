@@ -398,6 +398,41 @@ fn the_data_version_changes_exactly_when_someone_wrote() {
     }
 }
 
+/// The change counter's second descriptor of `state.db` is never closed:
+/// closing any descriptor of a file drops every POSIX lock this process
+/// holds on it (SQLite's "How To Corrupt" §2.2.1), and a store dropped
+/// while another holds its read snapshot would let a writer commit under
+/// that snapshot. Another process's writer must stay locked out.
+#[test]
+fn dropping_a_store_keeps_the_locks_of_the_others() {
+    let (_dir, db) = fixture!("hermes-latest.db");
+    assert_eq!(journal_mode(&db), "delete");
+    let reader = HermesStore::open(&db).unwrap();
+    let version = reader.data_version().unwrap();
+    assert!(reader.begin_read().unwrap());
+    assert!(reader.session_exists("xmpp-mohe-v2").is_ok());
+    for _ in 0..3 {
+        let other = HermesStore::open(&db).unwrap();
+        assert_eq!(other.data_version().unwrap(), version);
+        drop(other);
+    }
+    let writer = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys\n\
+             c = sqlite3.connect(sys.argv[1], timeout=0.2, isolation_level=None)\n\
+             try:\n    c.execute('BEGIN EXCLUSIVE'); print('locked out: no')\n\
+             except sqlite3.OperationalError as e:\n    print('locked out:', e)\n",
+        )
+        .arg(&db)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&writer.stdout);
+    assert_eq!(said.trim(), "locked out: database is locked", "{writer:?}");
+    reader.end_read().unwrap();
+    assert_eq!(reader.data_version().unwrap(), version);
+}
+
 #[test]
 fn reads_of_an_early_database_create_no_table() {
     let (_dir, db) = fixture!("hermes-early.db");

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
 use super::schema::check_exists;
 use super::sqlite_failure::sqlite_failure;
@@ -61,6 +62,10 @@ pub struct HermesStore {
     pub(super) seen_state_meta: Cell<bool>,
     /// As `seen_state_meta`, for `session_switch_sent`.
     pub(super) seen_sent: Cell<bool>,
+    /// The file's change counter, read without SQLite's lock
+    /// ([`HermesStore::data_version`]); `None` when the file could not be
+    /// opened a second time (SQLite's own reads still work).
+    counter: Option<ChangeCounter>,
     /// How many rows the last history read selected: room reserved for the
     /// next one (a gateway reads the same session again and again; growing
     /// the list by doubling copied each message about twice).
@@ -108,6 +113,7 @@ impl HermesStore {
             seen_state_meta: Cell::new(false),
             seen_sent: Cell::new(false),
             rows_last_read: Cell::new(0),
+            counter: None,
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
         // Bundled SQLite defaults to ON; say it anyway so a build against a
@@ -120,6 +126,15 @@ impl HermesStore {
         store.has_active = store.messages_has_column("active")?;
         let columns = store.messages_columns()?;
         let version = store.schema_version()?;
+        store.counter = ChangeCounter::open(path)
+            .inspect_err(|e| {
+                tracing::debug!(
+                    target: "session_switch::store",
+                    "{}: no second descriptor for the change counter ({e}); PRAGMA data_version instead",
+                    path.display()
+                )
+            })
+            .ok();
         let id_ordered = store.messages_indexed_by_session_then_id()?;
         store.loader = LoaderSql::new(
             Loader::of_version(version),
@@ -357,19 +372,43 @@ impl HermesStore {
     }
 
     /// What this connection reads, as a version compared for equality
-    /// (`session_switch_runtime::DataVersion`): SQLite's
-    /// `PRAGMA data_version`, which changes when another connection has
-    /// committed (<https://sqlite.org/pragma.html#pragma_data_version>),
-    /// and `sqlite3_total_changes`, this connection's own rows changed.
-    /// Inside a read snapshot, the snapshot's version; outside, the pragma
-    /// takes and drops the shared lock once (one statement, no table read).
+    /// (`session_switch_runtime::DataVersion`): the file change counter of
+    /// a rollback-journal database, read without SQLite's lock (one
+    /// `pread`; why that suffices: `change_counter.rs`), in WAL mode
+    /// SQLite's `PRAGMA data_version`, which changes when another
+    /// connection has committed
+    /// (<https://sqlite.org/pragma.html#pragma_data_version>); and
+    /// `sqlite3_total_changes`, this connection's own rows changed. The
+    /// counter is kept negative, so the two never compare equal. Inside a
+    /// read snapshot, the snapshot's version (the pragma runs first, so the
+    /// snapshot holds its lock when the counter is read); outside, the
+    /// pragma takes and drops the shared lock once (one statement, no table
+    /// read), the counter takes none: a lock held without a commit changes
+    /// nothing.
     pub fn data_version(&self) -> Result<DataVersion, Failure> {
-        let version = self
-            .conn
+        let pragma = match (&self.counter, self.conn.is_autocommit()) {
+            (Some(_), true) => None,
+            _ => Some(self.pragma_data_version()?),
+        };
+        if let Some(counter) = self.counter.as_ref().and_then(|c| c.read().ok().flatten()) {
+            return Ok(DataVersion(
+                -1 - i64::from(counter),
+                self.conn.total_changes(),
+            ));
+        }
+        let version = match pragma {
+            Some(version) => version,
+            None => self.pragma_data_version()?,
+        };
+        Ok(DataVersion(version, self.conn.total_changes()))
+    }
+
+    /// `PRAGMA data_version`.
+    fn pragma_data_version(&self) -> Result<i64, Failure> {
+        self.conn
             .prepare_cached("PRAGMA data_version")
             .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
-            .map_err(|e| self.fail("read PRAGMA data_version", e))?;
-        Ok(DataVersion(version, self.conn.total_changes()))
+            .map_err(|e| self.fail("read PRAGMA data_version", e))
     }
 
     /// Start a read snapshot: the reads that follow, until

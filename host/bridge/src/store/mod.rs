@@ -12,9 +12,11 @@
 //! `write_tx` (brief, retried write transactions; our keys only),
 //! `send_write` (a send's intent → post → record), `pending` (sends between
 //! intent and record), `init` (a new database), `cjk` (Hermes's tokenizer
-//! extension), `sqlite_failure` (SQLite errors as failures).
+//! extension), `sqlite_failure` (SQLite errors as failures),
+//! `change_counter` (whether anyone committed, without SQLite's lock).
 
 mod chain;
+mod change_counter;
 mod cjk;
 mod delivered;
 mod guard_state;
