@@ -140,3 +140,60 @@ fn a_locked_database_is_waited_for_once() {
     assert_eq!(again, first);
     assert!(i.last_call_fuel() > 0, "the failed check emptied the entry");
 }
+
+/// A gateway's instance (`Bridge::instance`, what the Python binding pools)
+/// serves a decision that still holds from the memo, on both journal
+/// modes, and keeps no chain notes: imports that keep notes make every
+/// call its reads (the binding's `resolve` was 15–20 µs, a replay every
+/// call, where a served one is 1–5 µs).
+#[test]
+fn a_gateways_instance_serves_from_the_memo() {
+    for fixture in ["hermes-0.19.0.db", "hermes-latest.db"] {
+        let Some((_dir, db)) = fixture_copy(fixture) else {
+            return;
+        };
+        set_record(&db, CLI);
+        let config = db.with_file_name("session-switch.toml");
+        std::fs::write(
+            &config,
+            session_switch_tests::sample::sample_config_text(
+                ROOM,
+                &|name| format!("{name}@example.org"),
+                "",
+                "",
+            ),
+        )
+        .unwrap();
+        let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
+            config: Some(config),
+            db: Some(db.clone()),
+            cache: CacheMode::Off,
+            ..session_switch::BridgeOptions::default()
+        })
+        .unwrap();
+        let mut gateway = bridge.instance(false).unwrap();
+        let first = gateway.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_eq!((first.session_id.as_str(), first.redirected), (CLI, true));
+        for _ in 0..3 {
+            assert_eq!(gateway.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+            assert_eq!(gateway.last_call_fuel(), 0, "{fixture}: served");
+        }
+        if fixture == "hermes-latest.db" {
+            // DELETE mode: served on the version alone, it needs no lock;
+            // asking the reads again would wait out the busy timeout (5 s).
+            let locker = Connection::open(&db).unwrap();
+            locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            let started = Instant::now();
+            assert_eq!(gateway.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{:?}",
+                started.elapsed()
+            );
+            locker.execute_batch("ROLLBACK").unwrap();
+        }
+        set_record(&db, TOOLS);
+        let moved = gateway.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_eq!(moved.session_id, TOOLS, "{fixture}: the new record at once");
+    }
+}

@@ -9,7 +9,7 @@ use crate::wiring;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_runtime::{
     Admission, CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions,
-    Reason, Receipt, RecordStatus, RoomMessage,
+    Reason, Receipt, RecordStatus, RoomMessage, Settings,
 };
 use std::path::PathBuf;
 
@@ -99,8 +99,14 @@ impl Bridge {
     ///
     /// Errors: a missing or unreadable database (kind `store`, naming the
     /// path).
+    ///
+    /// Its imports keep no chain notes: an instance kept for long would
+    /// grow a note per call, and imports that keep notes make every call
+    /// its reads, so its memo could never serve a decision on the data
+    /// version alone.
     pub fn instance(&self, sends: bool) -> Result<PolicyInstance, Failure> {
-        Ok(self.instance_noting(sends, false)?.0)
+        let (imports, settings) = self.imports(sends)?;
+        Ok(self.policy.instance(imports, settings))
     }
 
     /// The agent whose XMPP sessions include `session_id`: one its config
@@ -147,6 +153,15 @@ impl Bridge {
         sends: bool,
         report: bool,
     ) -> Result<(PolicyInstance, ChainNotes), Failure> {
+        let (imports, settings) = self.imports(sends)?;
+        let (imports, notes) = imports.reporting(report);
+        Ok((self.policy.instance(imports, settings), notes))
+    }
+
+    /// The imports of a new instance (a new connection, a transport when
+    /// it `sends`) and its settings, the continuations of the agents' XMPP
+    /// sessions included.
+    fn imports(&self, sends: bool) -> Result<(HermesImports, Settings), Failure> {
         let transport = if sends {
             Some(wiring::transport(&self.config)?)
         } else {
@@ -160,9 +175,8 @@ impl Bridge {
                 "{child} continues XMPP session {root} (Hermes compression chain)"
             );
         }
-        let (imports, notes) =
-            HermesImports::new(store, transport, self.config.xmpp.room.clone()).reporting(report);
-        Ok((self.policy.instance(imports, settings), notes))
+        let imports = HermesImports::new(store, transport, self.config.xmpp.room.clone());
+        Ok((imports, settings))
     }
 
     /// Which session `agent`'s bot loads for `session_id` (WIT `resolve`).
