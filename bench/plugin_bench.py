@@ -20,7 +20,8 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   of the CLI session (what the API server does per request anyway);
 - `plugin_load_seam`: what the plugin adds to a chat-completions request on
   a redirect (`agent_for_session`, `resolve`, the live-tip lookup where
-  Hermes has one, `tag_messages` on the loaded list): its history load
+  Hermes has one and the target has child sessions, `tag_messages` on the
+  loaded list): its history load
   replaces Hermes's, so no load is counted;
 - `plugin_run_agent_seam`: the same on the other routes, where Hermes has
   already loaded the client's session: plus one load of that session;
@@ -124,7 +125,8 @@ def main():
         agent = bridge.agent_for_session(a.session)
         d = bridge.resolve(agent, a.session)
         target = d["session_id"]
-        if callable(resolver):
+        # As the plugin: Hermes's walk only where the target has children.
+        if callable(resolver) and bridge.has_child_sessions(target):
             target = resolver(target) or target
         return target
 

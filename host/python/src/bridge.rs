@@ -155,6 +155,21 @@ impl Bridge {
         Ok(found)
     }
 
+    /// Whether any session of `state.db` names `session_id` as its parent.
+    /// Without one, Hermes's own walks from it to a continuation (v31
+    /// `resolve_resume_session_id`, `get_compression_tip`) end at
+    /// `session_id` itself, so the plugin need not ask them. Raises
+    /// `SessionSwitchError` (kind `busy`/`store`) when it cannot be read.
+    fn has_child_sessions(&self, py: Python<'_>, session_id: &str) -> PyResult<bool> {
+        py.detach(|| {
+            self.stores.with(
+                || self.host.store(),
+                |store| store.has_child_sessions(session_id),
+            )
+        })
+        .map_err(error)
+    }
+
     /// The serving policy's version, e.g. `session-switch-policy 0.1.0`.
     fn version(&self) -> String {
         self.host.policy().version()

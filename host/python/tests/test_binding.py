@@ -125,6 +125,27 @@ class TagMessages(unittest.TestCase):
         self.assertEqual(mine[0]["content"], stored[-1]["content"])
 
 
+class ChildSessions(unittest.TestCase):
+    """`has_child_sessions`: the plugin asks Hermes's own walk to a
+    continuation (v31 `resolve_resume_session_id`) only for a session that
+    another session names as its parent; without one the walk ends where it
+    starts."""
+
+    def test_a_session_has_children_once_one_names_it_as_parent(self):
+        for fixture in ("hermes-0.19.0.db", "hermes-latest.db"):
+            with self.subTest(fixture=fixture):
+                d = support.tempdir(self)
+                home = support.hermes_home(d / "home", fixture)
+                bridge = Bridge(home, cache_dir=d / "cache", watch=False)
+                self.assertFalse(bridge.has_child_sessions(CLI_SESSION))
+                self.assertFalse(bridge.has_child_sessions("no-such-session"))
+                support.execute(home / "state.db",
+                                "INSERT INTO sessions (id, source, started_at, parent_session_id) "
+                                "VALUES ('a-child', 'cli', 1.0, ?)", (CLI_SESSION,))
+                self.assertTrue(bridge.has_child_sessions(CLI_SESSION))
+                self.assertFalse(bridge.has_child_sessions("a-child"))
+
+
 class IdleBinding(unittest.TestCase):
     """A `Bridge` kept open and idle between calls, as a gateway keeps it,
     while CLI sends (other processes) write: in DELETE mode a transaction or

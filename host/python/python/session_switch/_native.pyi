@@ -119,6 +119,10 @@ class Bridge:
         config names, or on Hermes's v31 schema a compression continuation
         of one. Raises ``SessionSwitchError`` (kind ``busy``/``store``) when
         the chain cannot be read."""
+    def has_child_sessions(self, session_id: str) -> bool:
+        """Whether any session names ``session_id`` as its parent; without
+        one, Hermes's walks to a continuation end at ``session_id``. Raises
+        ``SessionSwitchError`` (kind ``busy``/``store``)."""
     def version(self) -> str: ...
     def resolve(self, agent: str, session_id: str) -> Decision: ...
     def context(self, agent: str, session_id: str, limit: Optional[int] = None) -> Context: ...

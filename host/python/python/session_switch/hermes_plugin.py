@@ -257,9 +257,11 @@ def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str
     target = decision["session_id"] if decision["redirected"] else asked
     if decision["redirected"]:
         # v31: the live compression tip, as Hermes's `_resolve_live_session_id`
-        # does for the client's id (fails open to the id itself).
+        # does for the client's id (fails open to the id itself). A session
+        # no other names as parent is its own tip: Hermes's walk (~0.2 ms of
+        # Python after a write) would answer the id itself.
         resolver = getattr(db, "resolve_resume_session_id", None)
-        if callable(resolver):
+        if callable(resolver) and bridge.has_child_sessions(target):
             try:
                 target = str(resolver(target) or target)
             except Exception:
@@ -348,7 +350,7 @@ async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
     if db is None:
         raise RuntimeError("Hermes's session database is unavailable")
     live = _live_tip_resolver()
-    if live is not None:
+    if live is not None and bridge.has_child_sessions(target):
         target = await live(adapter, target)
 
     def load() -> list:
