@@ -5,7 +5,7 @@
 use serde_json::Value;
 use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver, unused_port};
-use session_switch_tests::{bin_path, fixture_copy, table_snapshot};
+use session_switch_tests::{bin_path, fixture_copy, pending_sends, table_snapshot};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -726,12 +726,7 @@ fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
             .unwrap();
         assert_eq!(stored, record, "{transport}: the record is untouched");
         let active = w.json(&["active"]);
-        let pending: Vec<&Value> = active
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["pending_send"] == true)
-            .collect();
+        let pending = pending_sends(&active);
         assert_eq!(pending.len(), 1, "{transport}: {active}");
         assert_eq!(pending[0]["state"], "unknown", "{transport}: {active}");
         assert_eq!(pending[0]["body"], format!("[YOU] {body}"));

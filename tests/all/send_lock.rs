@@ -249,7 +249,7 @@ fn a_failed_post_leaves_no_intent() {
 
 use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver};
-use session_switch_tests::{bin_path, workspace_root};
+use session_switch_tests::{bin_path, pending_sends, workspace_root};
 use std::path::{Path, PathBuf};
 
 /// A config for `ej`'s room whose ejabberdctl is `ctl` (an argument list),
@@ -462,12 +462,7 @@ fn a_send_killed_during_the_post_is_reported_by_active_and_forgotten_by_clear() 
         let in_room = room.wait_for_body(&body, Duration::from_secs(3)).is_some();
         assert_eq!(in_room, when == "after", "{when}");
         let active = cli_json(&normal, &db, &["active"]);
-        let pending: Vec<&serde_json::Value> = active
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["pending_send"] == true)
-            .collect();
+        let pending = pending_sends(&active);
         assert_eq!(pending.len(), 1, "{when}: {active}");
         assert_eq!(pending[0]["state"], "posting", "{when}: {active}");
         assert_eq!(pending[0]["in_progress"], false, "{when}: {active}");

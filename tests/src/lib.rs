@@ -124,6 +124,17 @@ pub fn bin_path() -> PathBuf {
     path
 }
 
+/// The sends `active --json` lists as not (yet) in the history (entries
+/// with `"pending_send": true`).
+pub fn pending_sends(active: &serde_json::Value) -> Vec<&serde_json::Value> {
+    active
+        .as_array()
+        .expect("active --json is a list")
+        .iter()
+        .filter(|e| e["pending_send"] == true)
+        .collect()
+}
+
 /// Every row of every table of the database at `path` (FTS shadow tables
 /// and `sqlite_master` included, FTS virtual tables excluded: their shadow
 /// tables hold them), each table's rows sorted, read through a separate
