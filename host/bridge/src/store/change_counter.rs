@@ -25,10 +25,14 @@
 //! not move: the caller asks SQLite instead, whose WAL check needs no
 //! system call.
 //!
-//! The descriptor is never closed: POSIX locks belong to the process and
-//! the file, so closing any descriptor of `state.db` drops every lock
-//! SQLite holds on it in this process (SQLite's "How To Corrupt" §2.2.1).
-//! One descriptor per file (device and inode) lives as long as the process.
+//! The descriptor is not closed while the file exists: POSIX locks belong
+//! to the process and the file, so closing any descriptor of `state.db`
+//! drops every lock SQLite holds on it in this process (SQLite's "How To
+//! Corrupt" §2.2.1), ours and those of any other connection (Hermes's own,
+//! inside its gateway). One descriptor per file (device and inode) lives
+//! as long as the process, or, once the file is deleted and no store uses
+//! it, until the next store opens (a process that goes through many
+//! temporary databases, a test run, does not keep one for each).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -40,7 +44,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 /// A file's device and inode.
 type FileId = (u64, u64);
 
-/// Every descriptor opened so far, by file; never closed.
+/// Every descriptor opened so far, by file; closed only once its file is
+/// deleted and no store uses it. (While a descriptor is open its inode
+/// cannot be reused, so a key never names two files.)
 static OPEN: LazyLock<Mutex<HashMap<FileId, Arc<File>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
@@ -57,6 +63,11 @@ impl ChangeCounter {
     pub(super) fn open(path: &Path) -> io::Result<Self> {
         let key = |meta: &std::fs::Metadata| -> FileId { (meta.dev(), meta.ino()) };
         let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        // A deleted file nobody here reads any more: no process can open
+        // it again, so no lock on it protects anything.
+        open.retain(|_, file| {
+            Arc::strong_count(file) > 1 || file.metadata().map_or(true, |m| m.nlink() > 0)
+        });
         if let Some(file) = open.get(&key(&std::fs::metadata(path)?)) {
             return Ok(Self { file: file.clone() });
         }
