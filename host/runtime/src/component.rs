@@ -24,6 +24,11 @@ use wasmtime::component::Component;
 /// when the host was compiled; `host/runtime/build.rs` finds it).
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(env!("SESSION_SWITCH_POLICY_WASM"));
 
+/// SHA-256 of [`EMBEDDED_COMPONENT`], taken by `build.rs` (a start need not
+/// hash the component it was built with).
+pub(crate) const EMBEDDED_SHA256: [u8; 32] =
+    *include_bytes!(concat!(env!("OUT_DIR"), "/component.sha256"));
+
 /// The host interface the policy may import (WIT `host`).
 pub const HOST_INTERFACE: &str = "agentsmeeting:session-switch/host@0.2.0";
 /// The type-only interface the policy may import (WIT `types`).

@@ -3,7 +3,9 @@
 //! are in `swap.rs`.
 
 use super::bindings::Settings;
-use super::component::{EMBEDDED_COMPONENT, LoadInfo, Source, prepare, read_component};
+use super::component::{
+    EMBEDDED_COMPONENT, EMBEDDED_SHA256, LoadInfo, Source, prepare, read_component,
+};
 use super::current::Current;
 use super::engine::{PolicyOptions, Runtime};
 use super::host_imports::HostImports;
@@ -37,7 +39,12 @@ impl Policy {
     /// Errors (kind `policy`): the embedded bytes are refused, which means
     /// the host was built with a broken component.
     pub fn embedded(options: PolicyOptions) -> Result<Self, Failure> {
-        Self::new(EMBEDDED_COMPONENT, Source::Embedded, options)
+        Self::new(
+            EMBEDDED_COMPONENT,
+            &EMBEDDED_SHA256,
+            Source::Embedded,
+            options,
+        )
     }
 
     /// The component in file `path`.
@@ -50,19 +57,25 @@ impl Policy {
     pub fn load(path: impl AsRef<Path>, options: PolicyOptions) -> Result<Self, Failure> {
         let path = path.as_ref();
         let bytes = read_component(path)?;
-        Self::new(&bytes, Source::File(path.to_owned()), options)
+        let sha = Sha256::digest(&bytes).into();
+        Self::new(&bytes, &sha, Source::File(path.to_owned()), options)
     }
 
     /// A component given as bytes (same checks and errors as [`Policy::load`]).
     pub fn from_bytes(bytes: &[u8], options: PolicyOptions) -> Result<Self, Failure> {
-        Self::new(bytes, Source::Bytes, options)
+        Self::new(bytes, &Sha256::digest(bytes).into(), Source::Bytes, options)
     }
 
-    fn new(bytes: &[u8], source: Source, options: PolicyOptions) -> Result<Self, Failure> {
+    /// `sha`: the SHA-256 of `bytes`.
+    fn new(
+        bytes: &[u8],
+        sha: &[u8; 32],
+        source: Source,
+        options: PolicyOptions,
+    ) -> Result<Self, Failure> {
         let self_check = options.self_check;
         let runtime = Arc::new(Runtime::new(options)?);
-        let sha: [u8; 32] = Sha256::digest(bytes).into();
-        let loaded = prepare(&runtime, bytes, &sha, source, None, self_check)?;
+        let loaded = prepare(&runtime, bytes, sha, source, None, self_check)?;
         Ok(Self {
             runtime,
             current: Arc::new(Current::new(loaded)),
