@@ -2037,27 +2037,78 @@ fn a_read_snapshot_sees_one_state_and_ends_cleanly() {
     assert_eq!(store.meta_get(key).unwrap(), None);
 }
 
-/// `state_meta` missing is asked again on every read (another connection
-/// may create it); once seen it is taken as present.
+/// Put the test's own copy `db` in WAL or DELETE mode.
+fn set_journal_mode(db: &Path, wal: bool) {
+    let mode = if wal { "wal" } else { "delete" };
+    let conn = Connection::open(db).unwrap();
+    conn.pragma_update(None, "journal_mode", mode).unwrap();
+    assert_eq!(journal_mode_of(&conn), mode);
+}
+
+/// `state_meta` missing is taken as missing only while nobody wrote
+/// (another connection may create it at any time); once seen it is taken
+/// as present. In both journal modes: the version that says "nobody wrote"
+/// is the file's change counter in one, `PRAGMA data_version` in the other.
 #[test]
 fn a_state_meta_created_later_is_seen() {
-    let Some((_dir, db)) = fixture_copy("hermes-early.db") else {
-        return;
-    };
-    let key = "session_switch:active:mohe";
-    let store = HermesStore::open(&db).unwrap();
-    assert_eq!(store.meta_get(key).unwrap(), None);
-    assert_eq!(store.meta_list_ours().unwrap(), vec![]);
-    let other = Connection::open(&db).unwrap();
-    other
-        .execute_batch(
-            "CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT);
-             INSERT INTO state_meta VALUES ('session_switch:active:mohe', 'v1');",
-        )
-        .unwrap();
-    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("v1"));
-    other
-        .execute("UPDATE state_meta SET value = 'v2' WHERE key = ?1", [key])
-        .unwrap();
-    assert_eq!(store.meta_get(key).unwrap().as_deref(), Some("v2"));
+    for wal in [false, true] {
+        let Some((_dir, db)) = fixture_copy("hermes-early.db") else {
+            return;
+        };
+        set_journal_mode(&db, wal);
+        let key = "session_switch:active:mohe";
+        let store = HermesStore::open(&db).unwrap();
+        assert_eq!(store.meta_get(key).unwrap(), None, "wal: {wal}");
+        // Asked twice with nothing written: the second is the cached answer.
+        assert_eq!(store.meta_get(key).unwrap(), None, "wal: {wal}");
+        assert_eq!(store.meta_list_ours().unwrap(), vec![]);
+        let other = Connection::open(&db).unwrap();
+        other
+            .execute_batch(
+                "CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT);
+                 INSERT INTO state_meta VALUES ('session_switch:active:mohe', 'v1');",
+            )
+            .unwrap();
+        assert_eq!(
+            store.meta_get(key).unwrap().as_deref(),
+            Some("v1"),
+            "wal: {wal}"
+        );
+        other
+            .execute("UPDATE state_meta SET value = 'v2' WHERE key = ?1", [key])
+            .unwrap();
+        assert_eq!(
+            store.meta_get(key).unwrap().as_deref(),
+            Some("v2"),
+            "wal: {wal}"
+        );
+    }
+}
+
+/// The bridge's own list of rows (`session_switch_sent`) missing, then made
+/// by another connection's send, then by this connection's own: each time
+/// the rows are read, never a stale "no such table".
+#[test]
+fn the_bridge_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() {
+    for wal in [false, true] {
+        let (_dir, db) = fixture!("hermes-latest.db");
+        set_journal_mode(&db, wal);
+        let mut reader = HermesStore::open(&db).unwrap();
+        assert_eq!(reader.bridge_rows("xmpp-mohe-v2", "mohe").unwrap(), vec![]);
+        assert_eq!(reader.bridge_rows("xmpp-mohe-v2", "mohe").unwrap(), vec![]);
+        let mut writer = HermesStore::open(&db).unwrap();
+        let first = send(&mut writer, "[YOU] from the writer", 1_800_000_000.0).unwrap();
+        let session = first.history_session_id.as_str();
+        let rows = reader.bridge_rows(session, "mohe").unwrap();
+        assert_eq!(rows.len(), 1, "wal: {wal}: {rows:?}");
+        assert_eq!(rows[0].0, first.message_id);
+        let second = send(&mut reader, "[YOU] from the reader", 1_800_000_001.0).unwrap();
+        let ids: Vec<i64> = reader
+            .bridge_rows(session, "mohe")
+            .unwrap()
+            .into_iter()
+            .map(|(id, _, _)| id)
+            .collect();
+        assert_eq!(ids, vec![first.message_id, second.message_id], "wal: {wal}");
+    }
 }

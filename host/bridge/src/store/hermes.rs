@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
-use super::schema::check_exists;
+use super::schema::{TableSeen, check_exists};
 use super::sqlite_failure::sqlite_failure;
 use super::write_tx::{check_our_key, commit_with_retry};
 use session_switch_runtime::HistoryRow;
@@ -57,11 +57,11 @@ pub struct HermesStore {
     /// Hermes's CJK tokenizer extension is loaded into this connection
     /// (set inside a write transaction, which only has `&self`).
     pub(super) cjk_loaded: Cell<bool>,
-    /// `state_meta` was seen to exist on this connection (see
+    /// What this connection saw of `state_meta` (see
     /// [`HermesStore::table_exists`]).
-    pub(super) seen_state_meta: Cell<bool>,
+    pub(super) seen_state_meta: TableSeen,
     /// As `seen_state_meta`, for `session_switch_sent`.
-    pub(super) seen_sent: Cell<bool>,
+    pub(super) seen_sent: TableSeen,
     /// The file's change counter, read without SQLite's lock
     /// ([`HermesStore::data_version`]); `None` when the file could not be
     /// opened a second time (SQLite's own reads still work).
@@ -110,8 +110,8 @@ impl HermesStore {
             has_active: false,
             loader: LoaderSql::new(Loader::Early, |_| false, false),
             cjk_loaded: Cell::new(false),
-            seen_state_meta: Cell::new(false),
-            seen_sent: Cell::new(false),
+            seen_state_meta: TableSeen::default(),
+            seen_sent: TableSeen::default(),
             rows_last_read: Cell::new(0),
             counter: None,
         };

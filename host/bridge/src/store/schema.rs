@@ -4,33 +4,53 @@
 use std::cell::Cell;
 use std::path::Path;
 
-use session_switch_runtime::Failure;
+use session_switch_runtime::{DataVersion, Failure};
 
 use super::HermesStore;
+
+/// What one connection knows of a table that is created once and never
+/// dropped (`state_meta`: Hermes's; `session_switch_sent`: ours).
+#[derive(Debug, Default)]
+pub(super) struct TableSeen {
+    /// Seen to exist: taken as present from then on.
+    present: Cell<bool>,
+    /// Seen missing while the database was at this version.
+    absent_at: Cell<Option<DataVersion>>,
+}
 
 impl HermesStore {
     /// Whether table `name` exists (`sqlite_master`, a read).
     ///
     /// `sqlite_master` has no index: the query scans the whole schema (a v31
     /// database has over a hundred entries), which measured as the largest
-    /// part of a `resolve` (`make bench`). So once `state_meta` or
-    /// `session_switch_sent` has been seen on this connection it is taken as
-    /// present from then on: Hermes creates `state_meta` and never drops
-    /// it, and `session_switch_sent` is ours and never dropped. Absence is
-    /// never cached (another connection may create the table at any time).
+    /// part of a `resolve` (`make bench`), and 9 % of the plugin's
+    /// `tag_messages` on a database the bridge never wrote (callgrind). So
+    /// for `state_meta` and `session_switch_sent`, once seen a table is
+    /// taken as present from then on (Hermes creates `state_meta` and never
+    /// drops it, `session_switch_sent` is ours and never dropped), and a
+    /// table seen missing is taken as missing while the database's
+    /// [`data_version`](Self::data_version) stays the same. That version
+    /// moves on any other connection's commit (a `CREATE TABLE` included)
+    /// and on this connection's changed rows: each of its own `CREATE`s
+    /// comes with an `INSERT` into the new table in the same transaction
+    /// (`send_write.rs`, `guard_state.rs`). The version is read before the
+    /// schema, so a table created in between is found by the query.
     pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
         let seen = match name {
-            "state_meta" => Some(&self.seen_state_meta),
-            "session_switch_sent" => Some(&self.seen_sent),
-            _ => None,
+            "state_meta" => &self.seen_state_meta,
+            "session_switch_sent" => &self.seen_sent,
+            _ => return self.query_table_exists(name),
         };
-        if seen.is_some_and(Cell::get) {
+        if seen.present.get() {
             return Ok(true);
         }
-        let exists = self.query_table_exists(name)?;
-        if let Some(seen) = seen {
-            seen.set(exists);
+        let version = self.data_version()?;
+        if seen.absent_at.get() == Some(version) {
+            return Ok(false);
         }
+        let exists = self.query_table_exists(name)?;
+        seen.present.set(exists);
+        seen.absent_at.set((!exists).then_some(version));
         Ok(exists)
     }
 
