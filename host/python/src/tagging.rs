@@ -61,17 +61,19 @@ fn set_text(msg: &Bound<'_, PyDict>, place: &Text, text: Bound<'_, PyString>) ->
     }
 }
 
-/// Where the text of `msg`'s content is.
-fn locate(msg: &Bound<'_, PyDict>) -> PyResult<Text> {
+/// Where the text of `msg`'s content is, and that text (as [`text_at`]
+/// would read it: one lookup of `content` instead of two).
+fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, PyString>>)> {
     let py = msg.py();
     let Some(content) = msg.get_item(intern!(py, "content"))? else {
-        return Ok(Text::Absent);
+        return Ok((Text::Absent, None));
     };
-    if content.is_instance_of::<PyString>() {
-        return Ok(Text::Content);
-    }
+    let content = match content.cast_into::<PyString>() {
+        Ok(text) => return Ok((Text::Content, Some(text))),
+        Err(e) => e.into_inner(),
+    };
     let Ok(parts) = content.cast::<PyList>() else {
-        return Ok(Text::Absent);
+        return Ok((Text::Absent, None));
     };
     for (i, part) in parts.iter().enumerate() {
         let Ok(part) = part.cast::<PyDict>() else {
@@ -83,14 +85,14 @@ fn locate(msg: &Bound<'_, PyDict>) -> PyResult<Text> {
                 .is_ok_and(|t| t.to_str().is_ok_and(|t| t == "text")),
             None => false,
         };
-        let has_text = part
+        let text = part
             .get_item(intern!(py, "text"))?
-            .is_some_and(|t| t.is_instance_of::<PyString>());
-        if is_text && has_text {
-            return Ok(Text::Part(i));
+            .and_then(|t| t.cast_into::<PyString>().ok());
+        if is_text && text.is_some() {
+            return Ok((Text::Part(i), text));
         }
     }
-    Ok(Text::Absent)
+    Ok((Text::Absent, None))
 }
 
 /// The bridge's rows of `session_id` for `agent`, as `(role, timestamp
@@ -150,8 +152,7 @@ pub fn tag_messages(
         let role = string_at(msg, intern!(py, "role"))?;
         let role = role.as_ref().map(|r| r.to_string_lossy());
         let role = role.as_deref().unwrap_or_default();
-        let place = locate(msg)?;
-        let text = text_at(msg, &place)?;
+        let (place, text) = locate(msg)?;
         let text = text.as_ref().map(|t| t.to_string_lossy());
         let api = string_at(msg, intern!(py, "api_content"))?;
         let api = api.as_ref().map(|a| a.to_string_lossy());
