@@ -37,6 +37,8 @@ struct Setup<'a> {
     /// The JID mohe posts as (default: mohe's own, a subscriber).
     mohe_jid: Option<String>,
     timeout_seconds: u32,
+    /// The room of `[xmpp] room` (default: the test server's room).
+    room: Option<String>,
 }
 
 impl Setup<'_> {
@@ -50,6 +52,7 @@ impl Setup<'_> {
             legacy_agent: None,
             mohe_jid: None,
             timeout_seconds: 10,
+            room: None,
         }
     }
 }
@@ -86,7 +89,8 @@ impl World {
             timeout = setup.timeout_seconds,
         );
         let redirect = format!("ttl_seconds = {}\n{legacy}", setup.ttl_seconds);
-        let text = sample_config_text(&ej.room, &jid, &xmpp, &redirect);
+        let room = setup.room.clone().unwrap_or_else(|| ej.room.clone());
+        let text = sample_config_text(&room, &jid, &xmpp, &redirect);
         std::fs::write(&config, text).unwrap();
         let cache = dir.path().join("cache");
         Some(World {
@@ -100,6 +104,24 @@ impl World {
 
     fn cli(&self, args: &[&str]) -> Output {
         self.cli_with_stdin(args, None)
+    }
+
+    /// Store a record for mohe naming the CLI session, a minute old (as a
+    /// delivered send leaves it); its JSON text.
+    fn insert_mohe_record(&self) -> String {
+        let record = serde_json::json!({
+            "session_id": CLI_SESSION,
+            "timestamp": session_switch_runtime::unix_now() - 60.0,
+            "agent": "mohe",
+        })
+        .to_string();
+        self.conn()
+            .execute(
+                "INSERT INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
+                [&record],
+            )
+            .unwrap();
+        record
     }
 
     fn cli_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
@@ -692,18 +714,7 @@ fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
         }) else {
             return;
         };
-        let record = serde_json::json!({
-            "session_id": CLI_SESSION,
-            "timestamp": session_switch_runtime::unix_now() - 60.0,
-            "agent": "mohe",
-        })
-        .to_string();
-        w.conn()
-            .execute(
-                "INSERT INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
-                [&record],
-            )
-            .unwrap();
+        let record = w.insert_mohe_record();
         let room = RoomObserver::join(&w.ej);
         let body = unique("dropped beside the check");
         let history_before = w.rows("xmpp-mohe-v2");
@@ -730,12 +741,60 @@ fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
         assert_eq!(pending.len(), 1, "{transport}: {active}");
         assert_eq!(pending[0]["state"], "unknown", "{transport}: {active}");
         assert_eq!(pending[0]["body"], format!("[YOU] {body}"));
+        let text = String::from_utf8(w.cli(&["active"]).stdout).unwrap();
+        assert!(
+            text.contains("has an unknown outcome (the post timed out after the request went out, or the sender check beside it failed)"),
+            "{transport}: {text}"
+        );
         assert_eq!(room.wait_for_body(&body, Duration::from_secs(2)), None);
         let cleared = w.json(&["clear", "--agent", "mohe"]);
         assert_eq!(
             cleared["pending_sends_cleared"], 1,
             "{transport}: {cleared}"
         );
+    }
+}
+
+/// A record outlives a change of `[xmpp] room`: the first send to a room
+/// the server does not have runs its check beside the post, yet the post
+/// reached nobody, so it is refused (exit 2) and nothing is written or
+/// left pending, as for an agent without a record.
+#[test]
+fn a_send_to_a_missing_room_beside_its_check_is_refused_and_writes_nothing() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let (_, service) = ej.room.split_once('@').unwrap();
+    for transport in ["http", "ejabberdctl"] {
+        let Some(w) = World::new(Setup {
+            transport,
+            ctl: ej.ctl_argv(),
+            room: Some(format!("nosuchroom@{service}")),
+            ..Setup::http()
+        }) else {
+            return;
+        };
+        let record = w.insert_mohe_record();
+        let history_before = w.rows("xmpp-mohe-v2");
+        let body = unique("to a room that is not there");
+        let (code, line) = failed(&w.cli(&["send", &body, CLI_SESSION, "--agent", "mohe"]));
+        assert_eq!(code, 2, "{transport}: {line}");
+        assert!(
+            line.contains(&format!("room nosuchroom@{service} does not exist")),
+            "{transport}: {line}"
+        );
+        assert_eq!(w.rows("xmpp-mohe-v2"), history_before, "{transport}");
+        let stored: String = w
+            .conn()
+            .query_row(
+                "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, record, "{transport}: the record is untouched");
+        let active = w.json(&["active"]);
+        assert!(pending_sends(&active).is_empty(), "{transport}: {active}");
     }
 }
 
@@ -833,4 +892,22 @@ fn argument_errors_are_one_line_with_a_hint_for_the_command_given() {
         line.contains("admit --agent NAME --from OCCUPANT -- BODY"),
         "{line}"
     );
+    // Arguments that are not UTF-8, in every place: one line, exit 2, no
+    // panic (the hint's look for the command read the arguments as text).
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"x\xff");
+    let cases: [Vec<&OsStr>; 5] = [
+        vec!["resolve".as_ref(), bad, "--agent".as_ref(), "mohe".as_ref()],
+        vec!["resolve".as_ref(), "s1".as_ref(), "--agent".as_ref(), bad],
+        vec!["is-own".as_ref(), bad],
+        vec!["context".as_ref(), bad, "--agent".as_ref(), "mohe".as_ref()],
+        vec![OsStr::from_bytes(b"--bogus\xff"), "agents".as_ref()],
+    ];
+    for args in cases {
+        let out = Command::new(bin_path()).args(&args).output().unwrap();
+        let (code, line) = failed(&out);
+        assert_eq!(code, 2, "{args:?}: {line}");
+        assert!(line.ends_with("(see --help)"), "{args:?}: {line}");
+    }
 }

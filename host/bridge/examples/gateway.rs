@@ -39,6 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for line in std::io::stdin().lock().lines() {
         let line = line?;
         let Some((sender, body)) = line.split_once('\t') else {
+            eprintln!("skipped {line:?}: expected SENDER<TAB>BODY");
             continue;
         };
         // Never answer ourselves: the room reflects our own messages.

@@ -12,7 +12,7 @@
 //! goes to the live tip of the agent's XMPP session ([`HostImports::send`]).
 
 use crate::store::{HermesStore, SendWrite, Tip, target_problem};
-use crate::transport::Transport;
+use crate::transport::{Transport, is_no_such_room};
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
 use session_switch_runtime::{
@@ -356,7 +356,9 @@ impl HostImports for HermesImports {
     /// should that check refuse, ejabberd dropped the post unless the JID
     /// is a MUC service admin, which only the room knows: kind
     /// `unknown-outcome` (exit 3), and `active` lists the send until
-    /// `clear`.
+    /// `clear`. Should it find no such room (a record outlives a change of
+    /// `[xmpp] room`), the post reached nobody: `not-accepted` (exit 2),
+    /// nothing written, as when the check comes first.
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         let transport = self.transport.as_deref().ok_or_else(|| {
             Failure::transport("no ejabberd transport is configured for this caller")
@@ -396,6 +398,9 @@ impl HostImports for HermesImports {
                     .unwrap_or_else(|_| Err(Failure::transport("the sender check panicked")))
                 });
                 store.send_write(&write, || match (post(), checked(check)) {
+                    // Nobody can have it: nothing is recorded, as if the
+                    // check had come first (after a change of [xmpp] room).
+                    (Ok(()), Err(check)) if is_no_such_room(&check) => Err(check),
                     (Ok(()), Err(check)) => Err(posted_unchecked(check, &plan.from_jid)),
                     (posted, _) => posted,
                 })

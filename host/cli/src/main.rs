@@ -53,11 +53,13 @@ fn main() -> ExitCode {
                 .collect::<Vec<_>>()
                 .join(" ");
             // Only `send` and `admit` take a message, so only they get the
-            // hint about one that starts with '-'.
-            let command = std::env::args()
+            // hint about one that starts with '-'. `args_os`: an argument
+            // that is not UTF-8 (the very error clap may be reporting)
+            // would make `args` panic.
+            let command = std::env::args_os()
                 .skip(1)
                 .find(|a| a == "send" || a == "admit");
-            let hint = match (e.kind(), command.as_deref()) {
+            let hint = match (e.kind(), command.as_ref().and_then(|c| c.to_str())) {
                 (clap::error::ErrorKind::UnknownArgument, Some("send")) => {
                     "a message starting with '-' goes after the options and '--': \
                      send --agent NAME -- TEXT SESSION_ID; see --help"

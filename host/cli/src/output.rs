@@ -106,8 +106,9 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
                                       does not; clear forgets it"
             }
             PendingState::Unknown => {
-                "timed out after the request went out: the room may have \
-                                      it, the history does not; clear forgets it"
+                "has an unknown outcome (the post timed out after the request \
+                                      went out, or the sender check beside it failed): the room \
+                                      may have it, the history does not; clear forgets it"
             }
             PendingState::Malformed => "is not a send of ours (key {key}); clear removes it",
         };

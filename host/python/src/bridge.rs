@@ -8,7 +8,7 @@ use crate::error::error;
 use crate::pool::Pool;
 use crate::tagging;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyInt, PyList};
 use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{Bridge as Host, BridgeOptions, Failure, json, refuse_unusable, wiring};
@@ -195,15 +195,17 @@ impl Bridge {
     }
 
     /// The decision and the chosen session's history with the `[YOU] ` edits
-    /// applied (CLI `context --json`); `limit`: the last rows only.
+    /// applied (CLI `context --json`); `limit`: the last rows only (an int
+    /// from 0 to 2³²−1, else `bad-input`, as the CLI's `--limit`).
     #[pyo3(signature = (agent, session_id, limit=None))]
     fn context<'py>(
         &self,
         py: Python<'py>,
         agent: &str,
         session_id: &str,
-        limit: Option<u32>,
+        limit: Option<Bound<'py, PyInt>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let limit = limit.map(|n| row_limit(&n)).transpose()?;
         refuse_unusable(session_id).map_err(error)?;
         let answer = self
             .call(py, |i| i.context(agent, session_id, limit))
@@ -371,4 +373,16 @@ impl Bridge {
         })
         .map_err(error)
     }
+}
+
+/// A history limit given as a Python int: a number of rows, or `bad-input`
+/// in the CLI's words for `--limit` (a negative or huge int would otherwise
+/// be Python's `OverflowError`).
+fn row_limit(n: &Bound<'_, PyInt>) -> PyResult<u32> {
+    n.extract::<u32>().map_err(|_| {
+        error(Failure::bad_input(format!(
+            "limit {n} is not a number of rows (0 to {})",
+            u32::MAX
+        )))
+    })
 }

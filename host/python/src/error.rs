@@ -5,8 +5,11 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use session_switch::Failure;
 
+// Named `session_switch.SessionSwitchError`, where the package exports
+// it: pickle (multiprocessing, a process pool) finds a class by its module
+// and name, and there is no top-level module `_native` to import.
 create_exception!(
-    _native,
+    session_switch,
     SessionSwitchError,
     PyException,
     "A failure of session-switch; `.kind` is its class (`bad-input`, `unknown-agent`, \

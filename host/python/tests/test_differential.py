@@ -6,6 +6,7 @@ tagged histories, record listings, clears and failures; and the binding's
 reads leave the file byte-for-byte untouched."""
 
 import hashlib
+import pickle
 import re
 import shutil
 import time
@@ -249,6 +250,9 @@ class Differential(unittest.TestCase):
             (lambda: bridge.resolve("mohe", ""), "bad-input"),
             (lambda: bridge.context("mohe", "../etc"), "bad-input"),
             (lambda: Bridge(home, policy=self.dir / "none.wasm"), None),
+            # Limits the CLI's --limit refuses, not Python's OverflowError.
+            (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=-1), "bad-input"),
+            (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=2**70), "bad-input"),
         ]
         for call, kind in cases:
             with self.assertRaises(SessionSwitchError) as caught:
@@ -256,6 +260,18 @@ class Differential(unittest.TestCase):
             if kind is not None:
                 self.assertEqual(caught.exception.kind, kind, caught.exception.message)
             self.assertTrue(caught.exception.message)
+        self.assertEqual(len(bridge.context("mohe", "xmpp-mohe-v2", limit=2)["messages"]), 2)
+
+    def test_a_failure_pickles_with_its_kind(self):
+        # As a process pool passes it back to its caller.
+        bridge = Bridge(self.home("hermes-latest.db", "pickle"))
+        with self.assertRaises(SessionSwitchError) as caught:
+            bridge.resolve("nobody", "x")
+        self.assertEqual(SessionSwitchError.__module__, "session_switch")
+        back = pickle.loads(pickle.dumps(caught.exception))
+        self.assertIs(type(back), SessionSwitchError)
+        self.assertEqual((back.kind, back.message), ("unknown-agent", caught.exception.message))
+        self.assertEqual(str(back), str(caught.exception))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ pub enum PendingState {
     /// The post is running, or the process died during it: the room may
     /// have the message ([`PendingSend::process_alive`] tells which).
     Posting,
-    /// The post timed out after the request went out: the room may have it.
+    /// The outcome is unknown: the post timed out after the request went
+    /// out, or the sender check that ran beside it failed. The room may
+    /// have it.
     Unknown,
     /// The room took it; the history row and the record wait for the
     /// database ([`HermesStore::complete_pending`] writes them).

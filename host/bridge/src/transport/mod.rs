@@ -209,6 +209,16 @@ fn no_such_room(room: &str, server_text: &str) -> Failure {
     )
 }
 
+/// Whether `failure` is [`Transport::check_sender`]'s answer for a room the
+/// server does not have. A post to such a room reaches nobody (a MUC room
+/// is made by a join, never by a message), so a send whose post went out
+/// beside this answer was certainly not delivered.
+pub fn is_no_such_room(failure: &Failure) -> bool {
+    failure.kind == session_switch_runtime::FailureKind::NotAccepted
+        && failure.message.starts_with("room ")
+        && failure.message.contains(" does not exist on the server (")
+}
+
 /// Whether ejabberd's answer says the room is missing (`mod_muc_admin`
 /// answers `The room does not exist` on ejabberdctl and over HTTP alike,
 /// also for an unknown MUC service).
