@@ -133,7 +133,8 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, Failure> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (copy examples/session-switch.toml there, or pass --config PATH)"
+                " (copy examples/session-switch.toml there, or name another file: \
+                 `--config PATH` on the CLI, `Bridge(home, config=PATH)` in Python)"
             } else {
                 ""
             };
