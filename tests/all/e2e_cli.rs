@@ -755,6 +755,40 @@ fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
     }
 }
 
+/// A record stamped ahead of this clock but within the future skew is
+/// valid, and `active` says how far ahead instead of a negative age.
+#[test]
+fn active_names_a_record_from_ahead_of_this_clock_as_such() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let record = serde_json::json!({
+        "session_id": CLI_SESSION,
+        "timestamp": session_switch_runtime::unix_now() + 60.0,
+        "agent": "mohe",
+    })
+    .to_string();
+    w.conn()
+        .execute(
+            "INSERT INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
+            [&record],
+        )
+        .unwrap();
+    let out = w.cli(&["active", "--agent", "mohe"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("mohe: "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("mohe: {CLI_SESSION} (valid: written "))
+            && line.contains(" s ahead of this clock, ")
+            && !line.contains("age -"),
+        "{text}"
+    );
+}
+
 /// A record outlives a change of `[xmpp] room`: the first send to a room
 /// the server does not have runs its check beside the post, yet the post
 /// reached nobody, so it is refused (exit 2) and nothing is written or

@@ -130,8 +130,15 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
         if s.valid {
             let age = s.age_seconds.unwrap_or_default();
             let left = s.remaining_seconds.unwrap_or_default();
+            // A record stamped ahead of this clock, within the allowed
+            // skew (another machine's clock): said so, not as a negative age.
+            let age = if age < 0.0 {
+                format!("written {:.0} s ahead of this clock", -age)
+            } else {
+                format!("age {age:.0} s")
+            };
             println!(
-                "{}: {session} (valid: age {age:.0} s, {left:.0} s left; key {})",
+                "{}: {session} (valid: {age}, {left:.0} s left; key {})",
                 s.agent, s.key
             );
         } else {
