@@ -102,12 +102,22 @@ pub fn has_marker(text: &str) -> bool {
 /// Whether `base` (a prefix after [`untag`]) could be the start of a
 /// `[YOU]` marker cut off by the prefix's length: empty, or a proper prefix
 /// of a marker form (`[`, `［Y`, `[yo`, …).
+///
+/// Reads at most the first five characters: it runs on every other
+/// person's row a `tag` sees, whose prefix may be hundreds of characters
+/// (counting them all was most of the policy's `tag` per row).
 pub fn could_hide_marker(base: &str) -> bool {
-    base.chars().count() < MARKER_FORMS.len()
-        && base
-            .chars()
-            .zip(&MARKER_FORMS)
-            .all(|(c, forms)| forms.contains(&c))
+    let mut chars = base.chars();
+    for forms in &MARKER_FORMS {
+        match chars.next() {
+            // Ended inside (or before) a marker: a proper prefix of one.
+            None => return true,
+            Some(c) if !forms.contains(&c) => return false,
+            Some(_) => {}
+        }
+    }
+    // A whole marker is not a proper prefix of one.
+    false
 }
 
 /// The tagged form of a row (WIT `edit-action.tag`): [`YOU_TAG`] +
@@ -151,5 +161,42 @@ mod tests {
         assert!(!has_marker(" x [YOU]"));
         assert!(could_hide_marker("［Y"));
         assert!(!could_hide_marker("[x"));
+    }
+
+    /// The early-stopping read agrees with the definition (fewer characters
+    /// than a marker, each in its marker form) on every string of up to
+    /// five characters over the marker forms and two others.
+    #[test]
+    fn could_hide_marker_is_a_proper_prefix_of_a_marker() {
+        use alloc::vec::Vec;
+        let defined = |base: &str| {
+            base.chars().count() < MARKER_FORMS.len()
+                && base
+                    .chars()
+                    .zip(&MARKER_FORMS)
+                    .all(|(c, forms)| forms.contains(&c))
+        };
+        let mut alphabet: Vec<char> = MARKER_FORMS.iter().flatten().copied().collect();
+        alphabet.extend(['x', ' ']);
+        alphabet.sort_unstable();
+        alphabet.dedup();
+        let mut layer = alloc::vec![String::new()];
+        for len in 0..=5 {
+            for s in &layer {
+                assert_eq!(could_hide_marker(s), defined(s), "{s:?}");
+            }
+            if len == 5 {
+                break;
+            }
+            layer = layer
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| alloc::format!("{s}{c}")))
+                .collect();
+        }
+        assert!(could_hide_marker(""));
+        assert!(could_hide_marker("[yO"));
+        assert!(could_hide_marker("[YOU"));
+        assert!(!could_hide_marker("[YOU]"));
+        assert!(!could_hide_marker("[YOx"));
     }
 }
