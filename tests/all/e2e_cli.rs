@@ -106,6 +106,21 @@ impl World {
         self.cli_with_stdin(args, None)
     }
 
+    /// Mohe's XMPP history is still `history_before` and its stored record
+    /// still `record`: a refused send wrote neither.
+    fn assert_unwritten(&self, history_before: &[(String, String)], record: &str, case: &str) {
+        assert_eq!(self.rows("xmpp-mohe-v2"), history_before, "{case}");
+        let stored: String = self
+            .conn()
+            .query_row(
+                "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, record, "{case}: the record is untouched");
+    }
+
     /// Store a record for mohe naming the CLI session, a minute old (as a
     /// delivered send leaves it); its JSON text.
     fn insert_mohe_record(&self) -> String {
@@ -726,16 +741,7 @@ fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
                 "{transport}: {line:?} lacks {needle:?}"
             );
         }
-        assert_eq!(w.rows("xmpp-mohe-v2"), history_before, "{transport}");
-        let stored: String = w
-            .conn()
-            .query_row(
-                "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(stored, record, "{transport}: the record is untouched");
+        w.assert_unwritten(&history_before, &record, transport);
         let active = w.json(&["active"]);
         let pending = pending_sends(&active);
         assert_eq!(pending.len(), 1, "{transport}: {active}");
@@ -817,16 +823,7 @@ fn a_send_to_a_missing_room_beside_its_check_is_refused_and_writes_nothing() {
             line.contains(&format!("room nosuchroom@{service} does not exist")),
             "{transport}: {line}"
         );
-        assert_eq!(w.rows("xmpp-mohe-v2"), history_before, "{transport}");
-        let stored: String = w
-            .conn()
-            .query_row(
-                "SELECT value FROM state_meta WHERE key = 'session_switch:active:mohe'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(stored, record, "{transport}: the record is untouched");
+        w.assert_unwritten(&history_before, &record, transport);
         let active = w.json(&["active"]);
         assert!(pending_sends(&active).is_empty(), "{transport}: {active}");
     }
