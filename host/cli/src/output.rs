@@ -158,7 +158,7 @@ pub fn cleared(keys: &[String], pending: usize, json: bool) {
     }
     if pending > 0 {
         println!(
-            "forgot {pending} pending send(s) (interrupted or timed out; the room may have them)"
+            "forgot {pending} pending send(s) (interrupted, or of unknown outcome; the room may have them)"
         );
     }
     if keys.is_empty() && pending == 0 {
