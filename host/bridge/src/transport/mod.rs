@@ -182,7 +182,8 @@ fn is_subscriber<'s>(from: &str, subscribers: impl IntoIterator<Item = &'s str>)
 
 /// The `not-accepted` failure for a sender that is not a subscriber, with
 /// the command that fixes it (nick = the JID's local part, as the seed's
-/// agents use their names as nicks).
+/// agents use their names as nicks; the transport does not know the
+/// configured nick, so the message says to use that one if it differs).
 fn not_subscriber(from: &str, room: &str) -> Failure {
     let bare = comparable_bare_jid(from);
     let nick = bare
@@ -193,7 +194,9 @@ fn not_subscriber(from: &str, room: &str) -> Failure {
         format!(
             "{bare} is not a MUC/Sub subscriber of room {room}, so the room would drop its \
              messages while ejabberd still reports success; subscribe it once: \
-             ejabberdctl subscribe_room {bare} {nick} {room} urn:xmpp:mucsub:nodes:messages"
+             ejabberdctl subscribe_room {bare} {nick} {room} urn:xmpp:mucsub:nodes:messages \
+             (with the agent's `nick` from the config in place of {nick} if it differs: \
+             is-own knows the room's echo of its posts by that nick)"
         ),
     )
 }
@@ -320,6 +323,10 @@ mod tests {
         assert!(f.message.contains(
             "ejabberdctl subscribe_room outsider@meeting.localhost outsider coregroup@conference.m"
         ));
+        assert!(
+            f.message
+                .contains("with the agent's `nick` from the config in place of outsider")
+        );
     }
 
     #[test]
