@@ -24,6 +24,11 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+// The artifact's layout, shared with the runtime (`EngineKey` is only read there).
+#[allow(dead_code)]
+#[path = "src/artifact_layout.rs"]
+mod artifact_layout;
+
 fn main() {
     const VAR: &str = "SESSION_SWITCH_POLICY_WASM";
     const CWASM: &str = "SESSION_SWITCH_POLICY_CWASM";
@@ -85,20 +90,21 @@ fn main() {
 }
 
 /// Whether the artifact at `path` was made from the component of digest
-/// `component_sha` (the layout of `src/engine_config.rs`'s
-/// `encode_artifact`: 16 bytes of magic, then three SHA-256 digests — the
-/// component's, the engine's key, the payload's — then the payload).
-/// Panics when its payload does not match its own digest: a damaged file.
+/// `component_sha` (its layout: `src/artifact_layout.rs`). Panics when its
+/// payload does not match its own digest: a damaged file.
 fn made_from(path: &Path, component_sha: &[u8; 32]) -> bool {
-    const HEADER: usize = 16 + 3 * 32;
+    use artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, HeaderDigest, digest};
     let bytes = std::fs::read(path).expect("read the precompiled artifact");
-    if bytes.len() < HEADER || &bytes[16..48] != component_sha {
+    if bytes.len() < ARTIFACT_HEADER_LEN
+        || !bytes.starts_with(ARTIFACT_MAGIC)
+        || digest(&bytes, HeaderDigest::Component) != component_sha
+    {
         // Stale: `make component` builds the precompiler (and so runs this
         // script) before it writes the new artifact; the next build embeds it.
         return false;
     }
-    let (header, payload) = bytes.split_at(HEADER);
-    if Sha256::digest(payload).as_slice() != &header[80..112] {
+    let (header, payload) = bytes.split_at(ARTIFACT_HEADER_LEN);
+    if Sha256::digest(payload).as_slice() != digest(header, HeaderDigest::Payload) {
         panic!(
             "the precompiled artifact {} is damaged (payload checksum mismatch): run `make component`",
             path.display()

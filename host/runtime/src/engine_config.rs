@@ -58,14 +58,11 @@ pub fn compatibility_key(engine: &wasmtime::Engine) -> [u8; 32] {
     hasher.0.finalize().into()
 }
 
-/// The first bytes of an embedded precompiled artifact.
-pub const ARTIFACT_MAGIC: &[u8; 16] = b"ssw-precompiled1";
+pub use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC};
 
-/// Bytes before the payload: magic, SHA-256 of the component it was
-/// compiled from, the engine's [`compatibility_key`], SHA-256 of the payload.
-pub const ARTIFACT_HEADER_LEN: usize = 16 + 3 * 32;
-
-/// An embedded artifact: the header, then wasmtime's
+/// An embedded artifact (`artifact_layout.rs`): the header (the magic, then
+/// SHA-256 of the component it was compiled from, the engine's
+/// [`compatibility_key`], SHA-256 of the payload), then wasmtime's
 /// `precompile_component` output (`payload`).
 pub fn encode_artifact(component_sha256: &[u8; 32], key: &[u8; 32], payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ARTIFACT_HEADER_LEN + payload.len());

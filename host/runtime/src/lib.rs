@@ -29,6 +29,7 @@
 
 mod answers;
 mod apply;
+mod artifact_layout;
 pub mod bindings;
 mod cache;
 mod call;

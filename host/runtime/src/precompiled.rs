@@ -14,6 +14,7 @@
 //! build time, from the component the binary embeds, and it lives inside
 //! the binary; it is exactly as trusted as the binary (SECURITY.md).
 
+use super::artifact_layout::{HeaderDigest, digest};
 use super::cache::{self, CacheMode, CacheUse};
 use super::engine_config::{
     ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, compatibility_key, config, encode_artifact,
@@ -111,18 +112,19 @@ pub(crate) fn load(
         )));
     }
     let (header, payload) = artifact.split_at(ARTIFACT_HEADER_LEN);
-    let field = |i: usize| &header[16 + 32 * i..16 + 32 * (i + 1)];
-    if field(0) != component_sha256 {
+    if digest(header, HeaderDigest::Component) != component_sha256 {
         return Err(Unusable::Mismatch(
             "made from another component than the one embedded".into(),
         ));
     }
-    if field(1) != compatibility_key(engine) {
+    if digest(header, HeaderDigest::EngineKey) != compatibility_key(engine) {
         return Err(Unusable::Mismatch(
             "made by an engine of other settings, wasmtime version or CPU features".into(),
         ));
     }
-    if payload_check == Payload::Verify && Sha256::digest(payload).as_slice() != field(2) {
+    if payload_check == Payload::Verify
+        && Sha256::digest(payload).as_slice() != digest(header, HeaderDigest::Payload)
+    {
         return Err(Unusable::Corrupt("payload checksum mismatch".into()));
     }
     // SAFETY: the payload is native code `examples/precompile.rs` made at build time
@@ -207,7 +209,10 @@ mod tests {
     fn the_digests_taken_at_build_time_are_those_of_the_embedded_bytes() {
         assert_eq!(crate::component::EMBEDDED_SHA256, sha());
         let (header, payload) = EMBEDDED_PRECOMPILED.split_at(ARTIFACT_HEADER_LEN);
-        assert_eq!(&header[16 + 64..], Sha256::digest(payload).as_slice());
+        assert_eq!(
+            digest(header, HeaderDigest::Payload),
+            Sha256::digest(payload).as_slice()
+        );
     }
 
     #[test]

@@ -201,12 +201,16 @@ fn not_subscriber(from: &str, room: &str) -> Failure {
     )
 }
 
+/// What [`no_such_room`] says after the room's JID, and
+/// [`is_no_such_room`] looks for.
+const NO_SUCH_ROOM: &str = " does not exist on the server (";
+
 /// The `not-accepted` failure for a room the server does not have.
 fn no_such_room(room: &str, server_text: &str) -> Failure {
     Failure::new(
         session_switch_runtime::FailureKind::NotAccepted,
         format!(
-            "room {room} does not exist on the server ({server_text}); check [xmpp] room in \
+            "room {room}{NO_SUCH_ROOM}{server_text}); check [xmpp] room in \
              the config, or create the room with allow_subscription=true"
         ),
     )
@@ -219,7 +223,7 @@ fn no_such_room(room: &str, server_text: &str) -> Failure {
 pub fn is_no_such_room(failure: &Failure) -> bool {
     failure.kind == session_switch_runtime::FailureKind::NotAccepted
         && failure.message.starts_with("room ")
-        && failure.message.contains(" does not exist on the server (")
+        && failure.message.contains(NO_SUCH_ROOM)
 }
 
 /// Whether ejabberd's answer says the room is missing (`mod_muc_admin`

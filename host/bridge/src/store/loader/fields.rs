@@ -5,19 +5,22 @@ use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 
 use super::Message;
-use super::sql::{Cells, Col, json_cell, json_loads, json_or};
+use super::sql::{Cells, Col, json_cell, json_loads, json_or, lossy, truthy_cell};
 
 /// v1: the tool fields when set (research/hermes-state.md §6).
 pub(super) fn early_fields(msg: &mut Message, cells: &Cells<'_>) {
-    for (key, col) in [
-        ("tool_call_id", Col::ToolCallId),
-        ("tool_name", Col::ToolName),
-    ] {
-        if cells.truthy(col) {
-            msg.push(key, cells.json(col));
-        }
+    for col in [Col::ToolCallId, Col::ToolName] {
+        copy_if_truthy(msg, cells, col);
     }
     tool_calls_field(msg, cells);
+}
+
+/// The cell of `col` under the column's name, when it is truthy (the
+/// loader's `if row[col]: msg[col] = row[col]`).
+fn copy_if_truthy(msg: &mut Message, cells: &Cells<'_>, col: Col) {
+    if cells.truthy(col) {
+        msg.push(col.name(), cells.json(col));
+    }
 }
 
 /// `tool_calls` when set, parsed (`[]` when not JSON), as every schema's
@@ -45,15 +48,13 @@ pub(super) fn v22_fields(msg: &mut Message, cells: &Cells<'_>) {
 /// `reasoning_details` / `codex_reasoning_items` / `codex_message_items`
 /// (parsed, null when not JSON).
 fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
-    for (key, col) in [
-        ("timestamp", Col::Timestamp),
-        ("tool_call_id", Col::ToolCallId),
-        ("tool_name", Col::ToolName),
-        ("effect_disposition", Col::EffectDisposition),
+    for col in [
+        Col::Timestamp,
+        Col::ToolCallId,
+        Col::ToolName,
+        Col::EffectDisposition,
     ] {
-        if cells.truthy(col) {
-            msg.push(key, cells.json(col));
-        }
+        copy_if_truthy(msg, cells, col);
     }
     tool_calls_field(msg, cells);
     if cells.truthy(Col::PlatformMessageId) {
@@ -63,24 +64,22 @@ fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
         msg.push("observed", Value::Bool(true));
     }
     if msg.role == "assistant" {
-        for (key, col) in [
-            ("finish_reason", Col::FinishReason),
-            ("reasoning", Col::Reasoning),
-        ] {
-            if cells.truthy(col) {
-                msg.push(key, cells.json(col));
-            }
+        for col in [Col::FinishReason, Col::Reasoning] {
+            copy_if_truthy(msg, cells, col);
         }
         if !matches!(cells.get(Col::ReasoningContent), ValueRef::Null) {
-            msg.push("reasoning_content", cells.json(Col::ReasoningContent));
+            msg.push(
+                Col::ReasoningContent.name(),
+                cells.json(Col::ReasoningContent),
+            );
         }
-        for (key, col) in [
-            ("reasoning_details", Col::ReasoningDetails),
-            ("codex_reasoning_items", Col::CodexReasoningItems),
-            ("codex_message_items", Col::CodexMessageItems),
+        for col in [
+            Col::ReasoningDetails,
+            Col::CodexReasoningItems,
+            Col::CodexMessageItems,
         ] {
             if cells.truthy(col) {
-                msg.push(key, json_or(cells.get(col), Value::Null));
+                msg.push(col.name(), json_or(cells.get(col), Value::Null));
             }
         }
     }
@@ -91,10 +90,10 @@ fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
 fn api_content_field(msg: &mut Message, cell: ValueRef<'_>) {
     match cell {
         ValueRef::Text(bytes) if !bytes.is_empty() => {
-            msg.api_content = Some(super::sql::lossy(bytes).into_owned());
+            msg.api_content = Some(lossy(bytes).into_owned());
         }
         // Not text (Python would pass it on as it is): the value itself.
-        other if super::sql::truthy_cell(other) => msg.push("api_content", json_cell(other)),
+        other if truthy_cell(other) => msg.push("api_content", json_cell(other)),
         _ => {}
     }
 }
@@ -105,9 +104,7 @@ pub(super) fn v31_fields(msg: &mut Message, cells: &Cells<'_>) {
     // `_DB_PERSISTED_MARKER` (`agent/context_compressor.py`).
     msg.push("_db_persisted", Value::Bool(true));
     // `hermes_state_identity.py` `_restore_identity_columns`.
-    if cells.truthy(Col::MessageUid) {
-        msg.push("message_uid", cells.json(Col::MessageUid));
-    }
+    copy_if_truthy(msg, cells, Col::MessageUid);
     if cells.truthy(Col::ToolCallUids) {
         let map = uid_map(cells.get(Col::ToolCallUids));
         if !map.is_empty() {
@@ -124,9 +121,7 @@ pub(super) fn v31_fields(msg: &mut Message, cells: &Cells<'_>) {
         }
     }
     api_content_field(msg, cells.get(Col::ApiContent));
-    if cells.truthy(Col::DisplayKind) {
-        msg.push("display_kind", cells.json(Col::DisplayKind));
-    }
+    copy_if_truthy(msg, cells, Col::DisplayKind);
     if cells.truthy(Col::DisplayMetadata)
         && let Some(meta) = display_metadata(cells.get(Col::DisplayMetadata))
     {

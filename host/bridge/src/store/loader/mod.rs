@@ -166,13 +166,12 @@ impl<'s> Conversation<'s> {
     /// blanked.
     pub fn finish(self) -> Vec<HistoryRow> {
         let loader = self.sql.loader;
-        let keep = match loader {
-            Loader::Early => vec![true; self.messages.len()],
-            _ => drops::background_review_harness_kept(loader, &self.messages),
-        };
+        // Early Hermes drops nothing.
+        let keep = (loader != Loader::Early)
+            .then(|| drops::background_review_harness_kept(loader, &self.messages));
         let mut out = Vec::with_capacity(self.messages.len());
-        for (mut msg, kept) in self.messages.into_iter().zip(keep) {
-            if !kept {
+        for (i, mut msg) in self.messages.into_iter().enumerate() {
+            if keep.as_ref().is_some_and(|keep| !keep[i]) {
                 continue;
             }
             if loader == Loader::V31 {

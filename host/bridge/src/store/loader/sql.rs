@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::Loader;
 
-/// The `messages` columns a loader reads besides `id`, `role` and `content`.
+/// The `messages` columns a loader reads besides `id`, `role` and `content`
+/// (`ToolCallUid` stays last: [`COLS`] counts from it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Col {
     ToolCallId,
@@ -37,12 +38,13 @@ pub(super) enum Col {
     ToolCallUid,
 }
 
-/// Number of [`Col`] variants.
-const COLS: usize = 20;
+/// Number of [`Col`] variants (the last one's index, plus one).
+const COLS: usize = Col::ToolCallUid as usize + 1;
 
 impl Col {
-    /// The column's name in `messages`.
-    fn name(self) -> &'static str {
+    /// The column's name in `messages` (and the loader's key for its
+    /// value, where the loader keeps the name).
+    pub(super) fn name(self) -> &'static str {
         match self {
             Col::ToolCallId => "tool_call_id",
             Col::ToolCalls => "tool_calls",
@@ -165,7 +167,7 @@ impl LoaderSql {
         }
     }
 
-    /// Number of columns [`Self::select_list`] selects.
+    /// Number of loader columns [`Self::history_select`] selects.
     pub fn width(&self) -> usize {
         self.selected.len()
     }
