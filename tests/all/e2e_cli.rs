@@ -886,6 +886,12 @@ fn a_missing_database_or_config_names_the_path() {
     let (code, line) = failed(&out);
     assert_eq!(code, 2);
     assert!(line.contains("/nonexistent/c.toml"), "{line}");
+    // The hint names the way to give another file in the CLI and in the
+    // Python package alike (the same message reaches both).
+    assert!(
+        line.contains("`--config PATH` on the CLI, `Bridge(home, config=PATH)` in Python"),
+        "{line}"
+    );
 }
 
 #[test]

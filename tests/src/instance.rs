@@ -169,3 +169,39 @@ impl Drop for OwnEjabberd {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::script;
+    use std::process::Command;
+
+    fn stop(args: &[&std::ffi::OsStr]) -> std::process::Output {
+        Command::new("bash")
+            .arg(script("stop.sh"))
+            .args(args)
+            .output()
+            .expect("run stop.sh")
+    }
+
+    /// `stop.sh DIR [--rm]` refuses anything else: `stop.sh --rm DIR` once
+    /// looked for a folder named `--rm`, said "nothing to stop" and left
+    /// the instance running.
+    #[test]
+    fn stop_refuses_an_option_out_of_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().as_os_str();
+        for args in [["--rm".as_ref(), dir], [dir, "--bogus".as_ref()]] {
+            let out = stop(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains("usage: stop.sh INSTANCE_DIR [--rm]"),
+                "{args:?}: {stderr}"
+            );
+        }
+        // A folder with no instance is still nothing to stop.
+        let none = std::path::Path::new(dir).join("none");
+        let out = stop(&[none.as_os_str(), "--rm".as_ref()]);
+        assert!(out.status.success(), "{out:?}");
+    }
+}
