@@ -16,16 +16,22 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   `resolve_py_after_write`: `Bridge.resolve` after another connection
   committed (as Hermes does after each turn; the commit is not timed): the
   memo asks the call's reads again;
+- `sqlite_after_write`: the two reads any redirect needs (the agent's
+  record in `state_meta`, the target's `sessions` row) through Python's
+  own `sqlite3`, one read transaction after another connection's commit:
+  what SQLite alone takes once its page cache was dropped, the floor of
+  `resolve_py_after_write`;
 - `hermes_load`: Hermes's own loader, `SessionDB.get_messages_as_conversation`
   of the CLI session (what the API server does per request anyway);
 - `plugin_load_seam`: what the plugin adds to a chat-completions request on
   a redirect (`agent_for_session`, `resolve`, the live-tip lookup where
   Hermes has one and the target has child sessions, `tag_messages` on the
-  loaded list): its history load
+  loaded list), timed as one piece after another connection's commit, as
+  a request follows Hermes's store of the last turn: its history load
   replaces Hermes's, so no load is counted;
 - `plugin_run_agent_seam`: the same on the other routes, where Hermes has
   already loaded the client's session: plus one load of that session;
-- `tag_messages`: its part of the above.
+- `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls.
 """
 
 import argparse
@@ -48,9 +54,11 @@ def median_us(fn, repeat, batches):
     return statistics.median(out)
 
 
-def median_us_after_write(fn, conn, repeat, batches):
-    """`fn`'s median time (µs), each call after a commit of `conn` that is
-    not timed."""
+def median_us_after_write(fn, conn, repeat, batches, fresh=lambda: None):
+    """`fn(fresh())`'s median time (µs), each call after a commit of `conn`;
+    neither the commit nor `fresh()` (e.g. a copy of a list `fn` edits in
+    place, made after the commit as Hermes's load comes after its store of
+    the last turn) is timed."""
     n = 0
 
     def commit():
@@ -61,14 +69,15 @@ def median_us_after_write(fn, conn, repeat, batches):
         conn.commit()
 
     commit()
-    fn()
+    fn(fresh())
     out = []
     for _ in range(batches):
         spent = 0
         for _ in range(repeat):
             commit()
+            arg = fresh()
             start = time.perf_counter_ns()
-            fn()
+            fn(arg)
             spent += time.perf_counter_ns() - start
         out.append(spent / repeat / 1000)
     return statistics.median(out)
@@ -106,7 +115,17 @@ def main():
     res["resolve_rust"] = statistics.median(rust)
     other = sqlite3.connect(a.db)
     res["resolve_py_after_write"] = median_us_after_write(
-        lambda: bridge.resolve(a.agent, a.session), other, a.repeat // 10 or 1, a.batches)
+        lambda _: bridge.resolve(a.agent, a.session), other, a.repeat // 10 or 1, a.batches)
+    plain = sqlite3.connect(a.db, isolation_level=None)
+    record_key = f"session_switch:active:{a.agent}"
+
+    def two_reads(_):
+        plain.execute("BEGIN")
+        assert plain.execute("SELECT value FROM state_meta WHERE key = ?", (record_key,)).fetchone()
+        assert plain.execute("SELECT 1 FROM sessions WHERE id = ?", (a.cli_session,)).fetchone()
+        plain.execute("COMMIT")
+
+    res["sqlite_after_write"] = median_us_after_write(two_reads, other, a.repeat // 10 or 1, a.batches)
     res["hermes_load"] = median_us(lambda: db.get_messages_as_conversation(a.cli_session), slow, a.batches)
     res["client_load"] = median_us(lambda: db.get_messages_as_conversation(a.session), a.repeat // 10 or 1, a.batches)
     # tag_messages edits in place: each call gets its own copy, made
@@ -121,18 +140,22 @@ def main():
     res["tag_messages"] = statistics.median(tag)
     resolver = getattr(db, "resolve_resume_session_id", None)
 
-    def plan():
+    def request(messages):
+        """The plugin's work on a redirect (`hermes_plugin.py`), around
+        Hermes's own load of `messages`."""
         agent = bridge.agent_for_session(a.session)
         d = bridge.resolve(agent, a.session)
         target = d["session_id"]
         # As the plugin: Hermes's walk only where the target has children.
         if callable(resolver) and bridge.has_child_sessions(target):
             target = resolver(target) or target
-        return target
+        bridge.tag_messages(agent, target, messages)
 
-    # Hermes stores each turn, so a request's resolve finds state.db changed.
-    res["plugin_load_seam"] = (median_us_after_write(plan, other, a.repeat // 10 or 1, a.batches)
-                               + res["tag_messages"])
+    # Hermes stores each turn, so a request finds state.db changed: timed
+    # whole after another connection's commit (every read of the request
+    # sees SQLite's page cache dropped), on a copy of the loaded list.
+    res["plugin_load_seam"] = median_us_after_write(
+        request, other, a.repeat // 10 or 1, a.batches, fresh=lambda: copy.deepcopy(loaded))
     res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
     res["load_seam_share"] = res["plugin_load_seam"] / res["hermes_load"]
     res["run_agent_seam_share"] = res["plugin_run_agent_seam"] / res["hermes_load"]

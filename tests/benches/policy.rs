@@ -15,6 +15,11 @@
 //!   host over `HermesStore`, every call.
 //! - `context-<db>/component` and `/native`: resolve + history + tagging,
 //!   edits applied to the full rows.
+//! - `context-<db>/sqlite-alone`: the history's own select
+//!   (`HermesStore::history_select`) stepped, each cell handed over by
+//!   reference and nothing built: what SQLite alone takes to give any
+//!   faithful loader the columns Hermes's loader reads, the floor of
+//!   `context`.
 //! - `tag-<db>/component`: `PolicyInstance::tag_edits` on the CLI
 //!   session's loaded rows, the plugin's `tag_messages` without its Python.
 //!
@@ -28,6 +33,7 @@ mod common;
 
 use common::{Run, native_context, native_policy, native_resolve, run};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use rusqlite::types::ValueRef;
 use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
 use session_switch::store::HermesStore;
 use session_switch::{HermesImports, wiring};
@@ -129,6 +135,33 @@ fn benches(c: &mut Criterion) {
             db.name
         );
 
+        let (select, binds_agent) = HermesStore::open(&db.path)
+            .and_then(|store| store.history_select())
+            .unwrap_or_else(|f| panic!("{}", f.message));
+        let mut history_stmt = other.prepare(&select).expect("the history's select");
+        let cli = run.cli_session.as_str();
+        let mut sqlite_alone = move || -> (u32, usize) {
+            let mut rows = if binds_agent {
+                history_stmt.query(rusqlite::params![cli, agent])
+            } else {
+                history_stmt.query([cli])
+            }
+            .expect("the history's select");
+            let (mut n, mut bytes) = (0, 0);
+            while let Some(row) = rows.next().expect("a history row") {
+                n += 1;
+                for i in 0..row.as_ref().column_count() {
+                    bytes += match row.get_ref_unwrap(i) {
+                        ValueRef::Text(b) | ValueRef::Blob(b) => b.len(),
+                        ValueRef::Integer(_) | ValueRef::Real(_) => 8,
+                        ValueRef::Null => 0,
+                    };
+                }
+            }
+            (n, bytes)
+        };
+        assert_eq!(sqlite_alone().0, db.rows, "{}: the select's rows", db.name);
+
         if let Some((only, n)) = &looped {
             // Profiling mode: a known number of calls, no criterion.
             // The variant's name is matched once: formatting it in the
@@ -148,6 +181,7 @@ fn benches(c: &mut Criterion) {
                     Some(("resolve", "native")) => drop(native_resolve(&mut native, agent, asked)),
                     Some(("context", "component")) => drop(component.context(agent, asked, None)),
                     Some(("context", "native")) => drop(native_context(&mut native, agent, asked)),
+                    Some(("context", "sqlite-alone")) => drop(sqlite_alone()),
                     Some(("tag", "component")) => drop(component.tag_edits(agent, &ctx.messages)),
                     _ => break,
                 }
@@ -189,6 +223,7 @@ fn benches(c: &mut Criterion) {
         g.bench_function("native", |b| {
             b.iter(|| black_box(native_context(&mut native, agent, black_box(asked))))
         });
+        g.bench_function("sqlite-alone", |b| b.iter(|| black_box(sqlite_alone())));
         g.finish();
 
         // The plugin's tagging (`session_switch.Bridge.tag_messages`) minus

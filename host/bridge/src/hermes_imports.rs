@@ -16,8 +16,9 @@ use crate::transport::{Transport, is_no_such_room};
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
 use session_switch_runtime::{
-    DataVersion, Failure, FailureKind, HistoryRow, HostImports, SendPlan, Sent,
+    DataVersion, Failure, FailureKind, HistoryRow, HostImports, PolicyInstance, SendPlan, Sent,
 };
+use std::any::Any;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
@@ -147,6 +148,19 @@ impl HermesImports {
 
     pub fn store(&self) -> &HermesStore {
         &self.store
+    }
+
+    /// The store of `instance`, when its imports are `HermesImports` (every
+    /// instance [`Bridge::instance`](crate::Bridge::instance) makes): for a
+    /// gateway's plain reads between policy calls on the connection those
+    /// calls use. After another connection's commit SQLite drops a
+    /// connection's page cache and the next read goes back to the file
+    /// (~40 µs); a request whose reads share one connection pays that once.
+    pub fn store_of(instance: &mut PolicyInstance) -> Option<&HermesStore> {
+        let imports: &mut dyn Any = instance.imports_mut();
+        imports
+            .downcast_mut::<HermesImports>()
+            .map(|imports| &imports.store)
     }
 
     /// A record's value as the policy is given it: when it is a JSON object

@@ -11,7 +11,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList};
 use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
-use session_switch::{Bridge as Host, BridgeOptions, Failure, json, refuse_unusable, wiring};
+use session_switch::{
+    Bridge as Host, BridgeOptions, Failure, HermesImports, json, refuse_unusable, wiring,
+};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -24,8 +26,6 @@ pub struct Bridge {
     pub(crate) host: Host,
     /// Instances not in use (without a transport: `send` opens its own).
     instances: Pool<PolicyInstance>,
-    /// Connections for [`tagging`]'s read of the bridge's rows.
-    pub(crate) stores: Pool<HermesStore>,
     watcher: Mutex<Option<Watcher>>,
     home: PathBuf,
     /// The compression continuations [`Bridge::agent_for_session`] found.
@@ -40,6 +40,22 @@ impl Bridge {
         f: impl FnOnce(&mut PolicyInstance) -> Result<R, Failure> + Send,
     ) -> Result<R, Failure> {
         py.detach(|| self.instances.with(|| self.host.instance(false), f))
+    }
+
+    /// `f` on the store of a pooled instance: a request's plain reads share
+    /// the connection its policy calls use, so after Hermes's commit of a
+    /// turn SQLite refills one page cache per request, not one per
+    /// connection (`HermesImports::store_of`).
+    pub(crate) fn read<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&HermesStore) -> Result<R, Failure> + Send,
+    ) -> Result<R, Failure> {
+        self.call(py, |instance| match HermesImports::store_of(instance) {
+            Some(store) => f(store),
+            // Not made by `Bridge::instance`: a connection of its own.
+            None => f(&self.host.store()?),
+        })
     }
 }
 
@@ -81,7 +97,6 @@ impl Bridge {
         Ok(Self {
             host,
             instances: Pool::new(),
-            stores: Pool::new(),
             watcher: Mutex::new(watcher),
             home,
             continuations: Mutex::default(),
@@ -135,15 +150,10 @@ impl Bridge {
         if let Some(agent) = self.host.configured_agent(session_id) {
             return Ok(Some(agent.to_owned()));
         }
-        let found = py
-            .detach(|| {
-                self.stores.with(
-                    || self.host.store(),
-                    |store| {
-                        let agent = self.host.agent_for_session(store, session_id)?;
-                        Ok::<_, Failure>(agent.map(str::to_owned))
-                    },
-                )
+        let found = self
+            .read(py, |store| {
+                let agent = self.host.agent_for_session(store, session_id)?;
+                Ok(agent.map(str::to_owned))
             })
             .map_err(error)?;
         if found.is_some() {
@@ -161,13 +171,8 @@ impl Bridge {
     /// `session_id` itself, so the plugin need not ask them. Raises
     /// `SessionSwitchError` (kind `busy`/`store`) when it cannot be read.
     fn has_child_sessions(&self, py: Python<'_>, session_id: &str) -> PyResult<bool> {
-        py.detach(|| {
-            self.stores.with(
-                || self.host.store(),
-                |store| store.has_child_sessions(session_id),
-            )
-        })
-        .map_err(error)
+        self.read(py, |store| store.has_child_sessions(session_id))
+            .map_err(error)
     }
 
     /// The serving policy's version, e.g. `session-switch-policy 0.1.0`.

@@ -1,8 +1,8 @@
 //! Objects kept between calls, one per concurrent caller at most: policy
-//! instances (each its own wasmtime store and `state.db` connection) and
-//! plain store connections. A caller takes one or opens one, and puts it
-//! back after its call, so no two threads ever share a wasmtime store (a
-//! store used by two threads at once aborts the process).
+//! instances, each its own wasmtime store and `state.db` connection. A
+//! caller takes one or opens one, and puts it back after its call, so no
+//! two threads ever share a wasmtime store (a store used by two threads at
+//! once aborts the process).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,7 +18,6 @@ use session_switch::Failure;
 use session_switch::runtime::{
     EditAction, RowEdit, RowSummaries, YOU_TAG, prefix, push_summary, role_of, sent_text, untag,
 };
-use session_switch::store::HermesStore;
 use std::collections::HashSet;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
@@ -96,16 +95,14 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
 }
 
 /// The bridge's rows of `session_id` for `agent`, as `(role, timestamp
-/// bits)`, over a pooled store connection.
+/// bits)`.
 fn bridge_rows(
     bridge: &Bridge,
+    py: Python<'_>,
     session_id: &str,
     agent: &str,
 ) -> Result<HashSet<(String, u64)>, Failure> {
-    let rows = bridge.stores.with(
-        || HermesStore::open(bridge.host.db_path()),
-        |store| store.bridge_rows(session_id, agent),
-    )?;
+    let rows = bridge.read(py, |store| store.bridge_rows(session_id, agent))?;
     Ok(rows
         .into_iter()
         .map(|(_, role, ts)| (role, ts.to_bits()))
@@ -130,9 +127,7 @@ pub fn tag_messages(
     session_id: &str,
     messages: &Bound<'_, PyList>,
 ) -> PyResult<usize> {
-    let ours = py
-        .detach(|| bridge_rows(bridge, session_id, agent))
-        .map_err(error)?;
+    let ours = bridge_rows(bridge, py, session_id, agent).map_err(error)?;
     let chars = bridge.host.policy().options().tag_prefix_chars;
     let mut summaries = RowSummaries {
         rows: Vec::with_capacity(messages.len()),

@@ -2,6 +2,8 @@
 //! interface. The Hermes store and the ejabberd transports implement it
 //! (glue outside this module); tests implement it over memory.
 
+use std::any::Any;
+
 use super::bindings::{SendPlan, Sent};
 use crate::Failure;
 
@@ -146,8 +148,10 @@ impl HistoryRow {
 /// called from inside that instance's calls, on the caller's thread; it is
 /// `Send` so an instance may move between threads. A `Failure` returned here
 /// reaches the policy unchanged as a WIT `failure`, and the policy passes it
-/// back to the caller with the same kind.
-pub trait HostImports: Send + 'static {
+/// back to the caller with the same kind. `Any`, so that a host can reach
+/// its own type behind [`PolicyInstance::imports_mut`](super::PolicyInstance::imports_mut)
+/// (e.g. for plain reads on the connection the policy's calls use).
+pub trait HostImports: Any + Send {
     /// The value of `state_meta` key `key`; `None` when the key or the whole
     /// table is absent (early Hermes databases have none). Must not write.
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure>;

@@ -299,16 +299,10 @@ impl HermesStore {
         limit: Option<u32>,
     ) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
-        let sent = self.table_exists("session_switch_sent")?;
-        let bridge = if sent {
-            "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id AND s.agent = ?2)"
-        } else {
-            "0"
-        };
         // The whole history, in the loader's order. A limit is applied
         // after the loader's rules: the row it drops after a harness prompt
         // depends on the row before.
-        let sql = self.loader.history_select(bridge, self.has_active);
+        let (sql, sent) = self.history_select()?;
         let mut stmt = self
             .conn
             .prepare_cached(&sql)
@@ -335,6 +329,20 @@ impl HermesStore {
             rows.drain(..rows.len().saturating_sub(n as usize));
         }
         Ok(rows)
+    }
+
+    /// The select [`Self::history`] runs (`?1`: the session), and whether
+    /// it binds the agent as `?2` (only where `session_switch_sent`
+    /// exists). Public for `make bench`'s "SQLite alone" row: SQLite's own
+    /// share of a history read, stepped without building messages.
+    pub fn history_select(&self) -> Result<(String, bool), Failure> {
+        let sent = self.table_exists("session_switch_sent")?;
+        let bridge = if sent {
+            "EXISTS(SELECT 1 FROM session_switch_sent s WHERE s.message_id = m.id AND s.agent = ?2)"
+        } else {
+            "0"
+        };
+        Ok((self.loader.history_select(bridge, self.has_active), sent))
     }
 
     /// Which loader this database is read with (by its `schema_version`).
