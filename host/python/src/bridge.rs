@@ -8,7 +8,7 @@ use crate::error::error;
 use crate::pool::Pool;
 use crate::tagging;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyList};
+use pyo3::types::{PyBool, PyInt, PyList};
 use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
 use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{
@@ -384,7 +384,11 @@ impl Bridge {
 /// in the CLI's words for `--limit` (a negative or huge int would otherwise
 /// be Python's `OverflowError`).
 fn row_limit(n: &Bound<'_, PyInt>) -> PyResult<u32> {
-    n.extract::<u32>().map_err(|_| {
+    // `True` is an int to Python; the CLI's `--limit` takes no such thing.
+    let rows = (!n.is_instance_of::<PyBool>())
+        .then(|| n.extract::<u32>().ok())
+        .flatten();
+    rows.ok_or_else(|| {
         error(Failure::bad_input(format!(
             "limit {n} is not a number of rows (0 to {})",
             u32::MAX

@@ -253,6 +253,8 @@ class Differential(unittest.TestCase):
             # Limits the CLI's --limit refuses, not Python's OverflowError.
             (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=-1), "bad-input"),
             (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=2**70), "bad-input"),
+            # A bool is an int to Python, not a number of rows.
+            (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=True), "bad-input"),
         ]
         for call, kind in cases:
             with self.assertRaises(SessionSwitchError) as caught:
