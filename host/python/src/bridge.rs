@@ -346,7 +346,8 @@ impl Bridge {
     /// bridge's rows are recognised by role and stored timestamp, never by
     /// position, as the loader drops rows and carries no ids. An edit
     /// applies to the content's text and a non-empty `api_content` alike.
-    /// Raises `SessionSwitchError` (`store`, `policy`) and leaves
+    /// Raises `SessionSwitchError` (`bad-input` for an id Hermes's API
+    /// server refuses, as `resolve`; `store`, `policy`) and leaves
     /// `messages` as they were.
     fn tag_messages(
         &self,
@@ -355,6 +356,7 @@ impl Bridge {
         session_id: &str,
         messages: &Bound<'_, PyList>,
     ) -> PyResult<usize> {
+        refuse_unusable(session_id).map_err(error)?;
         tagging::tag_messages(self, py, agent, session_id, messages)
     }
 

@@ -263,6 +263,13 @@ class Differential(unittest.TestCase):
                 self.assertEqual(caught.exception.kind, kind, caught.exception.message)
             self.assertTrue(caught.exception.message)
         self.assertEqual(len(bridge.context("mohe", "xmpp-mohe-v2", limit=2)["messages"]), 2)
+        # tag_messages refuses the ids resolve refuses, and edits nothing.
+        messages = [{"role": "user", "content": "mohe: hi"}]
+        with self.assertRaises(SessionSwitchError) as caught:
+            bridge.tag_messages("mohe", "../etc", messages)
+        self.assertEqual(caught.exception.kind, "bad-input")
+        self.assertEqual(messages, [{"role": "user", "content": "mohe: hi"}])
+        self.assertEqual(bridge.tag_messages("mohe", "xmpp-mohe-v2", messages), 1)
 
     def test_a_failure_pickles_with_its_kind(self):
         # As a process pool passes it back to its caller.

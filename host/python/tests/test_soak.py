@@ -197,7 +197,9 @@ class _Soak:
                     body = support.unique(f"cli send {i}")
                     status, out, err = cli.run("send", body, CLI_SESSION, "--agent", "mohe")
                     with lock:
-                        sends.append((body, status, err.strip()[-200:]))
+                        # The CLI's error is its first line (a hint may follow).
+                        first = err.strip().splitlines()[0] if err.strip() else ""
+                        sends.append((body, status, first[:300]))
                 i += 1
                 time.sleep(0.2)
 

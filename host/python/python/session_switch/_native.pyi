@@ -143,7 +143,10 @@ class Bridge:
         list of parts (the first ``{"type": "text"}`` part carries the
         text) or ``None``; ``api_content`` edited alike when non-empty).
         Rows are matched to the bridge's by role and timestamp, never by
-        position. Returns how many messages changed."""
+        position. Returns how many messages changed. Raises
+        ``SessionSwitchError`` (``bad-input`` for a session id Hermes's API
+        server refuses, as ``resolve``; ``store``, ``policy``) and leaves
+        ``messages`` as they were."""
         ...
     def _bench_resolve(self, agent: str, session_id: str, n: int) -> float:
         """``resolve`` ``n`` times inside Rust (no Python objects); ns per call."""
