@@ -3,7 +3,7 @@
 //! runs on a pooled policy instance, and converts the answer; every rule
 //! stays in the policy, every guard in the Rust host.
 
-use crate::convert::{self, to_py};
+use crate::convert::{self, Text, to_py};
 use crate::error::error;
 use crate::pool::Pool;
 use crate::tagging;
@@ -145,7 +145,8 @@ impl Bridge {
     /// retires the pooled instances, whose settings list the continuations
     /// that existed when they were made. Raises `SessionSwitchError` (kind
     /// `busy` or `store`) when the chain cannot be read.
-    fn agent_for_session(&self, py: Python<'_>, session_id: &str) -> PyResult<Option<String>> {
+    fn agent_for_session(&self, py: Python<'_>, session_id: Text) -> PyResult<Option<String>> {
+        let session_id = &*session_id;
         // The common case, without the GIL dance or a connection.
         if let Some(agent) = self.host.configured_agent(session_id) {
             return Ok(Some(agent.to_owned()));
@@ -170,7 +171,8 @@ impl Bridge {
     /// `resolve_resume_session_id`, `get_compression_tip`) end at
     /// `session_id` itself, so the plugin need not ask them. Raises
     /// `SessionSwitchError` (kind `busy`/`store`) when it cannot be read.
-    fn has_child_sessions(&self, py: Python<'_>, session_id: &str) -> PyResult<bool> {
+    fn has_child_sessions(&self, py: Python<'_>, session_id: Text) -> PyResult<bool> {
+        let session_id = &*session_id;
         self.read(py, |store| store.has_child_sessions(session_id))
             .map_err(error)
     }
@@ -189,9 +191,10 @@ impl Bridge {
     fn resolve<'py>(
         &self,
         py: Python<'py>,
-        agent: &str,
-        session_id: &str,
+        agent: Text,
+        session_id: Text,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let (agent, session_id) = (&*agent, &*session_id);
         refuse_unusable(session_id).map_err(error)?;
         let decision = self
             .call(py, |i| i.resolve(agent, session_id))
@@ -206,10 +209,11 @@ impl Bridge {
     fn context<'py>(
         &self,
         py: Python<'py>,
-        agent: &str,
-        session_id: &str,
+        agent: Text,
+        session_id: Text,
         limit: Option<Bound<'py, PyInt>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let (agent, session_id) = (&*agent, &*session_id);
         let limit = limit.map(|n| row_limit(&n)).transpose()?;
         refuse_unusable(session_id).map_err(error)?;
         let answer = self
@@ -223,10 +227,11 @@ impl Bridge {
     fn send<'py>(
         &self,
         py: Python<'py>,
-        agent: &str,
-        cli_session_id: &str,
-        text: &str,
+        agent: Text,
+        cli_session_id: Text,
+        text: Text,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let (agent, cli_session_id, text) = (&*agent, &*cli_session_id, &*text);
         let (receipt, history_session) = py
             .detach(|| self.host.send_noting(agent, cli_session_id, text))
             .map_err(error)?;
@@ -237,7 +242,8 @@ impl Bridge {
     /// the history (`"pending_send": True`; delivered ones are written
     /// first), each a dict as CLI `active --json`.
     #[pyo3(signature = (agent=None))]
-    fn active<'py>(&self, py: Python<'py>, agent: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    fn active<'py>(&self, py: Python<'py>, agent: Option<Text>) -> PyResult<Bound<'py, PyAny>> {
+        let agent = agent.as_deref();
         let (statuses, pending) = py
             .detach(|| self.host.active_and_pending(agent))
             .map_err(error)?;
@@ -248,14 +254,15 @@ impl Bridge {
     /// pending sends (delivered ones are written first), as CLI `clear`:
     /// `{"cleared": [keys], "pending_sends_cleared": n}`.
     #[pyo3(signature = (agent=None))]
-    fn clear<'py>(&self, py: Python<'py>, agent: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    fn clear<'py>(&self, py: Python<'py>, agent: Option<Text>) -> PyResult<Bound<'py, PyAny>> {
+        let agent = agent.as_deref();
         let (keys, pending) = py.detach(|| self.host.clear_all(agent)).map_err(error)?;
         to_py(py, &json::cleared(&keys, pending))
     }
 
     /// Whether a room message from `sender` is `agent`'s own echo.
-    fn is_own(&self, py: Python<'_>, agent: &str, sender: &str) -> PyResult<bool> {
-        self.call(py, |i| i.is_own_message(agent, sender))
+    fn is_own(&self, py: Python<'_>, agent: Text, sender: Text) -> PyResult<bool> {
+        self.call(py, |i| i.is_own_message(&agent, &sender))
             .map_err(error)
     }
 
@@ -270,17 +277,18 @@ impl Bridge {
     fn admit<'py>(
         &self,
         py: Python<'py>,
-        agent: &str,
-        occupant: String,
-        body: String,
-        jid: Option<String>,
+        agent: Text,
+        occupant: Text,
+        body: Text,
+        jid: Option<Text>,
         delayed: bool,
         human_origin: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let agent = &*agent;
         let message = RoomMessage {
-            occupant,
-            jid,
-            body,
+            occupant: occupant.into(),
+            jid: jid.map(String::from),
+            body: body.into(),
             delayed,
             human_origin,
         };
@@ -352,12 +360,12 @@ impl Bridge {
     fn tag_messages(
         &self,
         py: Python<'_>,
-        agent: &str,
-        session_id: &str,
+        agent: Text,
+        session_id: Text,
         messages: &Bound<'_, PyList>,
     ) -> PyResult<usize> {
-        refuse_unusable(session_id).map_err(error)?;
-        tagging::tag_messages(self, py, agent, session_id, messages)
+        refuse_unusable(&session_id).map_err(error)?;
+        tagging::tag_messages(self, py, &agent, &session_id, messages)
     }
 
     /// For `make bench` (bench/driver.py): `resolve` run `n` times in Rust
@@ -367,10 +375,11 @@ impl Bridge {
     fn _bench_resolve(
         &self,
         py: Python<'_>,
-        agent: &str,
-        session_id: &str,
+        agent: Text,
+        session_id: Text,
         n: u32,
     ) -> PyResult<f64> {
+        let (agent, session_id) = (&*agent, &*session_id);
         self.call(py, |i| {
             let start = Instant::now();
             for _ in 0..n {

@@ -1,11 +1,13 @@
 //! Answers as Python objects with the CLI's JSON field names
-//! ([`session_switch::json`] is the one copy of those shapes).
+//! ([`session_switch::json`] is the one copy of those shapes), and text
+//! arguments from Python ([`Text`]).
 
 use pyo3::IntoPyObjectExt;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
+use session_switch::Failure;
 use session_switch::runtime::Decision;
 
 /// A JSON value as the Python object `json.loads` would give.
@@ -49,4 +51,40 @@ pub fn decision<'py>(py: Python<'py>, d: &Decision) -> PyResult<Bound<'py, PyAny
     dict.set_item(intern!(py, "detail"), &d.detail)?;
     dict.set_item(intern!(py, "valid_until"), d.valid_until)?;
     Ok(dict.into_any())
+}
+
+/// A `str` argument as UTF-8. A Python `str` can hold a lone surrogate
+/// (U+D800–U+DFFF, e.g. from `os.fsdecode` or a JSON `"\ud83d"`), which
+/// UTF-8 cannot: that is `SessionSwitchError` kind `bad-input`, as the CLI
+/// refuses an argument that is not UTF-8 (exit 2), rather than Python's
+/// `UnicodeEncodeError`. A value that is not a `str` stays a `TypeError`
+/// naming the argument.
+pub struct Text(String);
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Text> for String {
+    fn from(text: Text) -> String {
+        text.0
+    }
+}
+
+impl FromPyObject<'_, '_> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        let text = obj.cast::<PyString>()?;
+        match text.to_str() {
+            Ok(text) => Ok(Text(text.to_owned())),
+            Err(why) => Err(crate::error::error(Failure::bad_input(format!(
+                "a str argument is not text UTF-8 can carry ({why})"
+            )))),
+        }
+    }
 }

@@ -253,6 +253,10 @@ class Differential(unittest.TestCase):
             # Limits the CLI's --limit refuses, not Python's OverflowError.
             (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=-1), "bad-input"),
             (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=2**70), "bad-input"),
+            # A str with a lone surrogate is not UTF-8 (the CLI's exit 2).
+            (lambda: bridge.resolve("mohe", "xmpp-\ud800"), "bad-input"),
+            (lambda: bridge.is_own("mohe", "coregroup@conference.meeting.localhost/\udcff"), "bad-input"),
+            (lambda: bridge.send("\ud83d", CLI_SESSION, "hi"), "bad-input"),
             # A bool is an int to Python, not a number of rows.
             (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=True), "bad-input"),
         ]
@@ -263,6 +267,8 @@ class Differential(unittest.TestCase):
                 self.assertEqual(caught.exception.kind, kind, caught.exception.message)
             self.assertTrue(caught.exception.message)
         self.assertEqual(len(bridge.context("mohe", "xmpp-mohe-v2", limit=2)["messages"]), 2)
+        with self.assertRaisesRegex(TypeError, "session_id"):
+            bridge.resolve("mohe", 3)
         # tag_messages refuses the ids resolve refuses, and edits nothing.
         messages = [{"role": "user", "content": "mohe: hi"}]
         with self.assertRaises(SessionSwitchError) as caught:

@@ -92,7 +92,9 @@ class BuildInfo(TypedDict):
 def build_info() -> BuildInfo: ...
 
 class Bridge:
-    """The host of one Hermes home; safe to share between threads."""
+    """The host of one Hermes home; safe to share between threads. A ``str``
+    argument holding a lone surrogate (not UTF-8) raises
+    ``SessionSwitchError`` kind ``bad-input``, as the CLI exits 2."""
 
     def __init__(
         self,
