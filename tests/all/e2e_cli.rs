@@ -121,12 +121,12 @@ impl World {
         assert_eq!(stored, record, "{case}: the record is untouched");
     }
 
-    /// Store a record for mohe naming the CLI session, a minute old (as a
-    /// delivered send leaves it); its JSON text.
-    fn insert_mohe_record(&self) -> String {
+    /// Store a record for mohe naming the CLI session, stamped `age`
+    /// seconds before this clock (negative: ahead of it); its JSON text.
+    fn insert_mohe_record(&self, age: f64) -> String {
         let record = serde_json::json!({
             "session_id": CLI_SESSION,
-            "timestamp": session_switch_runtime::unix_now() - 60.0,
+            "timestamp": session_switch_runtime::unix_now() - age,
             "agent": "mohe",
         })
         .to_string();
@@ -729,7 +729,8 @@ fn a_sender_refused_beside_its_post_is_an_unknown_outcome_listed_by_active() {
         }) else {
             return;
         };
-        let record = w.insert_mohe_record();
+        // A minute old, as a delivered send leaves it.
+        let record = w.insert_mohe_record(60.0);
         let room = RoomObserver::join(&w.ej);
         let body = unique("dropped beside the check");
         let history_before = w.rows("xmpp-mohe-v2");
@@ -768,18 +769,7 @@ fn active_names_a_record_from_ahead_of_this_clock_as_such() {
     let Some(w) = World::new(Setup::http()) else {
         return;
     };
-    let record = serde_json::json!({
-        "session_id": CLI_SESSION,
-        "timestamp": session_switch_runtime::unix_now() + 60.0,
-        "agent": "mohe",
-    })
-    .to_string();
-    w.conn()
-        .execute(
-            "INSERT INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
-            [&record],
-        )
-        .unwrap();
+    w.insert_mohe_record(-60.0);
     let out = w.cli(&["active", "--agent", "mohe"]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
@@ -814,7 +804,8 @@ fn a_send_to_a_missing_room_beside_its_check_is_refused_and_writes_nothing() {
         }) else {
             return;
         };
-        let record = w.insert_mohe_record();
+        // A minute old, as a delivered send leaves it.
+        let record = w.insert_mohe_record(60.0);
         let history_before = w.rows("xmpp-mohe-v2");
         let body = unique("to a room that is not there");
         let (code, line) = failed(&w.cli(&["send", &body, CLI_SESSION, "--agent", "mohe"]));

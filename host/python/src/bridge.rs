@@ -146,14 +146,13 @@ impl Bridge {
     /// that existed when they were made. Raises `SessionSwitchError` (kind
     /// `busy` or `store`) when the chain cannot be read.
     fn agent_for_session(&self, py: Python<'_>, session_id: Text) -> PyResult<Option<String>> {
-        let session_id = &*session_id;
         // The common case, without the GIL dance or a connection.
-        if let Some(agent) = self.host.configured_agent(session_id) {
+        if let Some(agent) = self.host.configured_agent(&session_id) {
             return Ok(Some(agent.to_owned()));
         }
         let found = self
             .read(py, |store| {
-                let agent = self.host.agent_for_session(store, session_id)?;
+                let agent = self.host.agent_for_session(store, &session_id)?;
                 Ok(agent.map(str::to_owned))
             })
             .map_err(error)?;
@@ -172,8 +171,7 @@ impl Bridge {
     /// `session_id` itself, so the plugin need not ask them. Raises
     /// `SessionSwitchError` (kind `busy`/`store`) when it cannot be read.
     fn has_child_sessions(&self, py: Python<'_>, session_id: Text) -> PyResult<bool> {
-        let session_id = &*session_id;
-        self.read(py, |store| store.has_child_sessions(session_id))
+        self.read(py, |store| store.has_child_sessions(&session_id))
             .map_err(error)
     }
 
@@ -194,10 +192,9 @@ impl Bridge {
         agent: Text,
         session_id: Text,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (agent, session_id) = (&*agent, &*session_id);
-        refuse_unusable(session_id).map_err(error)?;
+        refuse_unusable(&session_id).map_err(error)?;
         let decision = self
-            .call(py, |i| i.resolve(agent, session_id))
+            .call(py, |i| i.resolve(&agent, &session_id))
             .map_err(error)?;
         convert::decision(py, &decision)
     }
@@ -213,11 +210,10 @@ impl Bridge {
         session_id: Text,
         limit: Option<Bound<'py, PyInt>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (agent, session_id) = (&*agent, &*session_id);
         let limit = limit.map(|n| row_limit(&n)).transpose()?;
-        refuse_unusable(session_id).map_err(error)?;
+        refuse_unusable(&session_id).map_err(error)?;
         let answer = self
-            .call(py, |i| i.context(agent, session_id, limit))
+            .call(py, |i| i.context(&agent, &session_id, limit))
             .map_err(error)?;
         to_py(py, &json::context(&answer))
     }
@@ -231,9 +227,8 @@ impl Bridge {
         cli_session_id: Text,
         text: Text,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (agent, cli_session_id, text) = (&*agent, &*cli_session_id, &*text);
         let (receipt, history_session) = py
-            .detach(|| self.host.send_noting(agent, cli_session_id, text))
+            .detach(|| self.host.send_noting(&agent, &cli_session_id, &text))
             .map_err(error)?;
         to_py(py, &json::receipt(&receipt, &history_session))
     }
@@ -284,16 +279,15 @@ impl Bridge {
         delayed: bool,
         human_origin: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let agent = &*agent;
         let message = RoomMessage {
-            occupant: occupant.into(),
-            jid: jid.map(String::from),
-            body: body.into(),
+            occupant: occupant.to_owned(),
+            jid: jid.map(|jid| jid.to_owned()),
+            body: body.to_owned(),
             delayed,
             human_origin,
         };
         let admission = py
-            .detach(|| self.host.admit(agent, &message))
+            .detach(|| self.host.admit(&agent, &message))
             .map_err(error)?;
         to_py(py, &json::admission(&admission))
     }
@@ -379,11 +373,10 @@ impl Bridge {
         session_id: Text,
         n: u32,
     ) -> PyResult<f64> {
-        let (agent, session_id) = (&*agent, &*session_id);
         self.call(py, |i| {
             let start = Instant::now();
             for _ in 0..n {
-                i.resolve(agent, session_id)?;
+                i.resolve(&agent, &session_id)?;
             }
             Ok(start.elapsed().as_nanos() as f64 / f64::from(n.max(1)))
         })
@@ -396,9 +389,11 @@ impl Bridge {
 /// be Python's `OverflowError`).
 fn row_limit(n: &Bound<'_, PyInt>) -> PyResult<u32> {
     // `True` is an int to Python; the CLI's `--limit` takes no such thing.
-    let rows = (!n.is_instance_of::<PyBool>())
-        .then(|| n.extract::<u32>().ok())
-        .flatten();
+    let rows = if n.is_instance_of::<PyBool>() {
+        None
+    } else {
+        n.extract::<u32>().ok()
+    };
     rows.ok_or_else(|| {
         error(Failure::bad_input(format!(
             "limit {n} is not a number of rows (0 to {})",

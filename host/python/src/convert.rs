@@ -53,38 +53,36 @@ pub fn decision<'py>(py: Python<'py>, d: &Decision) -> PyResult<Bound<'py, PyAny
     Ok(dict.into_any())
 }
 
-/// A `str` argument as UTF-8. A Python `str` can hold a lone surrogate
+/// A `str` argument as UTF-8, borrowed from the Python string (no copy on
+/// a call's way in). A Python `str` can hold a lone surrogate
 /// (U+D800–U+DFFF, e.g. from `os.fsdecode` or a JSON `"\ud83d"`), which
 /// UTF-8 cannot: that is `SessionSwitchError` kind `bad-input`, as the CLI
 /// refuses an argument that is not UTF-8 (exit 2), rather than Python's
 /// `UnicodeEncodeError`. A value that is not a `str` stays a `TypeError`
 /// naming the argument.
-pub struct Text(String);
+pub struct Text<'a>(&'a str);
 
-impl std::ops::Deref for Text {
+impl std::ops::Deref for Text<'_> {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.0
+        self.0
     }
 }
 
-impl From<Text> for String {
-    fn from(text: Text) -> String {
-        text.0
-    }
-}
-
-impl FromPyObject<'_, '_> for Text {
+impl<'a> FromPyObject<'a, '_> for Text<'a> {
     type Error = PyErr;
 
-    fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
-        let text = obj.cast::<PyString>()?;
-        match text.to_str() {
-            Ok(text) => Ok(Text(text.to_owned())),
-            Err(why) => Err(crate::error::error(Failure::bad_input(format!(
-                "a str argument is not text UTF-8 can carry ({why})"
-            )))),
+    fn extract(obj: Borrowed<'a, '_, PyAny>) -> PyResult<Self> {
+        match <&'a str>::extract(obj) {
+            Ok(text) => Ok(Text(text)),
+            // A `str` that is not UTF-8; anything else is the `TypeError`.
+            Err(why) if obj.is_instance_of::<PyString>() => {
+                Err(crate::error::error(Failure::bad_input(format!(
+                    "a str argument is not text UTF-8 can carry ({why})"
+                ))))
+            }
+            Err(why) => Err(why),
         }
     }
 }

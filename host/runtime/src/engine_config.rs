@@ -7,6 +7,7 @@
 //! artifact's settings differ anyway, its compatibility key below differs
 //! and the host compiles instead.)
 
+use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 
@@ -57,8 +58,6 @@ pub fn compatibility_key(engine: &wasmtime::Engine) -> [u8; 32] {
     engine.precompile_compatibility_hash().hash(&mut hasher);
     hasher.0.finalize().into()
 }
-
-pub use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC};
 
 /// An embedded artifact (`artifact_layout.rs`): the header (the magic, then
 /// SHA-256 of the component it was compiled from, the engine's

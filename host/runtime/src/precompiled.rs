@@ -14,11 +14,9 @@
 //! build time, from the component the binary embeds, and it lives inside
 //! the binary; it is exactly as trusted as the binary (SECURITY.md).
 
-use super::artifact_layout::{HeaderDigest, digest};
+use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, HeaderDigest, digest};
 use super::cache::{self, CacheMode, CacheUse};
-use super::engine_config::{
-    ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, compatibility_key, config, encode_artifact,
-};
+use super::engine_config::{compatibility_key, config, encode_artifact};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use wasmtime::Engine;
