@@ -3,7 +3,7 @@
 //! runs on a pooled policy instance, and converts the answer; every rule
 //! stays in the policy, every guard in the Rust host.
 
-use crate::convert::{self, Text, to_py};
+use crate::convert::{self, PathArg, Text, to_py};
 use crate::error::error;
 use crate::pool::Pool;
 use crate::tagging;
@@ -69,13 +69,15 @@ impl Bridge {
     #[pyo3(signature = (home=None, *, config=None, db=None, policy=None, cache_dir=None, watch=true))]
     fn new(
         py: Python<'_>,
-        home: Option<PathBuf>,
-        config: Option<PathBuf>,
-        db: Option<PathBuf>,
-        policy: Option<PathBuf>,
-        cache_dir: Option<PathBuf>,
+        home: Option<PathArg>,
+        config: Option<PathArg>,
+        db: Option<PathArg>,
+        policy: Option<PathArg>,
+        cache_dir: Option<PathArg>,
         watch: bool,
     ) -> PyResult<Self> {
+        let [home, config, db, policy, cache_dir] =
+            [home, config, db, policy, cache_dir].map(|p| p.map(|p| p.0));
         let home = home.unwrap_or_else(hermes_home);
         let options = BridgeOptions {
             config: Some(config.unwrap_or_else(|| home.join("session-switch.toml"))),
@@ -296,8 +298,11 @@ impl Bridge {
     /// every check; the old policy keeps serving on any failure (raised).
     /// Returns the new version, or `None` when the bytes are unchanged.
     #[pyo3(signature = (path=None))]
-    fn reload(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<Option<String>> {
-        let Some(path) = path.or_else(|| self.host.policy_file().map(PathBuf::from)) else {
+    fn reload(&self, py: Python<'_>, path: Option<PathArg>) -> PyResult<Option<String>> {
+        let Some(path) = path
+            .map(|p| p.0)
+            .or_else(|| self.host.policy_file().map(PathBuf::from))
+        else {
             return Err(error(Failure::bad_input(
                 "the embedded policy has no file to reload: pass a path".to_owned(),
             )));

@@ -1,14 +1,18 @@
 //! Answers as Python objects with the CLI's JSON field names
 //! ([`session_switch::json`] is the one copy of those shapes), and text
-//! arguments from Python ([`Text`]).
+//! and path arguments from Python ([`Text`], [`PathArg`]).
 
 use pyo3::IntoPyObjectExt;
+use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use serde_json::Value;
 use session_switch::Failure;
 use session_switch::runtime::Decision;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 /// A JSON value as the Python object `json.loads` would give.
 pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -80,6 +84,36 @@ impl<'a> FromPyObject<'a, '_> for Text<'a> {
             Err(why) if obj.is_instance_of::<PyString>() => {
                 Err(crate::error::error(Failure::bad_input(format!(
                     "a str argument is not text UTF-8 can carry ({why})"
+                ))))
+            }
+            Err(why) => Err(why),
+        }
+    }
+}
+
+/// A path argument (`str`, `bytes` or `os.PathLike`), as `os.fsencode`
+/// gives it to the file system. A `str` it cannot encode (a lone high
+/// surrogate) is kind `bad-input`; PyO3's own `PathBuf` extraction panics
+/// there. A value of another type stays a `TypeError` naming the argument.
+pub struct PathArg(pub PathBuf);
+
+impl FromPyObject<'_, '_> for PathArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        let py = obj.py();
+        let encoded = py
+            .import(intern!(py, "os"))?
+            .getattr(intern!(py, "fsencode"))?
+            .call1((obj,));
+        match encoded {
+            Ok(bytes) => {
+                let bytes = bytes.cast_into::<PyBytes>()?;
+                Ok(PathArg(PathBuf::from(OsStr::from_bytes(bytes.as_bytes()))))
+            }
+            Err(why) if why.is_instance_of::<PyUnicodeEncodeError>(py) => {
+                Err(crate::error::error(Failure::bad_input(format!(
+                    "a path argument is not one the file system can take ({why})"
                 ))))
             }
             Err(why) => Err(why),

@@ -6,6 +6,7 @@ tagged histories, record listings, clears and failures; and the binding's
 reads leave the file byte-for-byte untouched."""
 
 import hashlib
+import os
 import pickle
 import re
 import shutil
@@ -257,6 +258,9 @@ class Differential(unittest.TestCase):
             (lambda: bridge.resolve("mohe", "xmpp-\ud800"), "bad-input"),
             (lambda: bridge.is_own("mohe", "coregroup@conference.meeting.localhost/\udcff"), "bad-input"),
             (lambda: bridge.send("\ud83d", CLI_SESSION, "hi"), "bad-input"),
+            # A path Python cannot encode for the file system: no panic.
+            (lambda: Bridge(home, policy="x\ud800.wasm"), "bad-input"),
+            (lambda: bridge.reload("x\ud800"), "bad-input"),
             # A bool is an int to Python, not a number of rows.
             (lambda: bridge.context("mohe", "xmpp-mohe-v2", limit=True), "bad-input"),
         ]
@@ -269,6 +273,11 @@ class Differential(unittest.TestCase):
         self.assertEqual(len(bridge.context("mohe", "xmpp-mohe-v2", limit=2)["messages"]), 2)
         with self.assertRaisesRegex(TypeError, "session_id"):
             bridge.resolve("mohe", 3)
+        with self.assertRaisesRegex(TypeError, "db"):
+            Bridge(home, db=3)
+        # A path as bytes, as os.fsencode gives it, is a path.
+        self.assertEqual(Bridge(os.fsencode(home)).resolve("mohe", "xmpp-mohe-v2")["session_id"],
+                         bridge.resolve("mohe", "xmpp-mohe-v2")["session_id"])
         # tag_messages refuses the ids resolve refuses, and edits nothing.
         messages = [{"role": "user", "content": "mohe: hi"}]
         with self.assertRaises(SessionSwitchError) as caught:

@@ -75,6 +75,12 @@ class PendingSend(TypedDict):
     cli_session_id: str
     body: str
 
+class Admission(TypedDict):
+    reply: bool
+    reason: str
+    hops: int
+    detail: str
+
 class Cleared(TypedDict):
     cleared: list[str]
     pending_sends_cleared: int
@@ -136,6 +142,21 @@ class Bridge:
     def active(self, agent: Optional[str] = None) -> list[Union[RecordStatus, PendingSend]]: ...
     def clear(self, agent: Optional[str] = None) -> Cleared: ...
     def is_own(self, agent: str, sender: str) -> bool: ...
+    def admit(
+        self,
+        agent: str,
+        occupant: str,
+        body: str,
+        *,
+        jid: Optional[str] = None,
+        delayed: bool = False,
+        human_origin: bool = False,
+    ) -> Admission:
+        """The loop guard (CLI ``admit --json``, DESIGN §9.3): whether
+        ``agent``'s bot should answer one live room message from
+        ``occupant`` (``room/nick``; ``jid`` the sender's real bare JID where
+        the room exposes it), and why."""
+        ...
     def reload(self, path: Optional[_Path] = None) -> Optional[str]: ...
     def watch_stats(self) -> Optional[WatchStats]: ...
     def close(self) -> None: ...
