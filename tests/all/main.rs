@@ -30,4 +30,5 @@ mod send_lock;
 mod soak;
 mod store;
 mod store_concurrency;
+mod tag_memo;
 mod transport;

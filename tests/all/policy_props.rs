@@ -1,6 +1,6 @@
 //! Properties of the policy's rules, run natively (the same code the
-//! component is built from) with proptest: tagging is idempotent and never
-//! claims another's line; resolve never redirects outside the agent's own
+//! component is built from) with proptest: tagging is idempotent, row-local
+//! and never claims another's line; resolve never redirects outside the agent's own
 //! sessions or at an age ≥ TTL, one agent's record never changes another
 //! agent's decision, and a decision holds until its `valid_until`; body
 //! normalisation is idempotent and leaves nothing XML 1.0 forbids. Case counts keep the file well under a minute.
@@ -168,6 +168,26 @@ proptest! {
                 prop_assert!(!starts_with_tag(after), "a [YOU] left on another's line: {:?}", after);
             }
         }
+    }
+
+    /// `tag` is row-local (WIT `policy.tag`, what the host's row memo
+    /// relies on): each row's edit is the edit of that row tagged alone,
+    /// whatever its id, its position and the rows around it.
+    #[test]
+    fn tagging_is_row_local(rows in prop::collection::vec(stored_row(), 0..12), ids in prop::collection::vec(any::<i64>(), 12)) {
+        let s = settings();
+        let whole = tag(&s, "mohe", &summaries(&s, &rows)).expect("mohe is configured");
+        let mut alone = Vec::new();
+        for (index, ((role, content, bridge), id)) in (0u32..).zip(rows.iter().zip(&ids)) {
+            let mut one = RowSummaries::with_capacity(1, 0);
+            one.push(*id, *role, prefix(content, s.prefix_chars()), *bridge);
+            for e in tag(&s, "mohe", &one).expect("mohe is configured") {
+                prop_assert_eq!(e.index, 0);
+                alone.push((index, e.action));
+            }
+        }
+        let whole: Vec<_> = whole.iter().map(|e| (e.index, e.action)).collect();
+        prop_assert_eq!(whole, alone);
     }
 
     /// A line that is not mohe's (longer name, mention, another agent's

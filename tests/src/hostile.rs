@@ -639,10 +639,11 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
 
 /// A session of the embedded (shipped) policy component, configured with
 /// the samples' settings, for [`check_history_rows`]. Uncached: nothing is
-/// written outside the process.
+/// written outside the process. No memo: every case reaches the policy.
 pub fn component_tagger() -> PolicyInstance {
     let options = PolicyOptions {
         cache: CacheMode::Off,
+        memo: false,
         ..PolicyOptions::default()
     };
     let policy = HostPolicy::embedded(options).expect("the embedded component loads");

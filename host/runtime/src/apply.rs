@@ -74,6 +74,23 @@ pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> RowSummaries {
     out
 }
 
+/// Each row of `summaries` with its prefix, or `None` when the lengths do
+/// not add up to `prefixes` or cut it inside a character (WIT
+/// `row-summaries`: the policy refuses such a list).
+pub(crate) fn split(summaries: &RowSummaries) -> Option<Vec<(&RowSummary, &str)>> {
+    let mut rest = summaries.prefixes.as_str();
+    let mut out = Vec::with_capacity(summaries.rows.len());
+    for row in &summaries.rows {
+        let len = row.prefix_len as usize;
+        let (Some(prefix), Some(tail)) = (rest.get(..len), rest.get(len..)) else {
+            return None;
+        };
+        out.push((row, prefix));
+        rest = tail;
+    }
+    rest.is_empty().then_some(out)
+}
+
 /// Append one row to `out`: its head, and `prefix` at the end of
 /// `out.prefixes` (WIT `row-summaries`).
 pub fn push_summary(out: &mut RowSummaries, id: i64, role: Role, prefix: &str, bridge_wrote: bool) {

@@ -27,9 +27,11 @@ pub struct PolicyOptions {
     /// times a whole `resolve` (README "Performance" has the figures).
     pub reuse_store: bool,
     /// Serve a `resolve` whose decision still holds from the instance's
-    /// memo (`true`, the default; needs `reuse_store`): DESIGN §7,
-    /// [`PolicyInstance::resolve`](crate::PolicyInstance::resolve). `false`
-    /// runs the policy for every call (for measuring it).
+    /// memo, and a `tag` row answered before from its row memo (`true`, the
+    /// default; needs `reuse_store`): DESIGN §7,
+    /// [`PolicyInstance::resolve`](crate::PolicyInstance::resolve),
+    /// [`PolicyInstance::tag_summaries`](crate::PolicyInstance::tag_summaries).
+    /// `false` runs the policy for every call (for measuring it).
     pub memo: bool,
     /// Run the component's `self-check` before using it (a load is refused
     /// when it fails). Hot swaps always run it.

@@ -192,10 +192,68 @@ impl PolicyInstance {
     /// Hermes's message dicts): each prefix of at most
     /// [`PolicyOptions::tag_prefix_chars`](super::PolicyOptions)
     /// characters of the text Hermes sends ([`crate::sent_text`]). Edits
-    /// index `summaries.rows`; out of range or twice on a row: a `policy`
-    /// failure; lengths that do not cut `summaries.prefixes`: the policy's
-    /// `bad-input`.
+    /// index `summaries.rows`, in order; out of range or twice on a row: a
+    /// `policy` failure; lengths that do not cut `summaries.prefixes`: the
+    /// policy's `bad-input`.
+    ///
+    /// Rows answered before (same agent, role, prefix and bridge-wrote) are
+    /// served from the instance's row memo (`tag_memo.rs`, WIT `policy.tag`
+    /// is row-local); the others go to the policy in one call, none when
+    /// every row was seen.
     pub fn tag_summaries(
+        &mut self,
+        agent: &str,
+        summaries: &RowSummaries,
+    ) -> Result<Vec<RowEdit>, Failure> {
+        self.refresh();
+        let Some(memo) = self.tag_memo() else {
+            return self.tag_by_policy(agent, summaries);
+        };
+        // Lengths that do not cut the prefixes: the policy refuses them.
+        let Some(rows) = apply::split(summaries) else {
+            return self.tag_by_policy(agent, summaries);
+        };
+        let mut edits = Vec::new();
+        let mut unseen = RowSummaries {
+            rows: Vec::new(),
+            prefixes: String::new(),
+        };
+        let mut unseen_at = Vec::new();
+        for (index, (row, prefix)) in (0u32..).zip(&rows) {
+            match memo.get(agent, row.role, prefix, row.bridge_wrote) {
+                Some(edit) => edits.extend(edit.map(|action| RowEdit { index, action })),
+                None => {
+                    apply::push_summary(&mut unseen, row.id, row.role, prefix, row.bridge_wrote);
+                    unseen_at.push(index);
+                }
+            }
+        }
+        if unseen_at.is_empty() {
+            self.served_without_guest();
+            return Ok(edits);
+        }
+        let mut answered = vec![None; unseen_at.len()];
+        let generation = self.generation();
+        for RowEdit { index, action } in self.tag_by_policy(agent, &unseen)? {
+            answered[index as usize] = Some(action);
+        }
+        if self.generation() != generation {
+            // Swapped just before the policy ran (which emptied the memo):
+            // the served rows were the old policy's answers; all anew.
+            return self.tag_by_policy(agent, summaries);
+        }
+        let memo = self.tag_memo().expect("memos were on a moment ago");
+        for ((&index, edit), row) in unseen_at.iter().zip(answered).zip(&unseen.rows) {
+            let prefix = rows[index as usize].1;
+            memo.put(agent, row.role, prefix, row.bridge_wrote, edit);
+            edits.extend(edit.map(|action| RowEdit { index, action }));
+        }
+        edits.sort_unstable_by_key(|e| e.index);
+        Ok(edits)
+    }
+
+    /// The policy's `tag` of every row of `summaries`, checked.
+    fn tag_by_policy(
         &mut self,
         agent: &str,
         summaries: &RowSummaries,

@@ -14,6 +14,7 @@ use super::host_imports::HostImports;
 use super::imports::{Call, CallState, SendArgs, StoreData};
 use super::limits::{GuestClock, Limiter};
 use super::memo::Memo;
+use super::tag_memo::TagMemo;
 use crate::Failure;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +60,9 @@ pub struct PolicyInstance {
     /// Decisions `resolve` may serve again (`memo.rs`): read through
     /// [`PolicyInstance::memoised`], filled by `exports.rs`'s `resolve`.
     pub(crate) memo: Memo,
+    /// Edits `tag` answered, per row (`tag_memo.rs`): reached through
+    /// [`PolicyInstance::tag_memo`].
+    tag_memo: TagMemo,
 }
 
 impl PolicyInstance {
@@ -85,6 +89,7 @@ impl PolicyInstance {
             last_fuel: 0,
             last_guest_time: Duration::ZERO,
             memo: Memo::default(),
+            tag_memo: TagMemo::default(),
         }
     }
 
@@ -191,6 +196,7 @@ impl PolicyInstance {
     /// the memo goes with it.
     fn park(&mut self) {
         self.memo.clear();
+        self.tag_memo.clear();
         if matches!(self.slot, Slot::Live(_)) {
             let Slot::Live(live) = std::mem::replace(&mut self.slot, Slot::Moving) else {
                 unreachable!()
@@ -221,6 +227,26 @@ impl PolicyInstance {
         Ok(decision)
     }
 
+    /// The edits `tag` may serve again (`tag_memo.rs`); `None` when memos
+    /// are off ([`Self::memo_enabled`]). Follow a swap first
+    /// ([`Self::refresh`]), once per call: a swap between a call's reading
+    /// and its filling would put the old policy's answers in the new one's
+    /// memo.
+    pub(crate) fn tag_memo(&mut self) -> Option<&mut TagMemo> {
+        self.memo_enabled().then_some(&mut self.tag_memo)
+    }
+
+    /// Which swap of the policy this instance follows (changes when
+    /// [`Self::refresh`] picks up a swapped component).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Record that a call was served without the guest.
+    pub(crate) fn served_without_guest(&mut self) {
+        (self.last_fuel, self.last_guest_time) = (0, Duration::ZERO);
+    }
+
     /// Whether `resolve` keeps its decisions ([`PolicyOptions::memo`] and
     /// `reuse_store`).
     pub(crate) fn memo_enabled(&self) -> bool {
@@ -228,7 +254,7 @@ impl PolicyInstance {
     }
 
     /// Pick up a swapped component before a call.
-    fn refresh(&mut self) {
+    pub(crate) fn refresh(&mut self) {
         if self.current.generation() != self.generation {
             let (loaded, generation) = self.current.get();
             tracing::debug!(

@@ -46,6 +46,7 @@ mod memo;
 mod policy;
 mod precompiled;
 mod swap;
+mod tag_memo;
 #[cfg(test)]
 mod test_host;
 
