@@ -263,9 +263,11 @@ impl PolicyInstance {
                 to = %loaded.info.version,
                 "instance picks up the swapped policy"
             );
+            // The old store first: it dropped, the `Arc` is the old
+            // component's last hold here (`Current::swap` reaps by it).
+            self.park();
             self.loaded = loaded;
             self.generation = generation;
-            self.park();
             self.data_mut().policy_version = self.loaded.info.version.clone();
         }
     }
