@@ -174,6 +174,9 @@ fn benches(c: &mut Criterion) {
                 match variant {
                     Some(("resolve", "component")) => drop(component.resolve(agent, asked)),
                     Some(("resolve", "component-no-memo")) => drop(uncached.resolve(agent, asked)),
+                    Some(("resolve", "component-fresh-store")) => {
+                        drop(fresh_store.resolve(agent, asked))
+                    }
                     Some(("resolve", "component-after-write")) => {
                         commit_elsewhere(&other, &mut commits);
                         drop(component.resolve(agent, asked))
