@@ -36,7 +36,7 @@ use write_tx::check_our_key;
 
 pub use chain::{CHAIN_CAP, Tip, add_continuations, target_problem};
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
-pub use hermes::{BUSY_TIMEOUT, HermesStore};
+pub use hermes::{BRIDGE_ROWS, BUSY_TIMEOUT, HermesStore};
 pub use init::HERMES_SCHEMA_VERSION;
 pub use loader::{Loader, is_py_space, py_strip, sanitize_context};
 pub use pending::{PendingSend, PendingState};
