@@ -27,6 +27,8 @@ CLI_SESSION = "20261129_120000_bench0"
 OUR_KEY = f"session_switch:active:{AGENT}"
 SEED_KEY = "active_xmpp_sender_session"
 ROOM = "coregroup@conference.meeting.localhost"
+# Sends from the CLI session before the run (rows of the XMPP session).
+SENDS = 5
 
 # A room's traffic as the tagging rules see it: the agent's own lines (by
 # name and by role), other agents', look-alikes that are not the agent's
@@ -92,6 +94,22 @@ def stamp(db, now):
             )
 
 
+def sent_by_the_bridge(db, now):
+    """What the CLI's `send`s leave in `state.db`, as the bridge writes it
+    (host/bridge/src/store/send_write.rs): the `[YOU] ` rows in the agent's
+    XMPP session and the bridge's own list of them, `session_switch_sent`,
+    whose reads the plugin's `tag_messages` makes on every request."""
+    db.execute("CREATE TABLE IF NOT EXISTS session_switch_sent (message_id INTEGER PRIMARY KEY, "
+               "agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL)")
+    for i in range(SENDS):
+        sent_at = now - 60 * (SENDS - i)
+        (message_id,) = db.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?) "
+            "RETURNING id", (XMPP_SESSION, f"[YOU] sent from the CLI #{i}", sent_at)).fetchone()
+        db.execute("INSERT INTO session_switch_sent (message_id, agent, cli_session_id, sent_at) "
+                   "VALUES (?, ?, ?, ?)", (message_id, AGENT, CLI_SESSION, sent_at))
+
+
 def build(src, dst, rows, now):
     shutil.copyfile(src, dst)
     db = sqlite3.connect(dst)
@@ -112,6 +130,7 @@ def build(src, dst, rows, now):
         db.execute(
             "UPDATE sessions SET message_count = message_count + ? WHERE id = ?", (rows, CLI_SESSION)
         )
+        sent_by_the_bridge(db, now)
     stamp(db, now)
     db.close()
 

@@ -32,6 +32,11 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
 - `plugin_run_agent_seam`: the same on the other routes, where Hermes has
   already loaded the client's session: plus one load of that session;
 - `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls.
+
+`hermes_load` and `plugin_load_seam` are timed in alternate batches, and
+the shares are the median of each batch pair's ratio: on a shared machine
+whose speed drifts by 2x over minutes, a ratio of two medians taken
+minutes apart measured the drift.
 """
 
 import argparse
@@ -142,7 +147,6 @@ def main():
         plain.execute("COMMIT")
 
     res["sqlite_after_write"] = median_us_after_write(two_reads, other, a.repeat // 10 or 1, a.batches)
-    res["hermes_load"] = median_us(lambda: db.get_messages_as_conversation(a.cli_session), slow, a.batches)
     res["client_load"] = median_us(lambda: db.get_messages_as_conversation(a.session), a.repeat // 10 or 1, a.batches)
     # tag_messages edits in place: each call gets its own copy, made
     # before the timed loop.
@@ -171,11 +175,17 @@ def main():
     # Hermes stores each turn, so a request finds state.db changed: timed
     # whole after another connection's commit (every read of the request
     # sees SQLite's page cache dropped), on a copy of the loaded list.
-    res["plugin_load_seam"] = median_us_after_write(
-        request, other, min(slow, a.repeat // 10) or 1, a.batches, fresh=lambda: copy.deepcopy(loaded))
+    hermes, plugin = [], []
+    for _ in range(a.batches):
+        hermes.append(median_us(lambda: db.get_messages_as_conversation(a.cli_session), slow, 1))
+        plugin.append(median_us_after_write(
+            request, other, min(slow, a.repeat // 10) or 1, 1, fresh=lambda: copy.deepcopy(loaded)))
+    res["hermes_load"] = statistics.median(hermes)
+    res["plugin_load_seam"] = statistics.median(plugin)
     res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
-    res["load_seam_share"] = res["plugin_load_seam"] / res["hermes_load"]
-    res["run_agent_seam_share"] = res["plugin_run_agent_seam"] / res["hermes_load"]
+    res["load_seam_share"] = statistics.median(p / h for p, h in zip(plugin, hermes))
+    res["run_agent_seam_share"] = statistics.median(
+        (p + res["client_load"]) / h for p, h in zip(plugin, hermes))
     print(json.dumps(res))
 
 
