@@ -15,11 +15,11 @@
 //!   host over `HermesStore`, every call.
 //! - `context-<db>/component` and `/native`: resolve + history + tagging,
 //!   edits applied to the full rows.
-//! - `context-<db>/sqlite-alone`: the history's own select
-//!   (`HermesStore::history_select`) stepped, each cell handed over by
-//!   reference and nothing built: what SQLite alone takes to give any
-//!   faithful loader the columns Hermes's loader reads, the floor of
-//!   `context`.
+//! - `context-<db>/sqlite-alone`: the history's own two selects (the
+//!   bridge's rows, `store::BRIDGE_ROWS`, and `HermesStore::history_select`)
+//!   stepped, each cell handed over by reference and nothing built: what
+//!   SQLite alone takes to give any faithful loader the columns Hermes's
+//!   loader reads, the floor of `context`.
 //! - `tag-<db>/component`: `PolicyInstance::tag_edits` on the CLI
 //!   session's loaded rows, the plugin's `tag_messages` without its Python.
 //!
@@ -35,7 +35,7 @@ use common::{Run, native_context, native_policy, native_resolve, run};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rusqlite::types::ValueRef;
 use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
-use session_switch::store::HermesStore;
+use session_switch::store::{BRIDGE_ROWS, HermesStore};
 use session_switch::{HermesImports, wiring};
 use std::hint::black_box;
 use std::time::Duration;
@@ -135,18 +135,18 @@ fn benches(c: &mut Criterion) {
             db.name
         );
 
-        let (select, binds_agent) = HermesStore::open(&db.path)
-            .and_then(|store| store.history_select())
+        let select = HermesStore::open(&db.path)
+            .map(|store| store.history_select())
             .unwrap_or_else(|f| panic!("{}", f.message));
         let mut history_stmt = other.prepare(&select).expect("the history's select");
+        let mut bridge_stmt = other.prepare(BRIDGE_ROWS).expect("the bridge's rows");
         let cli = run.cli_session.as_str();
         let mut sqlite_alone = move || -> (u32, usize) {
-            let mut rows = if binds_agent {
-                history_stmt.query(rusqlite::params![cli, agent])
-            } else {
-                history_stmt.query([cli])
-            }
-            .expect("the history's select");
+            let mut ours = bridge_stmt
+                .query(rusqlite::params![cli, agent])
+                .expect("the bridge's rows");
+            while ours.next().expect("a bridge row").is_some() {}
+            let mut rows = history_stmt.query([cli]).expect("the history's select");
             let (mut n, mut bytes) = (0, 0);
             while let Some(row) = rows.next().expect("a history row") {
                 n += 1;

@@ -91,6 +91,8 @@ impl Message {
 /// copied), then [`Conversation::finish`]ed into the loader's messages.
 pub struct Conversation<'s> {
     sql: &'s LoaderSql,
+    /// The ids of the rows the bridge wrote, ascending.
+    ours: &'s [i64],
     messages: Vec<Message>,
     /// v31's tool-call uid pairing (see `pair_tool_call_uid`).
     uid_index: HashMap<String, String>,
@@ -98,10 +100,12 @@ pub struct Conversation<'s> {
 }
 
 impl<'s> Conversation<'s> {
-    /// A loader over `sql`'s rows, with room for `rows` of them.
-    pub fn with_capacity(sql: &'s LoaderSql, rows: usize) -> Self {
+    /// A loader over `sql`'s rows, with room for `rows` of them; `ours`:
+    /// the ids of the rows the bridge wrote, ascending.
+    pub fn with_capacity(sql: &'s LoaderSql, ours: &'s [i64], rows: usize) -> Self {
         Self {
             sql,
+            ours,
             messages: Vec::with_capacity(rows),
             uid_index: HashMap::new(),
             unindexed_owners: Vec::new(),
@@ -113,8 +117,8 @@ impl<'s> Conversation<'s> {
         self.messages.len()
     }
 
-    /// Add `row`, selected as `id, role, content, <the select list>,
-    /// bridge_wrote` in the loader's order.
+    /// Add `row`, selected as `id, role, content, <the select list>` in
+    /// the loader's order.
     pub fn push(&mut self, row: &rusqlite::Row<'_>) -> rusqlite::Result<()> {
         let sql = self.sql;
         let role = match row.get_ref(1)? {
@@ -123,6 +127,7 @@ impl<'s> Conversation<'s> {
         };
         let cells = sql.cells(row, 3)?;
         let owned = |col| cells.text(col).map(Cow::into_owned);
+        let id = row.get(0)?;
         let mut msg = Message {
             content: loaded_content(sql.loader, &role, row.get_ref(2)?),
             // Room for the usual keys (`role` and `content` are the row's):
@@ -137,8 +142,8 @@ impl<'s> Conversation<'s> {
             tool_calls_text: owned(Col::ToolCalls),
             tool_call_id: owned(Col::ToolCallId),
             tool_name: owned(Col::ToolName),
-            id: row.get(0)?,
-            bridge_wrote: row.get(3 + sql.width())?,
+            id,
+            bridge_wrote: self.ours.binary_search(&id).is_ok(),
         };
         match sql.loader {
             Loader::Early => fields::early_fields(&mut msg, &cells),

@@ -138,9 +138,8 @@ impl LoaderSql {
     }
 
     /// The select of one session's history (`?1`), in the loader's order:
-    /// `id, role, content`, the loader's columns, then `bridge` (an
-    /// expression over `m.id`, e.g. whether we wrote the row). `active`:
-    /// only rows with `active = 1` (the column exists).
+    /// `id, role, content`, then the loader's columns. `active`: only rows
+    /// with `active = 1` (the column exists).
     ///
     /// v1 to 2026-05-13 ordered by timestamp (research/hermes-state.md §6);
     /// 0.19.0 and v31 by id ("clocks can regress"). Without an index in id
@@ -149,10 +148,10 @@ impl LoaderSql {
     /// instead, as an `IN` list it walks in order, seeking each row once:
     /// 6.5k instead of 9.0k instructions a row at 1,000 rows (callgrind,
     /// v22). Never a bound `LIMIT`: that made SQLite sort through a b-tree.
-    pub fn history_select(&self, bridge: &str, active: bool) -> String {
+    pub fn history_select(&self, active: bool) -> String {
         let active = if active { " AND active = 1" } else { "" };
         let head = format!(
-            "SELECT m.id, m.role, m.content{}, {bridge} FROM messages m",
+            "SELECT m.id, m.role, m.content{} FROM messages m",
             self.select
         );
         match self.loader {
@@ -165,11 +164,6 @@ impl LoaderSql {
                  ORDER BY m.id"
             ),
         }
-    }
-
-    /// Number of loader columns [`Self::history_select`] selects.
-    pub fn width(&self) -> usize {
-        self.selected.len()
     }
 
     /// The cells of `row`, whose columns `first..` are the select list's.
