@@ -41,6 +41,14 @@ impl Current {
     /// Replace the current component; returns how long the write lock was
     /// held (the longest pause a caller can see).
     pub(crate) fn swap(&self, next: Arc<Loaded>) -> Duration {
+        // The swapped-out components no instance holds any more are dropped
+        // first, while callers still run on the current one: dropping one
+        // takes wasmtime's type registry, which a caller's first call on
+        // `next` needs to instantiate it. An instance drops its store before
+        // its `Arc` (`PolicyInstance::refresh`), so one that only this list
+        // holds is used by no store.
+        let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        retired.retain(|loaded| Arc::strong_count(loaded) > 1);
         let started = Instant::now();
         let old = {
             let mut guard = self.loaded.write().unwrap_or_else(|e| e.into_inner());
@@ -49,11 +57,7 @@ impl Current {
             old
         };
         let pause = started.elapsed();
-        // The old component lives on while instances hold it (an instance
-        // drops its store before its `Arc`: `PolicyInstance::refresh`); one
-        // that only this list holds is used by no store and is dropped here.
-        let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
-        retired.retain(|loaded| Arc::strong_count(loaded) > 1);
+        // Kept while instances hold it; dropped by a later swap.
         retired.push(old);
         pause
     }
