@@ -287,7 +287,8 @@ def report(res):
                  "after a write = another connection committed before each call, as Hermes does "
                  "after a turn: the memo asks the reads again; no memo = the policy runs every "
                  "call; native = the same rules compiled into the host, every call; SQLite alone = "
-                 "the history's own select stepped, each cell handed over and nothing built: the "
+                 "the history's own selects (the bridge's list, the rows) stepped, each cell handed "
+                 "over and nothing built: the "
                  "floor of any loader that reads the columns Hermes's loader reads; Python = "
                  "`bench/seed_baseline.py`)")
     lines.append("")
