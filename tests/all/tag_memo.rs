@@ -136,9 +136,27 @@ fn summaries_the_policy_refuses_are_still_refused() {
         let err = i.tag_summaries("mohe", &bad).unwrap_err();
         assert_eq!(err.kind, FailureKind::BadInput, "{}", err.message);
     }
-    // An unknown agent has nothing in the memo: the policy refuses it.
-    let err = i.tag("nobody", rows()).unwrap_err();
-    assert_eq!(err.kind, FailureKind::UnknownAgent, "{}", err.message);
+    // An unknown agent has nothing in the memo: the policy refuses it, an
+    // empty list too (every row of which is, vacuously, "seen").
+    for list in [rows(), Vec::new()] {
+        let err = i.tag("nobody", list).unwrap_err();
+        assert_eq!(err.kind, FailureKind::UnknownAgent, "{}", err.message);
+    }
+}
+
+#[test]
+fn an_empty_list_is_served_only_for_an_agent_the_policy_answered() {
+    let policy = Policy::embedded(options(true)).unwrap();
+    let mut i = instance(&policy);
+    // Never answered for zhiwei: the policy is asked, and answers.
+    assert_eq!(i.tag("zhiwei", Vec::new()).unwrap(), vec![]);
+    assert!(i.last_call_fuel() > 0, "the policy ran");
+    assert_eq!(i.tag("zhiwei", Vec::new()).unwrap(), vec![]);
+    assert_eq!(i.last_call_fuel(), 0, "served: zhiwei is known");
+    assert_eq!(
+        i.tag("nobody", Vec::new()).unwrap_err().kind,
+        FailureKind::UnknownAgent
+    );
 }
 
 #[test]

@@ -199,7 +199,9 @@ impl PolicyInstance {
     /// Rows answered before (same agent, role, prefix and bridge-wrote) are
     /// served from the instance's row memo (`tag_memo.rs`, WIT `policy.tag`
     /// is row-local); the others go to the policy in one call, none when
-    /// every row was seen.
+    /// every row was seen and the policy has answered for `agent` before
+    /// (an agent it refuses has nothing in the memo, so even an empty list
+    /// goes to the policy).
     pub fn tag_summaries(
         &mut self,
         agent: &str,
@@ -219,6 +221,7 @@ impl PolicyInstance {
             prefixes: String::new(),
         };
         let mut unseen_at = Vec::new();
+        let known = memo.knows(agent);
         for (index, (row, prefix)) in (0u32..).zip(&rows) {
             match memo.get(agent, row.role, prefix, row.bridge_wrote) {
                 Some(edit) => edits.extend(edit.map(|action| RowEdit { index, action })),
@@ -228,7 +231,7 @@ impl PolicyInstance {
                 }
             }
         }
-        if unseen_at.is_empty() {
+        if unseen_at.is_empty() && known {
             self.served_without_guest();
             return Ok(edits);
         }
@@ -243,6 +246,7 @@ impl PolicyInstance {
             return self.tag_by_policy(agent, summaries);
         }
         let memo = self.tag_memo().expect("memos were on a moment ago");
+        memo.know(agent);
         for ((&index, edit), row) in unseen_at.iter().zip(answered).zip(&unseen.rows) {
             let prefix = rows[index as usize].1;
             memo.put(agent, row.role, prefix, row.bridge_wrote, edit);

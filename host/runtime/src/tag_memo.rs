@@ -61,6 +61,28 @@ impl TagMemo {
         rows.get(prefix)?[slot(role, bridge_wrote)]
     }
 
+    /// Whether the policy has answered a `tag` for `agent` (it refuses an
+    /// agent it does not know, whatever the rows).
+    pub(crate) fn knows(&self, agent: &str) -> bool {
+        self.agents.iter().any(|(a, _)| a == agent)
+    }
+
+    /// Note that the policy answered a `tag` for `agent`.
+    pub(crate) fn know(&mut self, agent: &str) {
+        self.rows_of(agent);
+    }
+
+    fn rows_of(&mut self, agent: &str) -> &mut Map {
+        let at = match self.agents.iter().position(|(a, _)| a == agent) {
+            Some(at) => at,
+            None => {
+                self.agents.push((agent.to_owned(), Map::default()));
+                self.agents.len() - 1
+            }
+        };
+        &mut self.agents[at].1
+    }
+
     /// Remember the policy's answer for a row.
     pub(crate) fn put(
         &mut self,
@@ -73,22 +95,20 @@ impl TagMemo {
         if self.prefix_bytes + prefix.len() > MAX_PREFIX_BYTES {
             self.clear();
         }
-        let at = match self.agents.iter().position(|(a, _)| a == agent) {
-            Some(at) => at,
+        let rows = self.rows_of(agent);
+        let added = match rows.get_mut(prefix) {
+            Some(slots) => {
+                slots[slot(role, bridge_wrote)] = Some(edit);
+                0
+            }
             None => {
-                self.agents.push((agent.to_owned(), Map::default()));
-                self.agents.len() - 1
+                let mut slots = [None; 10];
+                slots[slot(role, bridge_wrote)] = Some(edit);
+                rows.insert(prefix.into(), slots);
+                prefix.len()
             }
         };
-        let rows = &mut self.agents[at].1;
-        let slots = match rows.get_mut(prefix) {
-            Some(slots) => slots,
-            None => {
-                self.prefix_bytes += prefix.len();
-                rows.entry(prefix.into()).or_insert([None; 10])
-            }
-        };
-        slots[slot(role, bridge_wrote)] = Some(edit);
+        self.prefix_bytes += added;
     }
 
     /// Forget every edit.
