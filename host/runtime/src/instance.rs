@@ -222,7 +222,7 @@ impl PolicyInstance {
         };
         let decision = self.memo.get(&mut *data.imports, agent, session_id)?;
         if decision.is_some() {
-            (self.last_fuel, self.last_guest_time) = (0, Duration::ZERO);
+            self.served_without_guest();
         }
         Ok(decision)
     }
@@ -263,8 +263,8 @@ impl PolicyInstance {
                 to = %loaded.info.version,
                 "instance picks up the swapped policy"
             );
-            // The old store first: it dropped, the `Arc` is the old
-            // component's last hold here (`Current::swap` reaps by it).
+            // The old store before the old component's `Arc`: `Current::swap`
+            // drops a swapped-out component once its list alone holds it.
             self.park();
             self.loaded = loaded;
             self.generation = generation;

@@ -306,10 +306,10 @@ impl HermesStore {
         // a send committed between them would leave its row unmarked.
         let opened = self.begin_read()?;
         let read = self.read_history(session_id, agent);
-        if opened {
-            self.end_read()?;
-        }
+        let ended = if opened { self.end_read() } else { Ok(()) };
+        // A failed read is the cause, whatever the end of its snapshot did.
         let mut rows = read?;
+        ended?;
         if let Some(n) = limit {
             rows.drain(..rows.len().saturating_sub(n as usize));
         }
@@ -362,13 +362,7 @@ impl HermesStore {
     /// empty when that table is missing. What a caller needs to recognise
     /// those rows in Hermes's own loader output, which carries no ids: a
     /// row is known by its role and its stored timestamp.
-    ///
-    /// [`BRIDGE_ROWS`] walks the bridge's own list, not the session: a
-    /// plain join let SQLite walk every row of the session and probe the
-    /// list for each (its statistics unknown: Hermes's database has no
-    /// `ANALYZE`), 740–760 µs a call at 10,000 rows where the list's walk
-    /// takes 5–8 µs (`bench/make_dbs.py`'s databases, five sends). The
-    /// list holds the agent's sends, each a row of its XMPP history.
+    /// The select is [`BRIDGE_ROWS`], which walks the bridge's list.
     pub fn bridge_rows(
         &self,
         session_id: &str,
@@ -482,10 +476,14 @@ impl HermesStore {
     }
 }
 
-/// [`HermesStore::bridge_rows`]' select (`?1` the session, `?2` the agent):
+/// [`HermesStore::bridge_rows`]' select (`?1` the session, `?2` the agent).
 /// `CROSS JOIN` keeps `session_switch_sent` the outer loop (SQLite never
-/// reorders a `CROSS JOIN`), so the cost follows the agent's sends, not the
-/// session's length.
+/// reorders a `CROSS JOIN`), so the cost follows the agent's sends (each a
+/// row of its XMPP history), not the session's length. A plain join let
+/// SQLite, without statistics (Hermes's database has no `ANALYZE`), walk
+/// every row of the session and probe the list for each: 740–760 µs a call
+/// at 10,000 rows where the list's walk takes 5–8 µs (`bench/make_dbs.py`'s
+/// databases, five sends).
 pub const BRIDGE_ROWS: &str = "SELECT m.id, m.role, m.timestamp \
      FROM session_switch_sent s CROSS JOIN messages m ON m.id = s.message_id \
      WHERE s.agent = ?2 AND m.session_id = ?1 ORDER BY s.message_id";
