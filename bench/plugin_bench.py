@@ -31,7 +31,11 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   replaces Hermes's, so no load is counted;
 - `plugin_run_agent_seam`: the same on the other routes, where Hermes has
   already loaded the client's session: plus one load of that session;
-- `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls.
+- `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls;
+- `tag_messages_long`: the same on 100 messages of 4,000 characters of
+  Chinese each (long replies), each call on new string objects, as each
+  load of Hermes's returns: Python encodes a non-ASCII string to UTF-8
+  when it is first read as such, once per object.
 
 `hermes_load` and `plugin_load_seam` are timed in alternate batches, and
 the shares are the median of each batch pair's ratio: on a shared machine
@@ -159,6 +163,18 @@ def main():
                 bridge.tag_messages(a.agent, a.cli_session, c)
             tag.append((time.perf_counter_ns() - start) / len(copies) / 1000)
     res["tag_messages"] = statistics.median(tag)
+    text = ("这是一段很长的中文回答。" * 400)[:4000].encode()
+    roles = ("user", "assistant")
+    long_tag = []
+    for _ in range(a.batches):
+        lists = [[{"role": roles[i % 2], "content": text.decode(), "timestamp": float(i)}
+                  for i in range(100)] for _ in range(20)]
+        with NoGc():
+            start = time.perf_counter_ns()
+            for messages in lists:
+                bridge.tag_messages(a.agent, a.cli_session, messages)
+            long_tag.append((time.perf_counter_ns() - start) / len(lists) / 1000)
+    res["tag_messages_long"] = statistics.median(long_tag)
     resolver = getattr(db, "resolve_resume_session_id", None)
 
     def request(messages):

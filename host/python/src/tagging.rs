@@ -16,9 +16,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyString};
 use session_switch::Failure;
 use session_switch::runtime::{
-    EditAction, RowEdit, RowSummaries, YOU_TAG, prefix, push_summary, role_of, sent_text, untag,
+    EditAction, RowEdit, RowSummaries, YOU_TAG, could_hide_marker, prefix, push_summary, role_of,
+    sent_text, untag,
 };
-use std::collections::HashSet;
+use std::borrow::Cow;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
 enum Text {
@@ -94,19 +95,41 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
     Ok((Text::Absent, None))
 }
 
-/// The bridge's rows of `session_id` for `agent`, as `(role, timestamp
-/// bits)`.
-fn bridge_rows(
-    bridge: &Bridge,
-    py: Python<'_>,
-    session_id: &str,
-    agent: &str,
-) -> Result<HashSet<(String, u64)>, Failure> {
-    let rows = bridge.read(py, |store| store.bridge_rows(session_id, agent))?;
-    Ok(rows
-        .into_iter()
-        .map(|(_, role, ts)| (role, ts.to_bits()))
-        .collect())
+/// The bridge's rows of one session for one agent, as `(timestamp bits,
+/// role)` sorted: a message is looked up by its stored timestamp without
+/// copying its role (a hash set of owned pairs cost an allocation per
+/// message of every request).
+struct Ours(Vec<(u64, String)>);
+
+impl Ours {
+    fn read(
+        bridge: &Bridge,
+        py: Python<'_>,
+        session_id: &str,
+        agent: &str,
+    ) -> Result<Self, Failure> {
+        let rows = bridge.read(py, |store| store.bridge_rows(session_id, agent))?;
+        let mut ours: Vec<_> = rows
+            .into_iter()
+            .map(|(_, role, ts)| (ts.to_bits(), role))
+            .collect();
+        ours.sort_unstable();
+        Ok(Self(ours))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether the bridge wrote a row with this role and stored timestamp.
+    fn contains(&self, role: &str, timestamp: f64) -> bool {
+        let bits = timestamp.to_bits();
+        let from = self.0.partition_point(|(b, _)| *b < bits);
+        self.0[from..]
+            .iter()
+            .take_while(|(b, _)| *b == bits)
+            .any(|(_, r)| r == role)
+    }
 }
 
 /// [`Bridge::tag_messages`](crate::bridge::Bridge): the policy's edits on
@@ -127,7 +150,7 @@ pub fn tag_messages(
     session_id: &str,
     messages: &Bound<'_, PyList>,
 ) -> PyResult<usize> {
-    let ours = bridge_rows(bridge, py, session_id, agent).map_err(error)?;
+    let ours = Ours::read(bridge, py, session_id, agent).map_err(error)?;
     let chars = bridge.host.policy().options().tag_prefix_chars;
     let mut summaries = RowSummaries {
         rows: Vec::with_capacity(messages.len()),
@@ -148,18 +171,16 @@ pub fn tag_messages(
         let role = role.as_ref().map(|r| r.to_string_lossy());
         let role = role.as_deref().unwrap_or_default();
         let (place, text) = locate(msg)?;
-        let text = text.as_ref().map(|t| t.to_string_lossy());
+        let text = text.as_ref().map(|t| head(t, chars)).transpose()?;
         let api = string_at(msg, intern!(py, "api_content"))?;
-        let api = api.as_ref().map(|a| a.to_string_lossy());
+        let api = api.as_ref().map(|a| head(a, chars)).transpose()?;
         let seen = prefix(
             sent_text(role, text.as_deref().unwrap_or_default(), api.as_deref()),
             chars,
         );
         let bridge_wrote = !ours.is_empty()
             && match msg.get_item(intern!(py, "timestamp"))? {
-                Some(ts) => ts
-                    .extract::<f64>()
-                    .is_ok_and(|ts| ours.contains(&(role.to_owned(), ts.to_bits()))),
+                Some(ts) => ts.extract::<f64>().is_ok_and(|ts| ours.contains(role, ts)),
                 None => false,
             };
         push_summary(
@@ -205,6 +226,41 @@ pub fn tag_messages(
     Ok(changed)
 }
 
+/// `text` as UTF-8, at least its first `chars` characters (all that
+/// [`prefix`] keeps of it). A text over four times that is sliced in Python
+/// first: Python keeps a non-ASCII string as fixed-width code points and
+/// encodes the whole string to read it as UTF-8, which for a history of
+/// long replies in Chinese was most of a request's tagging (`make bench`
+/// `tag_messages_long`, README "What was changed"). A
+/// character the slice keeps is one the whole text's prefix keeps: Python
+/// counts code points, and each becomes at least one character here (a
+/// lone surrogate three U+FFFD, see [`edited`]).
+fn head<'a>(text: &'a Bound<'_, PyString>, chars: u32) -> PyResult<Cow<'a, str>> {
+    let chars = chars as usize;
+    // Up to a few times the head, encoding the whole text costs less than
+    // the slice (a new object and a copy); ASCII is read without a copy.
+    if text.len()? <= chars.saturating_mul(4) {
+        return Ok(text.to_string_lossy());
+    }
+    let head = slice(text, 0, chars)?;
+    Ok(Cow::Owned(head.to_string_lossy().into_owned()))
+}
+
+/// `text[from:to]` (Python code points).
+fn slice<'py>(
+    text: &Bound<'py, PyString>,
+    from: usize,
+    to: usize,
+) -> PyResult<Bound<'py, PyString>> {
+    let py = text.py();
+    let to = isize::try_from(to).unwrap_or(isize::MAX);
+    let from = isize::try_from(from).unwrap_or(isize::MAX);
+    Ok(text
+        .as_any()
+        .get_item(PySlice::new(py, from, to, 1))?
+        .cast_into::<PyString>()?)
+}
+
 /// `msg[key]` when it is a string; `None` when absent or not a string.
 fn string_at<'py>(
     msg: &Bound<'py, PyDict>,
@@ -214,6 +270,10 @@ fn string_at<'py>(
         .get_item(key)?
         .and_then(|v| v.cast_into::<PyString>().ok()))
 }
+
+/// The first head [`edited`] reads a cut from, in characters: blanks and
+/// a few markers; a text that starts with more is read further.
+const CUT_HEAD_CHARS: usize = 64;
 
 /// `text` after `action` (WIT `edit-action`: tag = `[YOU] ` + untag, untag
 /// = without the leading blanks and markers), or `None` when that changes
@@ -227,25 +287,39 @@ fn edited<'py>(
     action: EditAction,
 ) -> PyResult<Option<Bound<'py, PyString>>> {
     let py = text.py();
-    let whole = text.to_string_lossy();
-    let rest = untag(&whole);
-    let cut = &whole[..whole.len() - rest.len()];
-    let unchanged = match action {
-        EditAction::Tag => cut == YOU_TAG,
-        EditAction::Untag => cut.is_empty(),
+    let len = text.len()?;
+    // The cut (leading blanks and markers) read from a head of the text,
+    // longer until it ends inside it: as in [`head`], a long text is not
+    // encoded whole for the few characters an edit changes.
+    let mut read = CUT_HEAD_CHARS;
+    let cut_chars = loop {
+        let sliced;
+        let head = if read >= len {
+            text.to_string_lossy()
+        } else {
+            sliced = slice(text, 0, read)?;
+            sliced.to_string_lossy()
+        };
+        let rest = untag(&head);
+        // Decided when what follows the cut is in the head and cannot be
+        // the start of one more marker.
+        if read >= len || (!rest.is_empty() && !could_hide_marker(rest)) {
+            let cut = &head[..head.len() - rest.len()];
+            let unchanged = match action {
+                EditAction::Tag => cut == YOU_TAG,
+                EditAction::Untag => cut.is_empty(),
+            };
+            if unchanged {
+                return Ok(None);
+            }
+            break cut.chars().count();
+        }
+        read = read.saturating_mul(16);
     };
-    if unchanged {
-        return Ok(None);
-    }
-    let kept = text.as_any().get_item(PySlice::new(
-        py,
-        cut.chars().count() as isize,
-        isize::MAX,
-        1,
-    ))?;
+    let kept = slice(text, cut_chars, usize::MAX)?;
     let new = match action {
         EditAction::Tag => PyString::new(py, YOU_TAG).add(kept)?,
-        EditAction::Untag => kept,
+        EditAction::Untag => kept.into_any(),
     };
     Ok(Some(new.cast_into::<PyString>()?))
 }

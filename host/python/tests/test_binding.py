@@ -125,6 +125,62 @@ class TagMessages(unittest.TestCase):
         self.assertEqual(mine[0]["content"], stored[-1]["content"])
 
 
+    def test_long_texts_are_edited_as_the_cli_context_edits_them(self):
+        """`tag_messages` reads a long text through a slice of its head (the
+        policy's prefix, the cut of an edit): the edits must be those of the
+        CLI's `context`, which reads whole texts, also where the cut runs
+        past the first head or a marker straddles its end."""
+        half = "\ud83d"
+        long = "长" * 5000
+        texts = [
+            f"mohe: {long}",
+            f"[YOU] zhiwei: {long}",
+            # Blanks and markers past the first 64-character head.
+            " \u200b" * 40 + "[you]［ＹＯＵ］" * 20 + f" zhiwei: {long}",
+            # A marker across the head's end (characters 62 to 67).
+            " " * 62 + f"[YOU] zhiwei: {long}",
+            " " * 62 + f"[YOx] zhiwei: {long}",
+            f"  [YOU] mohe: {long}",
+            # A lone surrogate inside and past the policy's 256 characters.
+            f"mohe: {half}{long}{half}",
+            f"[YOU] zhiwei: {'x' * 300}{half}",
+            "x" * 255 + "[YOU] mohe",
+        ]
+        for i, text in enumerate(texts):
+            # Stored as Hermes's sqlite3 stores a str (a surrogate would not
+            # encode: those rows are compared against the expected text).
+            try:
+                text.encode()
+            except UnicodeEncodeError:
+                continue
+            support.execute(self.db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+                            (XMPP, text, 1_900_000_100.0 + i))
+        context = self.bridge.context("mohe", XMPP)
+        by_ts = {m["timestamp"]: m["content"] for m in context["messages"]}
+        messages = [{"role": "user", "content": t, "timestamp": 1_900_000_100.0 + i} for i, t in enumerate(texts)]
+        mirrored = [{"role": "user", "content": "x", "api_content": t, "timestamp": 1.0} for t in texts]
+        self.bridge.tag_messages("mohe", XMPP, messages)
+        self.bridge.tag_messages("mohe", XMPP, mirrored)
+        want = {
+            # No edit: the text as handed over (the CLI shows it as
+            # Hermes's loader does, without its leading blanks).
+            4: texts[4],
+            6: f"[YOU] mohe: {half}{long}{half}",
+            7: f"zhiwei: {'x' * 300}{half}",
+        }
+        for i, text in enumerate(texts):
+            with self.subTest(row=i):
+                expected = want[i] if i in want else by_ts[1_900_000_100.0 + i]
+                self.assertEqual(messages[i]["content"], expected)
+                self.assertEqual(mirrored[i]["api_content"], expected)
+        # The rows where the head's slice decides: tagged and untagged.
+        self.assertEqual(messages[0]["content"], f"[YOU] mohe: {long}")
+        self.assertEqual(messages[2]["content"], f"zhiwei: {long}")
+        self.assertEqual(messages[3]["content"], f"zhiwei: {long}")
+        self.assertEqual(messages[5]["content"], f"[YOU] mohe: {long}")
+        self.assertEqual(messages[8]["content"], "x" * 255 + "[YOU] mohe")
+
+
 class ChildSessions(unittest.TestCase):
     """`has_child_sessions`: the plugin asks Hermes's own walk to a
     continuation (v31 `resolve_resume_session_id`) only for a session that

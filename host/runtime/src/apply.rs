@@ -6,7 +6,7 @@ use super::bindings::{EditAction, Role, RowEdit, RowSummaries, RowSummary};
 use crate::HistoryRow;
 use session_switch_contract::role::Role as ContractRole;
 
-pub use session_switch_contract::marker::{YOU_TAG, tag, untag};
+pub use session_switch_contract::marker::{YOU_TAG, could_hide_marker, tag, untag};
 
 /// Hermes's free-text `messages.role` as the WIT enum (the contract's
 /// [`ContractRole::of`]).

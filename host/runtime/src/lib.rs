@@ -50,7 +50,7 @@ mod tag_memo;
 #[cfg(test)]
 mod test_host;
 
-pub use apply::{YOU_TAG, prefix, push_summary, role_of, tag, untag};
+pub use apply::{YOU_TAG, could_hide_marker, prefix, push_summary, role_of, tag, untag};
 pub use bindings::{
     Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
     Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
