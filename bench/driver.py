@@ -336,9 +336,11 @@ def report(res):
     b = res.get("binding", {"skipped": "not run"})
     lines.append("")
     lines.append("**Python binding and Hermes plugin** (median; `bench/plugin_bench.py` in the Hermes "
-                 "venv of the schema; resolve from Python vs the same call looped inside Rust; the "
-                 "plugin's work per chat-completions request on a redirect, timed whole after "
-                 "another connection's commit, against Hermes's own load of the CLI session; on "
+                 "venv of the schema; resolve from Python vs the same call looped inside Rust; plugin "
+                 "per request = a chat-completions request's history load through the registered "
+                 "plugin (Hermes's own logging set up) less the time inside Hermes's load of the "
+                 "CLI session, each after another connection's commit, plus the `_run_agent` "
+                 "wrapper; share = of Hermes's own load; on "
                  "other routes Hermes has loaded the client's session too; SQLite's reads = the "
                  "record and the target's row through Python's `sqlite3` after such a commit, "
                  "the floor of a decision read after a write)")

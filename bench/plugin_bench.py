@@ -24,11 +24,15 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
 - `hermes_load`: Hermes's own loader, `SessionDB.get_messages_as_conversation`
   of the CLI session (what the API server does per request anyway);
 - `plugin_load_seam`: what the plugin adds to a chat-completions request on
-  a redirect (`agent_for_session`, `resolve`, the live-tip lookup where
-  Hermes has one and the target has child sessions, `tag_messages` on the
-  loaded list), timed as one piece after another connection's commit, as
-  a request follows Hermes's store of the last turn: its history load
-  replaces Hermes's, so no load is counted;
+  a redirect, through the plugin itself (`register` in a Hermes home of
+  this database, Hermes's own logging set up): the request's history load
+  through the wrapped loader (the handler's mark, `agent_for_session`,
+  `resolve`, the live-tip lookup where Hermes has one and the target has
+  child sessions, Hermes's load of the CLI session, `tag_messages`, the
+  log call) less the time inside Hermes's load (a shim under the
+  plugin's wrapper times it), each request after another connection's
+  commit (a request follows Hermes's store of the last turn); plus
+  `run_agent_wrapper`, what the `_run_agent` wrapper adds to a turn;
 - `plugin_run_agent_seam`: the same on the other routes, where Hermes has
   already loaded the client's session: plus one load of that session;
 - `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls;
@@ -37,14 +41,15 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   load of Hermes's returns: Python encodes a non-ASCII string to UTF-8
   when it is first read as such, once per object.
 
-`hermes_load` and `plugin_load_seam` are timed in alternate batches, and
-the shares are the median of each batch pair's ratio: on a shared machine
+`hermes_load` and the request are timed in alternate batches, and the
+shares (of `hermes_load`) are the median of each batch's ratio: on a shared machine
 whose speed drifts by 2x over minutes, a ratio of two medians taken
 minutes apart measured the drift.
 """
 
 import argparse
 import copy
+import functools
 import gc
 import json
 import sqlite3
@@ -106,6 +111,56 @@ def median_us_after_write(fn, conn, repeat, batches, fresh=lambda: None):
                 spent += time.perf_counter_ns() - start
         out.append(spent / repeat / 1000)
     return statistics.median(out)
+
+
+def install_plugin(a):
+    """Register the plugin in a Hermes home of its own (the config, `state.db`
+    a link to the bench's database, Hermes's logging set up as the gateway
+    does); the plugin module and the time its `_run_agent` wrapper adds to a
+    turn (µs, around a coroutine that does nothing: the turn itself is
+    Hermes's)."""
+    import asyncio
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="plugin-bench-"))
+    atexit.register(shutil.rmtree, home, True)
+    shutil.copy(a.config, home / "session-switch.toml")
+    os.symlink(Path(a.db).resolve(), home / "state.db")
+    os.environ["HERMES_HOME"] = str(home)
+    import hermes_logging
+
+    hermes_logging.setup_logging(hermes_home=home, mode="gateway")
+    from session_switch import hermes_plugin
+
+    hermes_plugin.register(None)
+
+    async def run_agent(self, user_message, conversation_history, session_id=None):
+        return {"session_id": session_id}, None
+
+    wrapped = hermes_plugin._wrap_run_agent(run_agent, hermes_plugin._Bridges())
+    history = []
+
+    async def turns(fn, n):
+        mark = hermes_plugin._Request(str(home))
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            # As after the load seam: the plan made, this very list.
+            mark.plan = hermes_plugin._Plan("asked", "target", history, True)
+            token = hermes_plugin._REQUEST.set(mark)
+            await fn(None, user_message="hi", conversation_history=history, session_id="asked")
+            hermes_plugin._REQUEST.reset(token)
+        return (time.perf_counter_ns() - start) / n / 1000
+
+    loop = asyncio.new_event_loop()
+    plain, through = [], []
+    for _ in range(a.batches):
+        plain.append(loop.run_until_complete(turns(run_agent, a.repeat)))
+        through.append(loop.run_until_complete(turns(wrapped, a.repeat)))
+    loop.close()
+    return hermes_plugin, max(0.0, statistics.median(through) - statistics.median(plain))
 
 
 def main():
@@ -175,33 +230,70 @@ def main():
                 bridge.tag_messages(a.agent, a.cli_session, messages)
             long_tag.append((time.perf_counter_ns() - start) / len(lists) / 1000)
     res["tag_messages_long"] = statistics.median(long_tag)
-    resolver = getattr(db, "resolve_resume_session_id", None)
+    # The plugin as Hermes runs it: registered (both seams wrapped on
+    # Hermes's own classes) in a Hermes home holding this database, with
+    # Hermes's own logging (agent.log at INFO). Under the plugin's wrapper,
+    # Hermes's loader is timed by a shim: what the plugin adds to a request
+    # is the request's time less the time inside Hermes's load, both from
+    # the same calls (a difference of two separately timed loads of 5 ms
+    # would be mostly their noise).
+    hermes_loader = SessionDB.get_messages_as_conversation
+    inside = [0]
 
-    def request(messages):
-        """The plugin's work on a redirect (`hermes_plugin.py`), around
-        Hermes's own load of `messages`."""
-        agent = bridge.agent_for_session(a.session)
-        d = bridge.resolve(agent, a.session)
-        target = d["session_id"]
-        # As the plugin: Hermes's walk only where the target has children.
-        if callable(resolver) and bridge.has_child_sessions(target):
-            target = resolver(target) or target
-        bridge.tag_messages(agent, target, messages)
+    @functools.wraps(hermes_loader)
+    def timed_loader(*args, **kwargs):
+        start = time.perf_counter_ns()
+        try:
+            return hermes_loader(*args, **kwargs)
+        finally:
+            inside[0] += time.perf_counter_ns() - start
 
-    # Hermes stores each turn, so a request finds state.db changed: timed
-    # whole after another connection's commit (every read of the request
-    # sees SQLite's page cache dropped), on a copy of the loaded list.
-    hermes, plugin = [], []
+    SessionDB.get_messages_as_conversation = timed_loader
+    plugin, run_agent_wrapper = install_plugin(a)
+    seam_loader = SessionDB.get_messages_as_conversation
+    assert seam_loader is not timed_loader, "the plugin did not wrap Hermes's loader"
+
+    def request():
+        """A chat-completions request's history load through the plugin:
+        the handler's mark (as its wrapper sets it), then the wrapped
+        loader, which decides, loads the CLI session and tags it."""
+        mark = plugin._Request(plugin._hermes_home())
+        token = plugin._REQUEST.set(mark)
+        try:
+            seam_loader(db, a.session)
+        finally:
+            plugin._REQUEST.reset(token)
+        assert mark.plan.redirected and mark.plan.session_id == a.cli_session
+
+    def added_us(reps):
+        """What the plugin adds to a request (µs, mean of `reps` requests),
+        each after another connection's commit, as a request follows
+        Hermes's store of the last turn."""
+        spent = 0
+        with NoGc():
+            for i in range(reps):
+                other.execute("INSERT OR REPLACE INTO state_meta (key, value) "
+                              "VALUES ('bench:elsewhere', ?)", (f"request {i}",))
+                other.commit()
+                inside[0] = 0
+                start = time.perf_counter_ns()
+                request()
+                spent += time.perf_counter_ns() - start - inside[0]
+        return spent / reps / 1000 + run_agent_wrapper
+
+    reps = min(slow, a.repeat // 10) or 1
+    added_us(1)
+    hermes, added = [], []
     for _ in range(a.batches):
-        hermes.append(median_us(lambda: db.get_messages_as_conversation(a.cli_session), slow, 1))
-        plugin.append(median_us_after_write(
-            request, other, min(slow, a.repeat // 10) or 1, 1, fresh=lambda: copy.deepcopy(loaded)))
+        hermes.append(median_us(lambda: hermes_loader(db, a.cli_session), slow, 1))
+        added.append(added_us(reps))
+    res["run_agent_wrapper"] = run_agent_wrapper
     res["hermes_load"] = statistics.median(hermes)
-    res["plugin_load_seam"] = statistics.median(plugin)
+    res["plugin_load_seam"] = statistics.median(added)
     res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
-    res["load_seam_share"] = statistics.median(p / h for p, h in zip(plugin, hermes))
+    res["load_seam_share"] = statistics.median(p / h for p, h in zip(added, hermes))
     res["run_agent_seam_share"] = statistics.median(
-        (p + res["client_load"]) / h for p, h in zip(plugin, hermes))
+        (p + res["client_load"]) / h for p, h in zip(added, hermes))
     print(json.dumps(res))
 
 

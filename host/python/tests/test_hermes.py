@@ -333,8 +333,12 @@ class _HermesCase:
         # session is never loaded on a redirect.
         out = gw.output()
         self.assertTrue("history load hermes_state.SessionDB.get_messages_as_conversation" in out, out[-3000:])
-        # One line per turn in the gateway's own output (its log files repeat it).
-        self.assertEqual(gw.log.read_text(errors="replace").count("; history loaded once)"), 2, out[-3000:])
+        # One line when the switch starts, none for the next turn on the same
+        # target (at DEBUG, below agent.log's INFO), in the gateway's own
+        # output (its log files repeat it).
+        self.assertEqual(gw.log.read_text(errors="replace").count(
+            f"turn on {XMPP} runs on {CLI_SESSION} ("), 1, out[-3000:])
+        self.assertEqual(gw.log.read_text(errors="replace").count("; history loaded once)"), 1, out[-3000:])
         self.assertFalse("the client's history was loaded too" in out, out[-3000:])
         # Both turns were stored in the CLI session, none in the XMPP one.
         self.assertEqual(rows_of(db, XMPP), xmpp_before)
@@ -359,6 +363,8 @@ class _HermesCase:
         self.assertIn("[YOU] " + receipt["body"], text)
         self.assertNotIn("what is on this picture?", text)
         self.assertEqual([r for r, _ in rows_of(db, XMPP)[len(xmpp_before):]], ["user", "assistant"])
+        # The end of the switch is logged once too.
+        self.assertEqual(gw.log.read_text(errors="replace").count(f"mohe turns on {XMPP} run on it again ("), 1)
 
     def test_concurrent_requests_during_cli_sends(self):
         home = self.home("busy")

@@ -1,0 +1,98 @@
+"""The plugin's pieces alone. The `_run_agent` wrapper, around a stand-in
+for Hermes's method (the real one runs a model turn; `test_hermes.py` runs it inside the
+real API server): how it takes its arguments (Hermes's own calls are all by
+keyword and skip `inspect.Signature.bind`; any other call is bound by name),
+that a plan made at the history load redirects the turn, that the client
+keeps the id it sent, and that a call it cannot read goes to Hermes as
+made. The log of where turns run: a line when that changes, not one per
+turn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import unittest
+
+from session_switch import hermes_plugin as plugin
+
+
+class RunAgentWrapper(unittest.TestCase):
+    def setUp(self):
+        self.calls = []
+
+        async def _run_agent(self_, user_message, conversation_history, session_id=None, stream=False):
+            self.calls.append((user_message, conversation_history, session_id, stream))
+            return {"session_id": session_id}, None
+
+        self.wrapped = plugin._wrap_run_agent(_run_agent, plugin._Bridges())
+
+    def turn(self, plan, *args, **kwargs):
+        """One call of the wrapper inside a request whose load seam made `plan`."""
+
+        async def run():
+            mark = plugin._Request("/no/hermes/home")
+            mark.plan = plan
+            token = plugin._REQUEST.set(mark)
+            try:
+                return await self.wrapped(None, *args, **kwargs)
+            finally:
+                plugin._REQUEST.reset(token)
+
+        return asyncio.run(run())
+
+    def test_keyword_and_positional_calls_run_on_the_plan(self):
+        loaded = [{"role": "user", "content": "[YOU] mohe: from the CLI session"}]
+        for args, kwargs in (
+            ((), {"user_message": "hi", "conversation_history": loaded, "session_id": "xmpp-mohe-v2"}),
+            (("hi", loaded), {"session_id": "xmpp-mohe-v2", "stream": True}),
+        ):
+            with self.subTest(positional=bool(args)):
+                self.calls.clear()
+                plan = plugin._Plan("xmpp-mohe-v2", "cli-session", loaded, True)
+                result, _ = self.turn(plan, *args, **kwargs)
+                self.assertEqual(len(self.calls), 1)
+                message, history, session_id, stream = self.calls[0]
+                self.assertEqual((message, session_id, stream), ("hi", "cli-session", bool(args)))
+                self.assertIs(history, loaded)
+                # The response names the session the client sent.
+                self.assertEqual(result["session_id"], "xmpp-mohe-v2")
+
+    def test_a_plan_for_another_list_is_not_taken(self):
+        # The load seam's plan holds for the very list it returned; a turn
+        # given another list (another route's load) is not redirected by
+        # it. With no Hermes here to ask, the wrapper's own plan fails and
+        # the turn runs as Hermes made it.
+        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [{"role": "user", "content": "x"}], True)
+        own = [{"role": "user", "content": "the client's history"}]
+        with self.assertLogs("session_switch.hermes", logging.WARNING):
+            self.turn(plan, user_message="hi", conversation_history=own, session_id="xmpp-mohe-v2")
+        self.assertEqual(self.calls, [("hi", own, "xmpp-mohe-v2", False)])
+
+    def test_a_call_it_cannot_bind_goes_to_hermes_as_made(self):
+        with self.assertRaises(TypeError):
+            self.turn(None, "hi", unknown_argument=1)
+        self.assertEqual(self.calls, [])
+
+
+class TurnLog(unittest.TestCase):
+    def test_a_line_when_the_target_changes_not_per_turn(self):
+        asked = "xmpp-turn-log-test"
+        with self.assertLogs("session_switch.hermes", logging.DEBUG) as logs:
+            plugin._note_turn("mohe", asked, asked, "no record", "")
+            for _ in range(3):
+                plugin._note_turn("mohe", asked, "cli-a", "record 1", "history loaded once")
+            plugin._note_turn("mohe", asked, "cli-b", "record 2", "history loaded once")
+            plugin._note_turn("mohe", asked, asked, "expired", "")
+            plugin._note_turn("mohe", asked, asked, "expired", "")
+        levels = [(r.levelname, r.getMessage()) for r in logs.records]
+        self.assertEqual(levels, [
+            ("INFO", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
+            ("DEBUG", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
+            ("DEBUG", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
+            ("INFO", f"session-switch: mohe turn on {asked} runs on cli-b (record 2; history loaded once)"),
+            ("INFO", f"session-switch: mohe turns on {asked} run on it again (expired)"),
+        ])
+
+
+if __name__ == "__main__":
+    unittest.main()
