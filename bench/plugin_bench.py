@@ -207,29 +207,26 @@ def main():
 
     res["sqlite_after_write"] = median_us_after_write(two_reads, other, a.repeat // 10 or 1, a.batches)
     res["client_load"] = median_us(lambda: db.get_messages_as_conversation(a.session), a.repeat // 10 or 1, a.batches)
-    # tag_messages edits in place: each call gets its own copy, made
-    # before the timed loop.
-    tag = []
-    for _ in range(a.batches):
-        copies = [copy.deepcopy(loaded) for _ in range(slow)]
-        with NoGc():
-            start = time.perf_counter_ns()
-            for c in copies:
-                bridge.tag_messages(a.agent, a.cli_session, c)
-            tag.append((time.perf_counter_ns() - start) / len(copies) / 1000)
-    res["tag_messages"] = statistics.median(tag)
+    def tag_us(lists_of_a_batch):
+        """`tag_messages`' median time (µs) over the batches, each on the
+        lists `lists_of_a_batch()` makes (untimed): it edits in place, so
+        every call gets a list of its own."""
+        out = []
+        for _ in range(a.batches):
+            lists = lists_of_a_batch()
+            with NoGc():
+                start = time.perf_counter_ns()
+                for messages in lists:
+                    bridge.tag_messages(a.agent, a.cli_session, messages)
+                out.append((time.perf_counter_ns() - start) / len(lists) / 1000)
+        return statistics.median(out)
+
+    res["tag_messages"] = tag_us(lambda: [copy.deepcopy(loaded) for _ in range(slow)])
     text = ("这是一段很长的中文回答。" * 400)[:4000].encode()
     roles = ("user", "assistant")
-    long_tag = []
-    for _ in range(a.batches):
-        lists = [[{"role": roles[i % 2], "content": text.decode(), "timestamp": float(i)}
-                  for i in range(100)] for _ in range(20)]
-        with NoGc():
-            start = time.perf_counter_ns()
-            for messages in lists:
-                bridge.tag_messages(a.agent, a.cli_session, messages)
-            long_tag.append((time.perf_counter_ns() - start) / len(lists) / 1000)
-    res["tag_messages_long"] = statistics.median(long_tag)
+    res["tag_messages_long"] = tag_us(lambda: [
+        [{"role": roles[i % 2], "content": text.decode(), "timestamp": float(i)} for i in range(100)]
+        for _ in range(20)])
     # The plugin as Hermes runs it: registered (both seams wrapped on
     # Hermes's own classes) in a Hermes home holding this database, with
     # Hermes's own logging (agent.log at INFO). Under the plugin's wrapper,
