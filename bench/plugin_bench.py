@@ -42,9 +42,9 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   when it is first read as such, once per object.
 
 `hermes_load` and the request are timed in alternate batches, and the
-shares (of `hermes_load`) are the median of each batch's ratio: on a shared machine
-whose speed drifts by 2x over minutes, a ratio of two medians taken
-minutes apart measured the drift.
+shares (of `hermes_load`) are the median of each batch's ratio: on a
+shared machine whose speed drifts by 2x over minutes, a ratio of two
+medians taken minutes apart measured the drift.
 """
 
 import argparse
@@ -83,11 +83,10 @@ def median_us(fn, repeat, batches):
     return statistics.median(out)
 
 
-def median_us_after_write(fn, conn, repeat, batches, fresh=lambda: None):
-    """`fn(fresh())`'s median time (µs), each call after a commit of `conn`;
-    neither the commit nor `fresh()` (e.g. a copy of a list `fn` edits in
-    place, made after the commit as Hermes's load comes after its store of
-    the last turn) is timed."""
+def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0):
+    """`fn()`'s median time (µs) over `batches` batches of `repeat` calls,
+    each call after a commit of `conn` (not timed), less `untimed()` (ns,
+    read after each call: time `fn` spent in work not measured here)."""
     n = 0
 
     def commit():
@@ -98,17 +97,16 @@ def median_us_after_write(fn, conn, repeat, batches, fresh=lambda: None):
         conn.commit()
 
     commit()
-    fn(fresh())
+    fn()
     out = []
     for _ in range(batches):
         spent = 0
         with NoGc():
             for _ in range(repeat):
                 commit()
-                arg = fresh()
                 start = time.perf_counter_ns()
-                fn(arg)
-                spent += time.perf_counter_ns() - start
+                fn()
+                spent += time.perf_counter_ns() - start - untimed()
         out.append(spent / repeat / 1000)
     return statistics.median(out)
 
@@ -195,11 +193,11 @@ def main():
     res["resolve_rust"] = statistics.median(rust)
     other = sqlite3.connect(a.db)
     res["resolve_py_after_write"] = median_us_after_write(
-        lambda _: bridge.resolve(a.agent, a.session), other, a.repeat // 10 or 1, a.batches)
+        lambda: bridge.resolve(a.agent, a.session), other, a.repeat // 10 or 1, a.batches)
     plain = sqlite3.connect(a.db, isolation_level=None)
     record_key = f"session_switch:active:{a.agent}"
 
-    def two_reads(_):
+    def two_reads():
         plain.execute("BEGIN")
         assert plain.execute("SELECT value FROM state_meta WHERE key = ?", (record_key,)).fetchone()
         assert plain.execute("SELECT 1 FROM sessions WHERE id = ?", (a.cli_session,)).fetchone()
@@ -207,6 +205,7 @@ def main():
 
     res["sqlite_after_write"] = median_us_after_write(two_reads, other, a.repeat // 10 or 1, a.batches)
     res["client_load"] = median_us(lambda: db.get_messages_as_conversation(a.session), a.repeat // 10 or 1, a.batches)
+
     def tag_us(lists_of_a_batch):
         """`tag_messages`' median time (µs) over the batches, each on the
         lists `lists_of_a_batch()` makes (untimed): it edits in place, so
@@ -254,6 +253,7 @@ def main():
         """A chat-completions request's history load through the plugin:
         the handler's mark (as its wrapper sets it), then the wrapped
         loader, which decides, loads the CLI session and tags it."""
+        inside[0] = 0
         mark = plugin._Request(plugin._hermes_home())
         token = plugin._REQUEST.set(mark)
         try:
@@ -262,28 +262,15 @@ def main():
             plugin._REQUEST.reset(token)
         assert mark.plan.redirected and mark.plan.session_id == a.cli_session
 
-    def added_us(reps):
-        """What the plugin adds to a request (µs, mean of `reps` requests),
-        each after another connection's commit, as a request follows
-        Hermes's store of the last turn."""
-        spent = 0
-        with NoGc():
-            for i in range(reps):
-                other.execute("INSERT OR REPLACE INTO state_meta (key, value) "
-                              "VALUES ('bench:elsewhere', ?)", (f"request {i}",))
-                other.commit()
-                inside[0] = 0
-                start = time.perf_counter_ns()
-                request()
-                spent += time.perf_counter_ns() - start - inside[0]
-        return spent / reps / 1000 + run_agent_wrapper
-
+    # What the plugin adds: the request less the time inside Hermes's
+    # load, each after a commit, as a request follows Hermes's store of
+    # the last turn.
     reps = min(slow, a.repeat // 10) or 1
-    added_us(1)
     hermes, added = [], []
     for _ in range(a.batches):
         hermes.append(median_us(lambda: hermes_loader(db, a.cli_session), slow, 1))
-        added.append(added_us(reps))
+        added.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0])
+                     + run_agent_wrapper)
     res["run_agent_wrapper"] = run_agent_wrapper
     res["hermes_load"] = statistics.median(hermes)
     res["plugin_load_seam"] = statistics.median(added)
