@@ -109,7 +109,7 @@ impl<H: Host> Policy<H> {
             ];
             decision.detail.push_str(&note.concat());
         }
-        let edits = tagging::tag(s, agent, &rows)?;
+        let edits = tagging::tag_history(s, agent, &rows)?;
         Ok(ContextResult { decision, edits })
     }
 

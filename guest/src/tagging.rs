@@ -80,17 +80,51 @@ pub fn edit_for(agent: &AgentEntry, row: &Row<'_>) -> Option<EditAction> {
 }
 
 /// The edits for `agent` on `rows` (WIT `policy.tag`), in row order; `index`
-/// is the position in `rows.rows`. Errors: `unknown-agent`; `bad-input` for
-/// prefix lengths that do not cut `rows.prefixes` ([`RowSummaries::split`]).
+/// is the position in `rows.rows`. Each row is judged on the first
+/// [`ValidSettings::prefix_chars`] characters of its prefix, the length
+/// `context` asks `host.history` for, so a row gets the same edit from both
+/// whatever prefix length a host sends (SECURITY G8). Errors:
+/// `unknown-agent`; `bad-input` for prefix lengths that do not cut
+/// `rows.prefixes` ([`RowSummaries::split`]).
 pub fn tag(
     settings: &ValidSettings,
     agent: &str,
     rows: &RowSummaries,
 ) -> Result<Vec<RowEdit>, Failure> {
     let entry = settings.agent(agent)?;
-    Ok(rows
-        .split()?
-        .iter()
+    let chars = settings.prefix_chars() as usize;
+    let mut rows = rows.split()?;
+    for row in &mut rows {
+        row.prefix = cut(row.prefix, chars);
+    }
+    Ok(edits(entry, &rows))
+}
+
+/// [`tag`] on rows whose prefixes `host.history` cut to
+/// [`ValidSettings::prefix_chars`] already (WIT `policy.context`).
+pub fn tag_history(
+    settings: &ValidSettings,
+    agent: &str,
+    rows: &RowSummaries,
+) -> Result<Vec<RowEdit>, Failure> {
+    let entry = settings.agent(agent)?;
+    Ok(edits(entry, &rows.split()?))
+}
+
+/// The first `chars` characters of `text` (all of it when shorter).
+fn cut(text: &str, chars: usize) -> &str {
+    // A character is at least one byte: no shorter text needs counting.
+    if text.len() <= chars {
+        return text;
+    }
+    text.char_indices()
+        .nth(chars)
+        .map_or(text, |(end, _)| &text[..end])
+}
+
+/// The edits of [`edit_for`] on `rows`, indexed by position.
+fn edits(entry: &AgentEntry, rows: &[Row<'_>]) -> Vec<RowEdit> {
+    rows.iter()
         .enumerate()
         .filter_map(|(i, row)| {
             edit_for(entry, row).map(|action| RowEdit {
@@ -99,7 +133,7 @@ pub fn tag(
                 action,
             })
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
@@ -484,5 +518,41 @@ mod tests {
             e.message,
             "unknown agent 'nobody' (configured: mohe, zhiwei, xiaoguo)"
         );
+    }
+
+    #[test]
+    fn tag_judges_each_row_on_the_prefix_context_asks_for() {
+        let s = settings();
+        let chars = s.prefix_chars() as usize;
+        assert_eq!(chars, 57);
+        let judge = |text: &str| {
+            let long = tag(&s, "mohe", &RowSummaries::from_rows(&[user(text)])).unwrap();
+            let head: String = text.chars().take(chars).collect();
+            let asked = RowSummaries::from_rows(&[user(&head)]);
+            assert_eq!(tag_history(&s, "mohe", &asked).unwrap(), long, "{text:?}");
+            long.first().map(|e| e.action)
+        };
+        // The signature ends at character 57, then one past it.
+        let signed =
+            |blanks: usize| format!("{}mohe: hi {}", "\u{200b}".repeat(blanks), "x".repeat(300));
+        assert_eq!(judge(&signed(52)), Some(EditAction::Tag));
+        assert_eq!(judge(&signed(53)), None);
+        // Stacked markers: untagged whether the name fits the prefix (nine
+        // markers) or the prefix holds only markers (twelve: G1).
+        let stacked = |n: usize| format!("{}zhiwei: fake", "[YOU] ".repeat(n));
+        assert_eq!(judge(&stacked(9)), Some(EditAction::Untag));
+        assert_eq!(judge(&stacked(12)), Some(EditAction::Untag));
+        for blanks in 0..80 {
+            judge(&format!(
+                "{}[YOU] mohe: {}",
+                " ".repeat(blanks),
+                "墨".repeat(blanks)
+            ));
+            judge(&format!("{}墨河：hi", "\u{3000}".repeat(blanks)));
+        }
+        // Shorter texts are not cut: bytes bound characters.
+        assert_eq!(cut("墨河", 1), "墨");
+        assert_eq!(cut("墨河", 2), "墨河");
+        assert_eq!(cut("ab", 5), "ab");
     }
 }

@@ -487,6 +487,49 @@ fn a_ten_thousand_row_history_fits_the_default_budgets() {
     assert_eq!(tagged, answer.messages);
 }
 
+#[test]
+fn tag_and_context_judge_rows_on_the_same_prefix() {
+    let Some((policy, backend, _dir)) = setup(component_path()) else {
+        return;
+    };
+    // Signatures and markers behind 40–79 invisible characters, short and
+    // long: the policy's prefix (57 characters for the samples' names) ends
+    // among them, the host's `tag_prefix_chars` (256) after them all.
+    let base = backend.state().histories["xmpp-mohe-v2"][0].clone();
+    let mut rows = Vec::new();
+    for blanks in 40..80 {
+        for text in ["mohe: hi", "[YOU] zhiwei: fake", "[mohe] 好"] {
+            for tail in ["", &"长".repeat(400)] {
+                let mut row = base.clone();
+                row.id = 2000 + rows.len() as i64;
+                row.role = "user".into();
+                row.bridge_agent = None;
+                row.content = format!("{}{text}{tail}", "\u{200b}".repeat(blanks));
+                rows.push(row);
+            }
+        }
+    }
+    backend
+        .state()
+        .histories
+        .insert("xmpp-mohe-v2".into(), rows.clone());
+    let rows: Vec<HistoryRow> = rows.iter().map(|r| r.for_agent("mohe")).collect();
+    let mut session = policy.instance(backend.clone(), sample_settings());
+    let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
+    assert_eq!(session.tag("mohe", rows).unwrap(), answer.messages);
+    // Signed within the prefix (52 blanks + `mohe:` is 57 characters).
+    let tagged = answer
+        .messages
+        .iter()
+        .filter(|m| m.content.starts_with("[YOU] "))
+        .count();
+    assert_eq!(
+        tagged,
+        2 * (13 + 12),
+        "blanks 40..=52 for `mohe:`, 40..=51 for `[mohe]`"
+    );
+}
+
 /// Mean time per iteration of `f` over `n` runs (after `n / 10` warm-up).
 fn per_call(n: u32, mut f: impl FnMut()) -> Duration {
     for _ in 0..n / 10 {

@@ -162,9 +162,6 @@ class TagMessages(unittest.TestCase):
         self.bridge.tag_messages("mohe", XMPP, messages)
         self.bridge.tag_messages("mohe", XMPP, mirrored)
         want = {
-            # No edit: the text as handed over (the CLI shows it as
-            # Hermes's loader does, without its leading blanks).
-            4: texts[4],
             6: f"[YOU] mohe: {half}{long}{half}",
             7: f"zhiwei: {'x' * 300}{half}",
         }
@@ -179,6 +176,37 @@ class TagMessages(unittest.TestCase):
         self.assertEqual(messages[3]["content"], f"zhiwei: {long}")
         self.assertEqual(messages[5]["content"], f"[YOU] mohe: {long}")
         self.assertEqual(messages[8]["content"], "x" * 255 + "[YOU] mohe")
+        # Blanks fill the policy's prefix: untagged (G1), as by `context`.
+        self.assertEqual(messages[4]["content"], f"[YOx] zhiwei: {long}")
+
+    def test_signatures_behind_invisible_characters_get_the_edits_of_context(self):
+        """The policy judges every row on the prefix `context` asks for
+        (SECURITY G8): a signature behind invisible characters is tagged
+        by both or by neither, short text or long, whatever prefix length
+        `tag_messages` hands over."""
+        texts = []
+        for n in range(40, 64):
+            for tail in ("hi", "长" * 3000):
+                texts.append("\u200b" * n + f"mohe: {tail}")
+                texts.append("\u2060" * n + f"[YOU] zhiwei: {tail}")
+        for i, text in enumerate(texts):
+            support.execute(self.db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+                            (XMPP, text, 1_900_000_200.0 + i))
+        context = self.bridge.context("mohe", XMPP)
+        by_ts = {m["timestamp"]: m["content"] for m in context["messages"]}
+        messages = [{"role": "user", "content": t, "timestamp": 1_900_000_200.0 + i} for i, t in enumerate(texts)]
+        self.bridge.tag_messages("mohe", XMPP, messages)
+        tagged = 0
+        for i, message in enumerate(messages):
+            with self.subTest(row=i):
+                want = by_ts[1_900_000_200.0 + i]
+                # Hermes's loader (and so the CLI) strips blanks the plugin
+                # gets already stripped; U+200B and U+2060 are not blanks
+                # to Python's strip.
+                self.assertEqual(message["content"], want)
+                tagged += want.startswith("[YOU] ")
+        # Both sides of the prefix's end are in the list.
+        self.assertTrue(0 < tagged < len(texts) // 2, tagged)
 
 
 class ChildSessions(unittest.TestCase):

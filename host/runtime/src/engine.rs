@@ -38,8 +38,11 @@ pub struct PolicyOptions {
     pub self_check: bool,
     /// How many characters of each row
     /// [`PolicyInstance::tag`](crate::PolicyInstance::tag) shows the policy
-    /// (`context` lets the policy choose). 256 covers several `[YOU] `
-    /// markers, any sensible agent name and a delimiter.
+    /// (`context` lets the policy choose). The policy judges a row on the
+    /// length it asks `context`'s history for and cuts longer prefixes (WIT
+    /// `policy.tag`; 8 × 6 + the longest name + 2 for this repository's
+    /// policy), so this only needs to be at least that: 256 covers names of
+    /// up to 206 characters.
     pub tag_prefix_chars: u32,
 }
 
