@@ -17,6 +17,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
+use super::read_memo::ReadMemo;
 use super::schema::{TableSeen, check_exists};
 use super::sqlite_failure::sqlite_failure;
 use super::write_tx::{check_our_key, commit_with_retry};
@@ -70,7 +71,14 @@ pub struct HermesStore {
     /// next one (a gateway reads the same session again and again; growing
     /// the list by doubling copied each message about twice).
     rows_last_read: Cell<usize>,
+    /// Answers of [`HermesStore::has_child_sessions`] and
+    /// [`HermesStore::bridge_rows`] at the current data version.
+    pub(super) reads: ReadMemo,
 }
+
+/// A row the bridge wrote: `(messages.id, role, timestamp)`
+/// ([`HermesStore::bridge_rows`]).
+pub type BridgeRow = (i64, String, f64);
 
 impl HermesStore {
     /// `$HERMES_HOME/state.db`, `HERMES_HOME` defaulting to `~/.hermes`
@@ -114,6 +122,7 @@ impl HermesStore {
             seen_sent: TableSeen::default(),
             rows_last_read: Cell::new(0),
             counter: None,
+            reads: ReadMemo::default(),
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
         // Bundled SQLite defaults to ON; say it anyway so a build against a
@@ -362,12 +371,21 @@ impl HermesStore {
     /// empty when that table is missing. What a caller needs to recognise
     /// those rows in Hermes's own loader output, which carries no ids: a
     /// row is known by its role and its stored timestamp.
-    /// The select is [`BRIDGE_ROWS`], which walks the bridge's list.
-    pub fn bridge_rows(
-        &self,
-        session_id: &str,
-        agent: &str,
-    ) -> Result<Vec<(i64, String, f64)>, Failure> {
+    /// The select is [`BRIDGE_ROWS`], which walks the bridge's list; its
+    /// answer is kept while the data version stays the same (`read_memo.rs`).
+    pub fn bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<BridgeRow>, Failure> {
+        let version = self.data_version()?;
+        if let Some(rows) = self.reads.bridge_rows(version, session_id, agent) {
+            return Ok(rows);
+        }
+        let rows = self.query_bridge_rows(session_id, agent)?;
+        self.reads
+            .keep_bridge_rows(version, session_id, agent, &rows);
+        Ok(rows)
+    }
+
+    /// [`Self::bridge_rows`] read from the file.
+    fn query_bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<BridgeRow>, Failure> {
         if !self.table_exists("session_switch_sent")? {
             return Ok(Vec::new());
         }

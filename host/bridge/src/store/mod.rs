@@ -13,7 +13,8 @@
 //! `send_write` (a send's intent → post → record), `pending` (sends between
 //! intent and record), `init` (a new database), `cjk` (Hermes's tokenizer
 //! extension), `sqlite_failure` (SQLite errors as failures),
-//! `change_counter` (whether anyone committed, without SQLite's lock).
+//! `change_counter` (whether anyone committed, without SQLite's lock),
+//! `read_memo` (two plain reads' answers while nobody committed).
 
 mod chain;
 mod change_counter;
@@ -24,6 +25,7 @@ mod hermes;
 mod init;
 mod loader;
 mod pending;
+mod read_memo;
 mod schema;
 mod send_write;
 mod sqlite_failure;
@@ -36,7 +38,7 @@ use write_tx::check_our_key;
 
 pub use chain::{CHAIN_CAP, Tip, add_continuations, target_problem};
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
-pub use hermes::{BRIDGE_ROWS, BUSY_TIMEOUT, HermesStore};
+pub use hermes::{BRIDGE_ROWS, BUSY_TIMEOUT, BridgeRow, HermesStore};
 pub use init::HERMES_SCHEMA_VERSION;
 pub use loader::{Loader, is_py_space, py_strip, sanitize_context};
 pub use pending::{PendingSend, PendingState};
