@@ -339,8 +339,11 @@ def report(res):
                  "venv of the schema; resolve from Python vs the same call looped inside Rust; plugin "
                  "per request = a chat-completions request's history load through the registered "
                  "plugin (Hermes's own logging set up) less the time inside Hermes's load of the "
-                 "CLI session, each after another connection's commit, plus the `_run_agent` "
-                 "wrapper; share = of Hermes's own load; on "
+                 "CLI session, each after another connection's commit and the plugin's refresh "
+                 "after that turn, plus the `_run_agent` wrapper; no refresh = the same with no "
+                 "refresh after the commit (a request that overlaps the last turn); refresh = "
+                 "its own time, in an executor thread after each turn; share = of Hermes's own "
+                 "load; on "
                  "other routes Hermes has loaded the client's session too; SQLite's reads = the "
                  "record and the target's row through Python's `sqlite3` after such a commit, "
                  "the floor of a decision read after a write)")
@@ -350,15 +353,18 @@ def report(res):
     else:
         lines.append("| database | resolve: binding | inside Rust | binding's own | binding after a write "
                      "| SQLite's reads after a write | Hermes's loader | plugin per request | share "
-                     "| `tag_messages` alone | other routes (+ client load) | share |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "| no refresh (share) | refresh, off the path | `tag_messages` alone "
+                     "| other routes (+ client load) | share |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for db in m["dbs"]:
             x = b[db["name"]]
             lines.append(f"| {db['name'].replace('-', ', ')} rows | {fmt_us(x['resolve_py'])} | "
                          f"{fmt_us(x['resolve_rust'])} | {fmt_us(x['resolve_py'] - x['resolve_rust'])} | "
                          f"{fmt_us(x['resolve_py_after_write'])} | {fmt_us(x['sqlite_after_write'])} | "
                          f"{fmt_us(x['hermes_load'])} | {fmt_us(x['plugin_load_seam'])} | "
-                         f"{x['load_seam_share'] * 100:.1f} % | {fmt_us(x['tag_messages'])} | "
+                         f"{x['load_seam_share'] * 100:.1f} % | {fmt_us(x['plugin_unrefreshed'])} "
+                         f"({x['unrefreshed_share'] * 100:.1f} %) | {fmt_us(x['refresh'])} | "
+                         f"{fmt_us(x['tag_messages'])} | "
                          f"{fmt_us(x['plugin_run_agent_seam'])} | {x['run_agent_seam_share'] * 100:.1f} % |")
             checks.append((f"binding resolve ≤ {BINDING_RESOLVE_US:.0f} µs ({db['name']})",
                            x["resolve_py"] <= BINDING_RESOLVE_US, fmt_us(x["resolve_py"])))

@@ -31,8 +31,12 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   child sessions, Hermes's load of the CLI session, `tag_messages`, the
   log call) less the time inside Hermes's load (a shim under the
   plugin's wrapper times it), each request after another connection's
-  commit (a request follows Hermes's store of the last turn); plus
-  `run_agent_wrapper`, what the `_run_agent` wrapper adds to a turn;
+  commit (a request follows Hermes's store of the last turn) and the
+  plugin's refresh after that turn (`refresh`, timed on its own: what the
+  wrapper has an executor thread read again after each turn, off the
+  request's path); plus `run_agent_wrapper`, what the `_run_agent`
+  wrapper adds to a turn; `plugin_unrefreshed`: the same request with no
+  refresh after the commit (a request that overlaps the last turn);
 - `plugin_run_agent_seam`: the same on the other routes, where Hermes has
   already loaded the client's session: plus one load of that session;
 - `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls;
@@ -83,10 +87,11 @@ def median_us(fn, repeat, batches):
     return statistics.median(out)
 
 
-def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0):
+def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0, after_commit=lambda: None):
     """`fn()`'s median time (µs) over `batches` batches of `repeat` calls,
-    each call after a commit of `conn` (not timed), less `untimed()` (ns,
-    read after each call: time `fn` spent in work not measured here)."""
+    each call after a commit of `conn` and then `after_commit()` (neither
+    timed), less `untimed()` (ns, read after each call: time `fn` spent in
+    work not measured here)."""
     n = 0
 
     def commit():
@@ -104,6 +109,7 @@ def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0):
         with NoGc():
             for _ in range(repeat):
                 commit()
+                after_commit()
                 start = time.perf_counter_ns()
                 fn()
                 spent += time.perf_counter_ns() - start - untimed()
@@ -261,23 +267,38 @@ def main():
         finally:
             plugin._REQUEST.reset(token)
         assert mark.plan.redirected and mark.plan.session_id == a.cli_session
+        return mark.plan
+
+    plan = request()
+
+    def refresh():
+        """What the plugin's `_run_agent` wrapper has done after each turn
+        (in an executor thread, off the request's path): the next turn's
+        reads, made again after the turn's writes."""
+        plugin._refresh(plan.bridge, plan.agent, plan.asked)
 
     # What the plugin adds: the request less the time inside Hermes's
     # load, each after a commit, as a request follows Hermes's store of
-    # the last turn.
+    # the last turn; then the plugin's refresh after that turn, unless a
+    # request comes before it (`unrefreshed`: turns that overlap).
     reps = min(slow, a.repeat // 10) or 1
-    hermes, added = [], []
+    hermes, added, unrefreshed = [], [], []
     for _ in range(a.batches):
         hermes.append(median_us(lambda: hermes_loader(db, a.cli_session), slow, 1))
-        added.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0])
-                     + run_agent_wrapper)
+        added.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0],
+                                           after_commit=refresh) + run_agent_wrapper)
+        unrefreshed.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0])
+                           + run_agent_wrapper)
     res["run_agent_wrapper"] = run_agent_wrapper
+    res["refresh"] = median_us_after_write(refresh, other, a.repeat // 10 or 1, a.batches)
     res["hermes_load"] = statistics.median(hermes)
     res["plugin_load_seam"] = statistics.median(added)
     res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
     res["load_seam_share"] = statistics.median(p / h for p, h in zip(added, hermes))
     res["run_agent_seam_share"] = statistics.median(
         (p + res["client_load"]) / h for p, h in zip(added, hermes))
+    res["plugin_unrefreshed"] = statistics.median(unrefreshed)
+    res["unrefreshed_share"] = statistics.median(p / h for p, h in zip(unrefreshed, hermes))
     print(json.dumps(res))
 
 

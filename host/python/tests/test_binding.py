@@ -12,7 +12,7 @@ import sqlite3
 import time
 import unittest
 
-from session_switch import Bridge
+from session_switch import Bridge, SessionSwitchError
 
 from . import support
 from .support import CLI_SESSION, TOOL_SESSION
@@ -228,6 +228,49 @@ class ChildSessions(unittest.TestCase):
                                 "VALUES ('a-child', 'cli', 1.0, ?)", (CLI_SESSION,))
                 self.assertTrue(bridge.has_child_sessions(CLI_SESSION))
                 self.assertFalse(bridge.has_child_sessions("a-child"))
+
+
+    def test_answers_are_kept_while_nobody_commits(self):
+        """`has_child_sessions` and the bridge's rows (`tag_messages`) are
+        kept while the data version stays the same (`read_memo.rs`): in
+        DELETE mode a kept answer needs no lock, so it comes back while
+        another connection holds the database exclusively, where a read
+        would wait and fail as busy; a commit makes both read again."""
+        d = support.tempdir(self)
+        home = support.hermes_home(d / "home", "hermes-latest.db")
+        db = home / "state.db"
+        conn = sqlite3.connect(db, isolation_level=None)
+        self.assertEqual(conn.execute("PRAGMA journal_mode=delete").fetchone()[0], "delete")
+        conn.execute("CREATE TABLE IF NOT EXISTS session_switch_sent (message_id INTEGER PRIMARY KEY, "
+                     "agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL)")
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'hi', 7.5)",
+                     (XMPP,))
+        bridge = Bridge(home, cache_dir=d / "cache", watch=False)
+        mine = [{"role": "user", "content": "hi", "timestamp": 7.5}]
+
+        def tag():
+            messages = copy.deepcopy(mine)
+            bridge.tag_messages("mohe", XMPP, messages)
+            return messages[0]["content"]
+
+        self.assertFalse(bridge.has_child_sessions(CLI_SESSION))
+        self.assertEqual(tag(), "hi")
+        conn.execute("BEGIN EXCLUSIVE")
+        try:
+            self.assertFalse(bridge.has_child_sessions(CLI_SESSION))
+            self.assertEqual(tag(), "hi")
+            # Not asked before: a real read, which the lock stops.
+            with self.assertRaises(SessionSwitchError) as caught:
+                bridge.has_child_sessions(TOOL_SESSION)
+            self.assertEqual(caught.exception.kind, "busy")
+            conn.execute("INSERT INTO sessions (id, source, started_at, parent_session_id) "
+                         "VALUES ('a-child', 'cli', 1.0, ?)", (CLI_SESSION,))
+            conn.execute("INSERT INTO session_switch_sent SELECT id, 'mohe', ?, 7.5 FROM messages "
+                         "WHERE session_id = ? AND timestamp = 7.5", (CLI_SESSION, XMPP))
+        finally:
+            conn.execute("COMMIT")
+        self.assertTrue(bridge.has_child_sessions(CLI_SESSION))
+        self.assertEqual(tag(), "[YOU] hi")
 
 
 class IdleBinding(unittest.TestCase):

@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import unittest
@@ -289,6 +290,36 @@ class _HermesCase:
         messages = turn["messages"]
         start = 1 if messages and messages[0]["role"] == "system" else 0
         return messages[start:-1]
+
+    def test_the_plugin_finds_hermes_own_home_per_profile_and_environment(self):
+        """The plugin keeps Hermes's home per (profile override, HERMES_HOME)
+        instead of asking Hermes each request: it must still be the home
+        Hermes's own `get_hermes_home` gives, as either input changes."""
+        script = textwrap.dedent("""
+            import os
+            from session_switch import hermes_plugin as plugin
+            import hermes_constants as h
+
+            def same(want=None):
+                home = plugin._hermes_home()
+                assert home == str(h.get_hermes_home()), (home, h.get_hermes_home())
+                assert want is None or home == want, (home, want)
+
+            os.environ["HERMES_HOME"] = "/srv/a"
+            same("/srv/a")
+            os.environ["HERMES_HOME"] = "/srv/b"
+            same("/srv/b")
+            token = h.set_hermes_home_override("/srv/profiles/c")
+            same("/srv/profiles/c")
+            h.reset_hermes_home_override(token)
+            same("/srv/b")
+            del os.environ["HERMES_HOME"]
+            same()
+            print("same homes")
+        """)
+        out = subprocess.run([str(self.venv / "bin/python"), "-c", script], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "HOME": str(self.dir)})
+        self.assertEqual((out.returncode, out.stdout.strip()), (0, "same homes"), out.stderr)
 
     def test_redirect_stream_and_non_stream_with_hermes_shapes(self):
         home = self.home("main")

@@ -16,7 +16,10 @@ import unittest
 from session_switch import hermes_plugin as plugin
 
 
-class RunAgentWrapper(unittest.TestCase):
+class _Turns:
+    """The wrapper around a stand-in for Hermes's `_run_agent`, and one call
+    of it inside a request."""
+
     def setUp(self):
         self.calls = []
 
@@ -40,6 +43,8 @@ class RunAgentWrapper(unittest.TestCase):
 
         return asyncio.run(run())
 
+
+class RunAgentWrapper(_Turns, unittest.TestCase):
     def test_keyword_and_positional_calls_run_on_the_plan(self):
         loaded = [{"role": "user", "content": "[YOU] mohe: from the CLI session"}]
         for args, kwargs in (
@@ -72,6 +77,74 @@ class RunAgentWrapper(unittest.TestCase):
         with self.assertRaises(TypeError):
             self.turn(None, "hi", unknown_argument=1)
         self.assertEqual(self.calls, [])
+
+
+class RecordingBridge:
+    """Stands in for a `Bridge` in the refresh's unit test: records the
+    calls, answers `resolve` with `decision`, raises `fail` if given."""
+
+    def __init__(self, decision, fail=None):
+        self.decision, self.fail, self.calls = decision, fail, []
+
+    def resolve(self, agent, session_id):
+        self.calls.append(("resolve", agent, session_id))
+        if self.fail:
+            raise self.fail
+        return self.decision
+
+    def has_child_sessions(self, session_id):
+        self.calls.append(("has_child_sessions", session_id))
+        return False
+
+    def tag_messages(self, agent, session_id, messages):
+        self.calls.append(("tag_messages", agent, session_id, list(messages)))
+        return 0
+
+
+class RefreshAfterTurn(_Turns, unittest.TestCase):
+    """After a turn on an agent's XMPP session the wrapper has the reads of
+    the next turn made again, in the loop's executor (`asyncio.run` waits
+    for it before returning), also when the turn failed; never for a turn
+    on another session, and a failing refresh raises nothing."""
+
+    def test_the_next_turns_reads_are_made_after_the_turn(self):
+        redirect = {"redirected": True, "session_id": "cli-session"}
+        stay = {"redirected": False, "session_id": "xmpp-mohe-v2"}
+        for decision, calls in (
+            (redirect, [("resolve", "mohe", "xmpp-mohe-v2"), ("has_child_sessions", "cli-session"),
+                        ("tag_messages", "mohe", "cli-session", [])]),
+            (stay, [("resolve", "mohe", "xmpp-mohe-v2"), ("tag_messages", "mohe", "xmpp-mohe-v2", [])]),
+        ):
+            with self.subTest(redirected=decision["redirected"]):
+                bridge = RecordingBridge(decision)
+                loaded = []
+                plan = plugin._Plan("xmpp-mohe-v2", "cli-session", loaded, True, bridge, "mohe")
+                self.turn(plan, user_message="hi", conversation_history=loaded, session_id="xmpp-mohe-v2")
+                self.assertEqual(bridge.calls, calls)
+
+    def test_also_after_a_failed_turn_and_never_for_other_sessions(self):
+        async def failing(self_, user_message, conversation_history, session_id=None):
+            raise RuntimeError("the model is down")
+
+        self.wrapped = plugin._wrap_run_agent(failing, plugin._Bridges())
+        bridge = RecordingBridge({"redirected": False, "session_id": "xmpp-mohe-v2"})
+        plan = plugin._Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, bridge, "mohe")
+        with self.assertRaises(RuntimeError):
+            self.turn(plan, user_message="hi", conversation_history=plan.history, session_id="xmpp-mohe-v2")
+        self.assertEqual(bridge.calls[0], ("resolve", "mohe", "xmpp-mohe-v2"))
+        # A plan on no agent's session (Hermes's own turn): nothing to refresh.
+        # (A refresh of it would fail on its missing bridge, at DEBUG.)
+        plain = plugin._Plan("other", "other", [], False)
+        with self.assertNoLogs("session_switch.hermes", logging.DEBUG), self.assertRaises(RuntimeError):
+            self.turn(plain, user_message="hi", conversation_history=plain.history, session_id="other")
+
+    def test_a_failing_refresh_is_logged_at_debug_and_raises_nothing(self):
+        bridge = RecordingBridge(None, fail=OSError("database is locked"))
+        with self.assertLogs("session_switch.hermes", logging.DEBUG) as logs:
+            plugin._refresh(bridge, "mohe", "xmpp-mohe-v2")
+        self.assertEqual([(r.levelname, r.getMessage()) for r in logs.records], [
+            ("DEBUG", "session-switch: refresh after a turn on xmpp-mohe-v2: database is locked"),
+        ])
 
 
 class TurnLog(unittest.TestCase):

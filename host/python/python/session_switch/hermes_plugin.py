@@ -44,6 +44,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import os
 import threading
 from typing import Any, Callable, Optional
 
@@ -66,10 +67,31 @@ def _hermes_version() -> str:
     return "hermes (unknown version)"
 
 
-def _hermes_home() -> str:
-    from hermes_constants import get_hermes_home
+# Hermes's home per (profile override, HERMES_HOME): see `_hermes_home`.
+_HOMES: dict[tuple[Optional[str], Optional[str]], str] = {}
 
-    return str(get_hermes_home())
+
+def _hermes_home() -> str:
+    """Hermes's home for the running request, as ``str(get_hermes_home())``:
+    the profile's override (a context variable Hermes's profile routing
+    sets), else ``HERMES_HOME``, else Hermes's default. Hermes builds a new
+    ``Path`` each time (5 µs warm, 25–35 µs as the first code of a request
+    on this machine kind, README "What bounds the rest"); the answer is kept
+    per pair of the two inputs that change while a gateway runs: the
+    override and ``HERMES_HOME`` (which embedding hosts may set per turn).
+    Hermes without ``get_hermes_home_override``: asked every time."""
+    import hermes_constants
+
+    override = getattr(hermes_constants, "get_hermes_home_override", None)
+    if override is None:
+        return str(hermes_constants.get_hermes_home())
+    key = (override(), os.environ.get("HERMES_HOME"))
+    home = _HOMES.get(key)
+    if home is None:
+        if len(_HOMES) >= 64:  # profiles are few; a flood starts over
+            _HOMES.clear()
+        home = _HOMES[key] = str(hermes_constants.get_hermes_home())
+    return home
 
 
 class _Bridges:
@@ -168,15 +190,27 @@ register.register = register  # type: ignore[attr-defined]
 
 class _Plan:
     """What a turn runs on: ``session_id`` and ``history`` in place of what
-    the client asked (``asked``)."""
+    the client asked (``asked``); ``bridge`` and ``agent`` when ``asked`` is
+    one of an agent's XMPP sessions (the turn's reads are refreshed after
+    it, :func:`_refresh_after_turn`)."""
 
-    __slots__ = ("asked", "session_id", "history", "redirected")
+    __slots__ = ("asked", "session_id", "history", "redirected", "bridge", "agent")
 
-    def __init__(self, asked: str, session_id: str, history: list, redirected: bool):
+    def __init__(
+        self,
+        asked: str,
+        session_id: str,
+        history: list,
+        redirected: bool,
+        bridge: Any = None,
+        agent: Optional[str] = None,
+    ):
         self.asked = asked
         self.session_id = session_id
         self.history = history
         self.redirected = redirected
+        self.bridge = bridge
+        self.agent = agent
 
 
 class _Request:
@@ -269,7 +303,7 @@ def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str
     history = loader(db, target)
     bridge.tag_messages(agent, target, history)
     _note_turn(agent, asked, target, decision["detail"], "history loaded once")
-    return _Plan(asked, target, history, bool(decision["redirected"]))
+    return _Plan(asked, target, history, bool(decision["redirected"]), bridge, agent)
 
 
 # The session each XMPP session's last turn ran on (asked -> target), for
@@ -350,7 +384,10 @@ def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
             return await call()
         arguments["session_id"] = plan.session_id
         arguments["conversation_history"] = plan.history
-        outcome = await call()
+        try:
+            outcome = await call()
+        finally:
+            _refresh_after_turn(plan)
         if plan.redirected and isinstance(outcome, tuple) and outcome:
             result = outcome[0]
             # The client keeps the id it sent (0.19.0's non-stream path
@@ -361,6 +398,39 @@ def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
 
     _run_agent.__session_switch__ = True  # type: ignore[attr-defined]
     return _run_agent
+
+
+def _refresh_after_turn(plan: _Plan) -> None:
+    """Schedule :func:`_refresh` of ``plan``'s reads in the event loop's
+    default executor, not awaited: the turn's response does not wait for
+    it. Nothing for a turn on no agent's XMPP session."""
+    if plan.agent is None:
+        return
+    try:
+        asyncio.get_running_loop().run_in_executor(None, _refresh, plan.bridge, plan.agent, plan.asked)
+    except RuntimeError:  # no loop or executor (shutting down): nothing to gain
+        pass
+
+
+def _refresh(bridge, agent: str, asked: str) -> None:
+    """Read again, after a turn on ``asked`` stored its messages, what the
+    next turn on ``asked`` reads first: the decision (``resolve``), the
+    target's children and the bridge's rows. SQLite drops a connection's
+    page cache when another commits, so the first reads after Hermes's
+    store of a turn took 30–45 µs (README "What bounds the rest"); made
+    here, off the request's path, they leave the next request the
+    decision memo and pages that are current. Nothing is served that is
+    not: the next ``resolve`` still checks the data version (a CLI send or
+    another turn in between is read then). Never raises."""
+    try:
+        decision = bridge.resolve(agent, asked)
+        target = decision["session_id"] if decision["redirected"] else asked
+        if decision["redirected"]:
+            bridge.has_child_sessions(target)
+        # No messages: reads the bridge's rows of the target, edits nothing.
+        bridge.tag_messages(agent, target, [])
+    except Exception as e:  # the next request reads for itself
+        log.debug("session-switch: refresh after a turn on %s: %s", asked, e)
 
 
 async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
@@ -381,7 +451,7 @@ async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
     if not decision["redirected"]:
         bridge.tag_messages(agent, asked, history)
         _note_turn(agent, asked, asked, decision["detail"], "")
-        return _Plan(asked, asked, history, False)
+        return _Plan(asked, asked, history, False, bridge, agent)
     target = decision["session_id"]
     db = await adapter._ensure_session_db_async()
     if db is None:
@@ -397,7 +467,7 @@ async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
 
     loaded = await asyncio.to_thread(load)
     _note_turn(agent, asked, target, decision["detail"], "the client's history was loaded too")
-    return _Plan(asked, target, loaded, True)
+    return _Plan(asked, target, loaded, True, bridge, agent)
 
 
 def _live_tip_resolver():
