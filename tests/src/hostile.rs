@@ -521,7 +521,8 @@ fn prefix(s: &str, n: u32) -> &str {
 }
 
 /// Check `[YOU]` tagging of `rows` for every sample agent, with summaries
-/// of `prefix_chars` characters, the edits applied by the host's functions
+/// of `prefix_chars` characters (judged on at most the policy's own prefix
+/// length, 57 for the samples), the edits applied by the host's functions
 /// (DESIGN §3 "Tagging", §8 "Provenance"):
 /// - edits index the rows in order, each at most once; only `user` rows
 ///   are edited;
@@ -542,6 +543,7 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
         check_untag_agrees(&row.content);
     }
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
+    let judged = prefix_chars.min(settings.prefix_chars());
     for (a, entry) in settings.agents().iter().enumerate() {
         let name = entry.agent.name.as_str();
         let prefixes: Vec<&str> = rows
@@ -580,7 +582,9 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
                 assert!(!edited, "{name}: a {:?} row was edited", row.role);
                 continue;
             }
-            let base = strip_tags(s.prefix);
+            // The policy judges the prefix it asks `context` for, however
+            // long the one sent (SECURITY G8).
+            let base = strip_tags(prefix(&row.content, judged));
             let own = s.bridge_wrote || signed_by(&base, &entry.names);
             if own {
                 assert_eq!(
@@ -622,7 +626,7 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
         for e in
             tagging::tag(&settings, name, &RowSummaries::from_rows(&again)).expect("known agent")
         {
-            if rows[e.index as usize].content.chars().count() > prefix_chars as usize {
+            if rows[e.index as usize].content.chars().count() > judged as usize {
                 continue;
             }
             let v = &view[e.index as usize];
