@@ -449,17 +449,24 @@ fn long_history(backend: &FakeHost, rows: usize) -> Vec<FakeRow> {
         .collect()
 }
 
+/// `rows` as the history of mohe's XMPP session in `backend`, and as the
+/// rows a caller holds (`HistoryRow`s for mohe).
+fn as_mohes_xmpp_history(backend: &FakeHost, rows: Vec<FakeRow>) -> Vec<HistoryRow> {
+    let held = rows.iter().map(|r| r.for_agent("mohe")).collect();
+    backend
+        .state()
+        .histories
+        .insert("xmpp-mohe-v2".into(), rows);
+    held
+}
+
 #[test]
 fn a_ten_thousand_row_history_fits_the_default_budgets() {
     let Some((policy, backend, _dir)) = setup(component_path()) else {
         return;
     };
     let rows = long_history(&backend, 10_000);
-    backend
-        .state()
-        .histories
-        .insert("xmpp-mohe-v2".into(), rows.clone());
-    let rows: Vec<HistoryRow> = rows.iter().map(|r| r.for_agent("mohe")).collect();
+    let rows = as_mohes_xmpp_history(&backend, rows);
     let mut session = policy.instance(backend.clone(), sample_settings());
     let started = Instant::now();
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
@@ -509,11 +516,7 @@ fn tag_and_context_judge_rows_on_the_same_prefix() {
             }
         }
     }
-    backend
-        .state()
-        .histories
-        .insert("xmpp-mohe-v2".into(), rows.clone());
-    let rows: Vec<HistoryRow> = rows.iter().map(|r| r.for_agent("mohe")).collect();
+    let rows = as_mohes_xmpp_history(&backend, rows);
     let mut session = policy.instance(backend.clone(), sample_settings());
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     assert_eq!(session.tag("mohe", rows).unwrap(), answer.messages);
