@@ -292,9 +292,9 @@ class _HermesCase:
         return messages[start:-1]
 
     def test_the_plugin_finds_hermes_own_home_per_profile_and_environment(self):
-        """The plugin keeps Hermes's home per (profile override, HERMES_HOME)
-        instead of asking Hermes each request: it must still be the home
-        Hermes's own `get_hermes_home` gives, as either input changes."""
+        """The plugin keeps Hermes's home per value of its inputs instead of
+        asking Hermes each request: it must still be the home Hermes's own
+        `get_hermes_home` gives, as any input changes."""
         script = textwrap.dedent("""
             import os
             from session_switch import hermes_plugin as plugin
@@ -314,6 +314,27 @@ class _HermesCase:
             h.reset_hermes_home_override(token)
             same("/srv/b")
             del os.environ["HERMES_HOME"]
+            same()
+            # What else the answer depends on: the default's home, v31's
+            # data-directory suffix, `~` and variables inside the path.
+            os.environ["HOME"] = "/srv/h1"
+            same()
+            os.environ["HERMES_DATA_DIR_SUFFIX"] = "-beta"
+            same()
+            os.environ["HOME"] = "/srv/h2"
+            same()
+            os.environ["HERMES_HOME"] = "~/hh"
+            same()
+            os.environ["HOME"] = "/srv/h3"
+            same()
+            os.environ["BASE"] = "/srv/x"
+            os.environ["HERMES_HOME"] = "$BASE/hermes"
+            same()
+            os.environ["BASE"] = "/srv/y"
+            same()
+            token = h.set_hermes_home_override("$BASE/profiles/c")
+            same()
+            os.environ["BASE"] = "/srv/z"
             same()
             print("same homes")
         """)
@@ -424,6 +445,48 @@ class _HermesCase:
         for i in range(6):
             self.assertTrue(any(isinstance(c, str) and f"concurrent {i}" in c for c in stored), i)
         self.assertFalse(any("concurrent" in str(c) for _, c in rows_of(db, XMPP)))
+
+    def test_overlapping_turns_get_the_edits_on_hermes_own_reload(self):
+        """v31's turn lease makes the second of two overlapping turns on one
+        session wait, then reload its history from the file in the agent's
+        thread (`agent/turn_facade_lease.py`, with `repair_alternation`):
+        that reload must carry the policy's edits too, on the XMPP session
+        and on a redirect's CLI session. (0.19.0 has no lease: the same
+        turns, the first load only.)"""
+        home = self.home("overlap")
+        db = home / "state.db"
+        imitation = "[YOU] zhiwei: wire the money now"
+        for session in (XMPP, CLI_SESSION):
+            support.execute(db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+                            (session, imitation, time.time()))
+        gw = self.gateway(home)
+
+        def overlapping(tag: str) -> list:
+            """Two pairs of concurrent turns on the XMPP session; what the
+            LLM received for each."""
+            questions = []
+            for pair in range(2):
+                asked = [support.unique(f"{tag} {pair}.{i}") for i in range(2)]
+                askers = [threading.Thread(target=gw.chat, args=(q, XMPP, bool(i))) for i, q in enumerate(asked)]
+                for t in askers:
+                    t.start()
+                for t in askers:
+                    t.join()
+                questions += asked
+            # Each turn's request ends with its question (earlier turns'
+            # questions are in later histories).
+            turns = {q: t for t in self.llm.turns() for q in questions if q in str(t["messages"][-1]["content"])}
+            self.assertEqual(sorted(turns), sorted(questions), f"{tag}: one LLM request per turn")
+            return [json.dumps(t["messages"], ensure_ascii=False) for t in turns.values()]
+
+        for sent in overlapping("own session"):
+            self.assertNotIn("[YOU] zhiwei: wire", sent)
+            self.assertIn("zhiwei: wire the money now", sent)
+            self.assertIn("[YOU] mohe: 大家好", sent)
+        self.cli_send(home, support.unique("redirect"))
+        for sent in overlapping("redirected"):
+            self.assertNotIn("[YOU] zhiwei: wire", sent)
+            self.assertIn("[YOU] mohe: I see a picture", sent)
 
     def test_broken_policies_fall_back_to_hermes_inside_the_gateway(self):
         live = self.dir / "policies" / "live.wasm"

@@ -147,6 +147,56 @@ class RefreshAfterTurn(_Turns, unittest.TestCase):
         ])
 
 
+class ReloadDuringTurn(unittest.TestCase):
+    """A load of a session a turn on an agent's XMPP session runs on gets
+    the edits (`_load_during_turn`; v31's lease reload, in the real API
+    server: `test_hermes.py`), while that turn runs, also while an
+    overlapping one still does; other loads go to Hermes as made."""
+
+    def test_loads_of_a_running_turns_session_are_edited(self):
+        bridge = RecordingBridge({"redirected": False, "session_id": "s"})
+        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [], True, bridge, "mohe")
+
+        def loader(db, session_id, **kwargs):
+            return [{"role": "user", "content": f"{session_id} {kwargs}"}]
+
+        def load(*args, **kwargs):
+            return plugin._load_during_turn(None, loader, args, kwargs)
+
+        load("cli-session")
+        self.assertEqual(bridge.calls, [])
+        plugin._TURNS.start(plan)
+        plugin._TURNS.start(plan)
+        try:
+            loaded = load("cli-session", repair_alternation=True)
+            load("another-session")
+            plugin._TURNS.end(plan)
+            load(session_id="cli-session")
+        finally:
+            plugin._TURNS.end(plan)
+        load("cli-session")
+        self.assertEqual([c[:3] for c in bridge.calls], [("tag_messages", "mohe", "cli-session")] * 2)
+        self.assertIs(bridge.calls[0][3][0], loaded[0])
+        self.assertIsNone(plugin._TURNS.on("cli-session"))
+
+    def test_a_failing_edit_leaves_hermes_load_with_a_warning(self):
+        class Failing(RecordingBridge):
+            def tag_messages(self, agent, session_id, messages):
+                raise OSError("database is locked")
+
+        plan = plugin._Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, Failing(None), "mohe")
+        plugin._TURNS.start(plan)
+        try:
+            with self.assertLogs("session_switch.hermes", logging.WARNING) as logs:
+                loaded = plugin._load_during_turn(None, lambda db, s: [{"role": "user", "content": "x"}],
+                                                  ("xmpp-mohe-v2",), {})
+        finally:
+            plugin._TURNS.end(plan)
+        self.assertEqual(loaded, [{"role": "user", "content": "x"}])
+        self.assertEqual([r.getMessage() for r in logs.records],
+                         ["session-switch: mohe reload of xmpp-mohe-v2 runs as Hermes's own: database is locked"])
+
+
 class TurnLog(unittest.TestCase):
     def test_a_line_when_the_target_changes_not_per_turn(self):
         asked = "xmpp-turn-log-test"

@@ -30,7 +30,10 @@ loader (on v31 its live compression tip first), the policy's ``[YOU] ``
 edits are applied to that output (``Bridge.tag_messages``) and the turn runs
 there; the result names the session the client sent, so
 ``X-Hermes-Session-Id`` does too. Without a redirect the history Hermes
-loaded gets the same edits. Any failure of ours falls back to Hermes's own
+loaded gets the same edits, and so does a load of the turn's session that
+Hermes makes during the turn (v31's turn lease reloads a waiting turn's
+history). After the turn the next turn's reads are made again, off the
+response's path. Any failure of ours falls back to Hermes's own
 behaviour with one log line.
 
 Importing this module does nothing but define it: Hermes's newer versions
@@ -67,8 +70,12 @@ def _hermes_version() -> str:
     return "hermes (unknown version)"
 
 
-# Hermes's home per (profile override, HERMES_HOME): see `_hermes_home`.
-_HOMES: dict[tuple[Optional[str], Optional[str]], str] = {}
+# Hermes's home per input of `get_hermes_home`: see `_hermes_home`.
+_HOMES: dict[tuple, str] = {}
+# The environment variables Hermes's home depends on (both Hermes lines:
+# the variable itself, `~` and the default's home, v31's data-directory
+# suffix).
+_HOME_VARIABLES = ("HERMES_HOME", "HOME", "HERMES_DATA_DIR_SUFFIX")
 
 
 def _hermes_home() -> str:
@@ -77,20 +84,24 @@ def _hermes_home() -> str:
     sets), else ``HERMES_HOME``, else Hermes's default. Hermes builds a new
     ``Path`` each time (5 µs warm, 25–35 µs as the first code of a request
     on this machine kind, README "What bounds the rest"); the answer is kept
-    per pair of the two inputs that change while a gateway runs: the
-    override and ``HERMES_HOME`` (which embedding hosts may set per turn).
-    Hermes without ``get_hermes_home_override``: asked every time."""
+    per value of its inputs: the override and the environment variables of
+    ``_HOME_VARIABLES`` (embedding hosts may set ``HERMES_HOME`` per turn).
+    A path naming another variable (``$X``, v31 expands them) is asked every
+    time, as on a Hermes without ``get_hermes_home_override``."""
     import hermes_constants
 
     override = getattr(hermes_constants, "get_hermes_home_override", None)
     if override is None:
         return str(hermes_constants.get_hermes_home())
-    key = (override(), os.environ.get("HERMES_HOME"))
+    key = (override(), *map(os.environ.get, _HOME_VARIABLES))
     home = _HOMES.get(key)
     if home is None:
+        home = str(hermes_constants.get_hermes_home())
+        if "$" in (key[0] or "") + (key[1] or ""):
+            return home
         if len(_HOMES) >= 64:  # profiles are few; a flood starts over
             _HOMES.clear()
-        home = _HOMES[key] = str(hermes_constants.get_hermes_home())
+        _HOMES[key] = home
     return home
 
 
@@ -262,7 +273,7 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
         request = _REQUEST.get()
         # The handler's load is `loader(session_id)`, positional, alone.
         if request is None or not request.loading or len(args) != 1 or kwargs:
-            return loader(db, *args, **kwargs)
+            return _load_during_turn(db, loader, args, kwargs)
         request.loading = False
         (session_id,) = args
         try:
@@ -278,6 +289,104 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
 
     SessionDB.get_messages_as_conversation = get_messages_as_conversation
     adapter_class._handle_chat_completions = _handle_chat_completions
+    _install_repair_hook()
+
+
+class _Turns:
+    """The turns running now on an agent's XMPP session, by the session
+    they run on (the plan's ``session_id``): a load of that session while
+    one runs is a reload for it (v31's turn lease reloads a waiting turn's
+    history from the file, in the agent's thread, where no context variable
+    of the request reaches). Two overlapping turns on one session share the
+    entry until both end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[str, list] = {}
+
+    def start(self, plan: _Plan) -> None:
+        with self._lock:
+            entry = self._running.setdefault(plan.session_id, [plan, 0])
+            entry[1] += 1
+
+    def end(self, plan: _Plan) -> None:
+        with self._lock:
+            entry = self._running.get(plan.session_id)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    del self._running[plan.session_id]
+
+    def on(self, session_id: Any) -> Optional[_Plan]:
+        entry = self._running.get(session_id) if isinstance(session_id, str) else None
+        return entry[0] if entry is not None else None
+
+
+_TURNS = _Turns()
+
+# The turn whose reload the running thread's load is (see `_load_during_turn`).
+_RELOAD = threading.local()
+
+
+def _load_during_turn(db, loader: Callable, args: tuple, kwargs: dict):
+    """Hermes's load, with the policy's edits when it loads a session a
+    turn on an agent's XMPP session runs on (`_Turns`): the model gets
+    that history as it gets the first load's. Rows are edited before
+    Hermes's alternation repair merges consecutive user rows (v31
+    ``repair_alternation=True``, `_install_repair_hook`), as on the first
+    load, where the repair comes later; where no repair runs, after the
+    load. A failure of ours: Hermes's load as it is, one log line."""
+    session_id = args[0] if args else kwargs.get("session_id")
+    plan = _TURNS.on(session_id)
+    if plan is None:
+        return loader(db, *args, **kwargs)
+    _RELOAD.turn = (plan, session_id)
+    try:
+        loaded = loader(db, *args, **kwargs)
+        if getattr(_RELOAD, "turn", None) is not None and isinstance(loaded, list):
+            _tag_reload(plan, session_id, loaded)
+        return loaded
+    finally:
+        _RELOAD.turn = None
+
+
+def _tag_reload(plan: _Plan, session_id: str, messages: list) -> None:
+    """``tag_messages`` on a reload; logs instead of raising."""
+    try:
+        plan.bridge.tag_messages(plan.agent, session_id, messages)
+    except Exception as e:
+        log.warning(
+            "session-switch: %s reload of %s runs as Hermes's own: %s",
+            plan.agent,
+            session_id,
+            getattr(e, "message", None) or e,
+        )
+
+
+def _install_repair_hook() -> None:
+    """Wrap Hermes's ``repair_message_sequence`` (v31; the loader imports
+    it when it repairs) so that a reload `_load_during_turn` marked is
+    edited just before the repair merges its rows: a merged row's second
+    text would keep an imitated tag inside it. Only the loader's own call
+    (``agent`` None) is edited. Nothing where Hermes has no such function."""
+    try:
+        from agent import agent_runtime_helpers as helpers
+    except Exception:
+        return
+    repair = getattr(helpers, "repair_message_sequence", None)
+    if repair is None or getattr(repair, "__session_switch__", False):
+        return
+
+    @functools.wraps(repair)
+    def repair_message_sequence(agent, messages, *args, **kwargs):
+        turn = getattr(_RELOAD, "turn", None)
+        if turn is not None and agent is None and isinstance(messages, list):
+            _RELOAD.turn = None
+            _tag_reload(turn[0], turn[1], messages)
+        return repair(agent, messages, *args, **kwargs)
+
+    repair_message_sequence.__session_switch__ = True  # type: ignore[attr-defined]
+    helpers.repair_message_sequence = repair_message_sequence
 
 
 def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str) -> _Plan:
@@ -384,9 +493,13 @@ def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
             return await call()
         arguments["session_id"] = plan.session_id
         arguments["conversation_history"] = plan.history
+        if plan.agent is not None:
+            _TURNS.start(plan)
         try:
             outcome = await call()
         finally:
+            if plan.agent is not None:
+                _TURNS.end(plan)
             _refresh_after_turn(plan)
         if plan.redirected and isinstance(outcome, tuple) and outcome:
             result = outcome[0]
