@@ -305,37 +305,28 @@ class _HermesCase:
                 assert home == str(h.get_hermes_home()), (home, h.get_hermes_home())
                 assert want is None or home == want, (home, want)
 
-            os.environ["HERMES_HOME"] = "/srv/a"
-            same("/srv/a")
-            os.environ["HERMES_HOME"] = "/srv/b"
-            same("/srv/b")
+            def steps(*changes):
+                for name, value, want in changes:
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+                    same(want)
+
+            steps(("HERMES_HOME", "/srv/a", "/srv/a"), ("HERMES_HOME", "/srv/b", "/srv/b"))
             token = h.set_hermes_home_override("/srv/profiles/c")
             same("/srv/profiles/c")
             h.reset_hermes_home_override(token)
             same("/srv/b")
-            del os.environ["HERMES_HOME"]
-            same()
             # What else the answer depends on: the default's home, v31's
             # data-directory suffix, `~` and variables inside the path.
-            os.environ["HOME"] = "/srv/h1"
-            same()
-            os.environ["HERMES_DATA_DIR_SUFFIX"] = "-beta"
-            same()
-            os.environ["HOME"] = "/srv/h2"
-            same()
-            os.environ["HERMES_HOME"] = "~/hh"
-            same()
-            os.environ["HOME"] = "/srv/h3"
-            same()
-            os.environ["BASE"] = "/srv/x"
-            os.environ["HERMES_HOME"] = "$BASE/hermes"
-            same()
-            os.environ["BASE"] = "/srv/y"
-            same()
+            steps(("HERMES_HOME", None, None), ("HOME", "/srv/h1", None),
+                  ("HERMES_DATA_DIR_SUFFIX", "-beta", None), ("HOME", "/srv/h2", None),
+                  ("HERMES_HOME", "~/hh", None), ("HOME", "/srv/h3", None),
+                  ("BASE", "/srv/x", None), ("HERMES_HOME", "$BASE/hermes", None), ("BASE", "/srv/y", None))
             token = h.set_hermes_home_override("$BASE/profiles/c")
             same()
-            os.environ["BASE"] = "/srv/z"
-            same()
+            steps(("BASE", "/srv/z", None))
             print("same homes")
         """)
         out = subprocess.run([str(self.venv / "bin/python"), "-c", script], capture_output=True, text=True,
