@@ -330,9 +330,12 @@ impl HermesStore {
     /// on the row before).
     fn read_history(&self, session_id: &str, agent: &str) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
-        // In id order (`BRIDGE_ROWS`), for the loader's binary search.
+        // In id order (`BRIDGE_ROWS`), for the loader's binary search. Read
+        // in the history's snapshot, not through the read memo: the rows
+        // are read from the file anyway, and the memo's version would cost
+        // a statement inside the snapshot.
         let ours: Vec<i64> = self
-            .bridge_rows(session_id, agent)?
+            .query_bridge_rows(session_id, agent)?
             .into_iter()
             .map(|(id, _, _)| id)
             .collect();
@@ -384,7 +387,7 @@ impl HermesStore {
         Ok(rows)
     }
 
-    /// [`Self::bridge_rows`] read from the file.
+    /// [`Self::bridge_rows`] read from the file, no memo.
     fn query_bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<BridgeRow>, Failure> {
         if !self.table_exists("session_switch_sent")? {
             return Ok(Vec::new());
