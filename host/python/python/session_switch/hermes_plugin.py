@@ -105,6 +105,12 @@ def _hermes_home() -> str:
     return home
 
 
+def _reason(e: Exception) -> Any:
+    """What a log line says of ``e``: a ``SessionSwitchError``'s message,
+    else the exception itself."""
+    return getattr(e, "message", None) or e
+
+
 class _Bridges:
     """One ``Bridge`` per Hermes home (profiles have their own homes)."""
 
@@ -282,7 +288,7 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
             log.warning(
                 "session-switch: turn on %s runs as Hermes's own: %s",
                 session_id,
-                getattr(e, "message", None) or e,
+                _reason(e),
             )
             request.plan = _Plan(session_id, session_id, loader(db, session_id), False)
         return request.plan.history
@@ -359,7 +365,7 @@ def _tag_reload(plan: _Plan, session_id: str, messages: list) -> None:
             "session-switch: %s reload of %s runs as Hermes's own: %s",
             plan.agent,
             session_id,
-            getattr(e, "message", None) or e,
+            _reason(e),
         )
 
 
@@ -487,7 +493,7 @@ def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
                 log.warning(
                     "session-switch: turn on %s runs as Hermes's own: %s",
                     arguments.get("session_id"),
-                    getattr(e, "message", None) or e,
+                    _reason(e),
                 )
         if plan is None:
             return await call()
