@@ -144,15 +144,27 @@ def install_plugin(a):
     async def run_agent(self, user_message, conversation_history, session_id=None):
         return {"session_id": session_id}, None
 
+    class Unchanged:
+        """The refresh's reads as no-ops: the wrapper's own cost is timed
+        here (registering the turn, scheduling the refresh); the refresh
+        is timed on its own."""
+
+        def resolve(self, agent, session_id):
+            return {"redirected": False, "session_id": session_id}
+
+        def tag_messages(self, agent, session_id, messages):
+            return 0
+
     wrapped = hermes_plugin._wrap_run_agent(run_agent, hermes_plugin._Bridges())
     history = []
+    unchanged = Unchanged()
 
     async def turns(fn, n):
         mark = hermes_plugin._Request(str(home))
         start = time.perf_counter_ns()
         for _ in range(n):
             # As after the load seam: the plan made, this very list.
-            mark.plan = hermes_plugin._Plan("asked", "target", history, True)
+            mark.plan = hermes_plugin._Plan("asked", "target", history, True, unchanged, "mohe")
             token = hermes_plugin._REQUEST.set(mark)
             await fn(None, user_message="hi", conversation_history=history, session_id="asked")
             hermes_plugin._REQUEST.reset(token)
