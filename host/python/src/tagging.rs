@@ -11,15 +11,16 @@
 
 use crate::bridge::Bridge;
 use crate::error::error;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyString};
+use pyo3::{ffi, intern};
 use session_switch::Failure;
 use session_switch::runtime::{
     EditAction, RowEdit, RowSummaries, YOU_TAG, could_hide_marker, prefix, push_summary, role_of,
     sent_text, untag,
 };
 use std::borrow::Cow;
+use std::mem::MaybeUninit;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
 enum Text {
@@ -227,23 +228,65 @@ pub fn tag_messages(
 }
 
 /// `text` as UTF-8, at least its first `chars` characters (all that
-/// [`prefix`] keeps of it). A text over four times that is sliced in Python
-/// first: Python keeps a non-ASCII string as fixed-width code points and
-/// encodes the whole string to read it as UTF-8, which for a history of
-/// long replies in Chinese was most of a request's tagging (`make bench`
-/// `tag_messages_long`, README "What was changed"). A
-/// character the slice keeps is one the whole text's prefix keeps: Python
-/// counts code points, and each becomes at least one character here (a
-/// lone surrogate three U+FFFD, see [`edited`]).
+/// [`prefix`] keeps of it). Read as code points ([`code_point_head`]), not
+/// through Python's UTF-8 form, which for a non-ASCII string is an encoding
+/// of the whole text kept with the string: a history Hermes loaded is new
+/// strings each time, and that was 40 % of `tag_messages` at 1,000 rows
+/// (README "What was changed"). A text over four times the head is sliced
+/// in Python first, so a long reply in Chinese is not copied whole
+/// (`make bench` `tag_messages_long`). A character the slice keeps is one
+/// the whole text's prefix keeps: Python counts code points, and each
+/// becomes at least one character here (a lone surrogate three U+FFFD, see
+/// [`edited`]).
 fn head<'a>(text: &'a Bound<'_, PyString>, chars: u32) -> PyResult<Cow<'a, str>> {
     let chars = chars as usize;
-    // Up to a few times the head, encoding the whole text costs less than
-    // the slice (a new object and a copy); ASCII is read without a copy.
-    if text.len()? <= chars.saturating_mul(4) {
-        return Ok(text.to_string_lossy());
+    let len = text.len()?;
+    if len <= chars.saturating_mul(4).min(HEAD_BUFFER) {
+        return code_point_head(text, len, chars).map(Cow::Owned);
     }
     let head = slice(text, 0, chars)?;
+    if chars <= HEAD_BUFFER {
+        return code_point_head(&head, chars.min(len), chars).map(Cow::Owned);
+    }
     Ok(Cow::Owned(head.to_string_lossy().into_owned()))
+}
+
+/// The most code points [`code_point_head`] copies out of one string (on
+/// the stack: 4 KiB).
+const HEAD_BUFFER: usize = 1024;
+
+/// The first `chars` of the `len` (≤ [`HEAD_BUFFER`]) code points of
+/// `text` as UTF-8, each as PyO3's `to_string_lossy` reads it: a surrogate
+/// (which UTF-8 cannot hold) as three U+FFFD, every other code point as
+/// itself. `PyUnicode_AsUCS4` is in the stable ABI (the wheel is `abi3`)
+/// and copies into our buffer, allocating nothing.
+fn code_point_head(text: &Bound<'_, PyString>, len: usize, chars: usize) -> PyResult<String> {
+    debug_assert!(len <= HEAD_BUFFER);
+    let mut points = [MaybeUninit::<u32>::uninit(); HEAD_BUFFER];
+    // SAFETY: `text` is a live `str`; the buffer holds `HEAD_BUFFER` code
+    // points and Python writes at most that many (it raises `SystemError`
+    // for a longer string, checked below), the null not asked for.
+    let copied = unsafe {
+        ffi::PyUnicode_AsUCS4(
+            text.as_ptr(),
+            points.as_mut_ptr().cast(),
+            HEAD_BUFFER as ffi::Py_ssize_t,
+            0,
+        )
+    };
+    if copied.is_null() {
+        return Err(PyErr::fetch(text.py()));
+    }
+    let n = len.min(chars);
+    let mut out = String::with_capacity(n * 3);
+    for point in &points[..n] {
+        // SAFETY: Python wrote the string's `len` ≥ `n` code points.
+        match char::from_u32(unsafe { point.assume_init() }) {
+            Some(c) => out.push(c),
+            None => out.push_str("\u{FFFD}\u{FFFD}\u{FFFD}"),
+        }
+    }
+    Ok(out)
 }
 
 /// `text[from:to]` (Python code points).
