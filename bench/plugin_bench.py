@@ -33,7 +33,7 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   plugin's wrapper times it), each request after another connection's
   commit (a request follows Hermes's store of the last turn) and the
   plugin's refresh after that turn (`refresh`, timed on its own: what the
-  wrapper has an executor thread read again after each turn, off the
+  wrapper has the refresh thread read again after each turn, off the
   request's path); plus `run_agent_wrapper`, what the `_run_agent`
   wrapper adds to a turn; `plugin_unrefreshed`: the same request with no
   refresh after the commit (a request that overlaps the last turn);
@@ -161,14 +161,21 @@ def install_plugin(a):
 
     async def turns(fn, n):
         mark = hermes_plugin._Request(str(home))
-        start = time.perf_counter_ns()
+        spent = 0
         for _ in range(n):
             # As after the load seam: the plan made, this very list.
             mark.plan = hermes_plugin._Plan("asked", "target", history, True, unchanged, "mohe")
             token = hermes_plugin._REQUEST.set(mark)
+            start = time.perf_counter_ns()
             await fn(None, user_message="hi", conversation_history=history, session_id="asked")
+            spent += time.perf_counter_ns() - start
             hermes_plugin._REQUEST.reset(token)
-        return (time.perf_counter_ns() - start) / n / 1000
+            # Turns are seconds apart: each finds the refresh thread asleep,
+            # its last refresh done (a refresh still queued would make the
+            # next turn's schedule a set lookup).
+            hermes_plugin._REFRESHER.wait()
+            time.sleep(0.0002)
+        return spent / n / 1000
 
     loop = asyncio.new_event_loop()
     plain, through = [], []
@@ -285,7 +292,7 @@ def main():
 
     def refresh():
         """What the plugin's `_run_agent` wrapper has done after each turn
-        (in an executor thread, off the request's path): the next turn's
+        (in its refresh thread, off the request's path): the next turn's
         reads, made again after the turn's writes."""
         plugin._refresh(plan.bridge, plan.agent, plan.asked)
 

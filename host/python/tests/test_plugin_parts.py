@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
+import textwrap
+import threading
 import unittest
 
 from session_switch import hermes_plugin as plugin
@@ -103,9 +107,15 @@ class RecordingBridge:
 
 class RefreshAfterTurn(_Turns, unittest.TestCase):
     """After a turn on an agent's XMPP session the wrapper has the reads of
-    the next turn made again, in the loop's executor (`asyncio.run` waits
-    for it before returning), also when the turn failed; never for a turn
-    on another session, and a failing refresh raises nothing."""
+    the next turn made again, by the plugin's refresh thread, also when the
+    turn failed; never for a turn on another session, and a failing refresh
+    raises nothing."""
+
+    def turn(self, plan, *args, **kwargs):
+        try:
+            return super().turn(plan, *args, **kwargs)
+        finally:
+            self.assertTrue(plugin._REFRESHER.wait(10))
 
     def test_the_next_turns_reads_are_made_after_the_turn(self):
         redirect = {"redirected": True, "session_id": "cli-session"}
@@ -145,6 +155,89 @@ class RefreshAfterTurn(_Turns, unittest.TestCase):
         self.assertEqual([(r.levelname, r.getMessage()) for r in logs.records], [
             ("DEBUG", "session-switch: refresh after a turn on xmpp-mohe-v2: database is locked"),
         ])
+
+
+class Refresher(unittest.TestCase):
+    """The refresh thread: a refresh queued for a session and not started
+    is not queued again (it reads after both turns); one started is (it
+    may have read before the second turn's store); the thread is stopped
+    at Python's exit after the refresh it runs."""
+
+    def test_a_queued_refresh_is_not_queued_twice(self):
+        started, release = threading.Event(), threading.Event()
+
+        class Held(RecordingBridge):
+            def resolve(self, agent, session_id):
+                started.set()
+                release.wait(10)
+                return super().resolve(agent, session_id)
+
+        held = Held({"redirected": False, "session_id": "s0"})
+        bridge = RecordingBridge({"redirected": False, "session_id": "s"})
+        refresher = plugin._Refresher()
+        refresher.schedule(held, "mohe", "s0")
+        self.assertTrue(started.wait(10))
+        refresher.schedule(held, "mohe", "s0")  # started: queued again
+        for asked in ("s1", "s1", "s2", "s1"):
+            refresher.schedule(bridge, "mohe", asked)
+        release.set()
+        self.assertTrue(refresher.wait(10))
+        resolved = lambda b: [c[2] for c in b.calls if c[0] == "resolve"]
+        self.assertEqual(resolved(held), ["s0", "s0"])
+        self.assertEqual(resolved(bridge), ["s1", "s2"])
+        refresher.schedule(bridge, "mohe", "s1")
+        self.assertTrue(refresher.wait(10))
+        self.assertEqual(resolved(bridge), ["s1", "s2", "s1"])
+
+    def test_python_exits_after_the_running_refresh(self):
+        script = textwrap.dedent("""
+            import time
+            from session_switch import hermes_plugin as plugin
+
+            class Slow:
+                def resolve(self, agent, session_id):
+                    time.sleep(0.3)
+                    print("refreshed", session_id, flush=True)
+                    return {"redirected": False, "session_id": session_id}
+
+                def tag_messages(self, agent, session_id, messages):
+                    return 0
+
+            plugin._REFRESHER.schedule(Slow(), "mohe", "s1")
+            print("daemon", plugin._REFRESHER._thread.daemon, flush=True)
+        """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+        self.assertEqual((done.returncode, done.stdout, done.stderr), (0, "daemon False\nrefreshed s1\n", ""))
+
+
+    def test_a_forked_child_refreshes_in_a_thread_of_its_own(self):
+        script = textwrap.dedent("""
+            import os
+            from session_switch import hermes_plugin as plugin
+
+            class Bridge:
+                def resolve(self, agent, session_id):
+                    print(os.getpid() == parent, "refreshed", session_id, flush=True)
+                    return {"redirected": False, "session_id": session_id}
+
+                def tag_messages(self, agent, session_id, messages):
+                    return 0
+
+            parent, bridge = os.getpid(), Bridge()
+            plugin._REFRESHER.schedule(bridge, "mohe", "s1")
+            assert plugin._REFRESHER.wait(10)
+            child = os.fork()
+            if child == 0:
+                plugin._REFRESHER.schedule(bridge, "mohe", "s2")
+                os._exit(0 if plugin._REFRESHER.wait(10) else 1)
+            _, status = os.waitpid(child, 0)
+            print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+        """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+        self.assertEqual(
+            (done.returncode, done.stdout, done.stderr),
+            (0, "True refreshed s1\nFalse refreshed s2\nchild exit 0\n", ""),
+        )
 
 
 class ReloadDuringTurn(unittest.TestCase):
