@@ -338,12 +338,14 @@ def report(res):
     lines.append("**Python binding and Hermes plugin** (median; `bench/plugin_bench.py` in the Hermes "
                  "venv of the schema; resolve from Python vs the same call looped inside Rust; plugin "
                  "per request = a chat-completions request's history load through the registered "
-                 "plugin (Hermes's own logging set up) less the time inside Hermes's load of the "
-                 "CLI session, each after another connection's commit and the plugin's refresh "
-                 "after that turn, plus the `_run_agent` wrapper; no refresh = the same with no "
-                 "refresh after the commit (a request that overlaps the last turn); refresh = "
-                 "its own time, in an executor thread after each turn; share = of Hermes's own "
-                 "load; on "
+                 "plugin (Hermes's own logging set up), each after another connection's commit "
+                 "and the plugin's refresh after that turn, which prepared the history the request "
+                 "takes, plus the `_run_agent` wrapper; no refresh = the same with no refresh after "
+                 "the commit (a request that overlaps the last turn: it loads the CLI session with "
+                 "Hermes's loader and tags it; the time inside Hermes's load not counted); refresh = "
+                 "its own time, in the plugin's refresh thread after each turn (the reads, Hermes's "
+                 "load of the CLI session and the tagging: work moved off the request, not saved); "
+                 "share = of Hermes's own load; on "
                  "other routes Hermes has loaded the client's session too; SQLite's reads = the "
                  "record and the target's row through Python's `sqlite3` after such a commit, "
                  "the floor of a decision read after a write)")
@@ -370,6 +372,8 @@ def report(res):
                            x["resolve_py"] <= BINDING_RESOLVE_US, fmt_us(x["resolve_py"])))
             checks.append((f"plugin per request ≤ {PLUGIN_SHARE:.0%} of Hermes's load ({db['name']})",
                            x["load_seam_share"] <= PLUGIN_SHARE, f"{x['load_seam_share'] * 100:.1f} %"))
+            checks.append((f"the same with no refresh before the request ({db['name']})",
+                           x["unrefreshed_share"] <= PLUGIN_SHARE, f"{x['unrefreshed_share'] * 100:.1f} %"))
         long_tag = [b[db["name"]]["tag_messages_long"] for db in m["dbs"]]
         lines.append("")
         lines.append(f"`tag_messages` on 100 messages of 4,000 characters of Chinese each, new strings "

@@ -25,20 +25,23 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   of the CLI session (what the API server does per request anyway);
 - `plugin_load_seam`: what the plugin adds to a chat-completions request on
   a redirect, through the plugin itself (`register` in a Hermes home of
-  this database, Hermes's own logging set up): the request's history load
-  through the wrapped loader (the handler's mark, `agent_for_session`,
-  `resolve`, the live-tip lookup where Hermes has one and the target has
-  child sessions, Hermes's load of the CLI session, `tag_messages`, the
-  log call) less the time inside Hermes's load (a shim under the
-  plugin's wrapper times it), each request after another connection's
-  commit (a request follows Hermes's store of the last turn) and the
-  plugin's refresh after that turn (`refresh`, timed on its own: what the
-  wrapper has the refresh thread read again after each turn, off the
-  request's path); plus `run_agent_wrapper`, what the `_run_agent`
-  wrapper adds to a turn; `plugin_unrefreshed`: the same request with no
-  refresh after the commit (a request that overlaps the last turn);
-- `plugin_run_agent_seam`: the same on the other routes, where Hermes has
-  already loaded the client's session: plus one load of that session;
+  this database, Hermes's own logging set up), each request after another
+  connection's commit (a request follows Hermes's store of the last turn)
+  and the plugin's refresh after that turn: the handler's mark (with the
+  data version, a history being prepared), then the wrapped loader
+  (`agent_for_session`, `resolve`, the live-tip lookup where Hermes has
+  one and the target has child sessions, the prepared history taken, the
+  log call); plus `run_agent_wrapper`, what the `_run_agent` wrapper adds
+  to a turn. `refresh`, timed on its own, off the request's path: what
+  the refresh thread does after each turn (the reads, Hermes's load of
+  the CLI session and `tag_messages`: the next turn's history; one making,
+  its settling wait not counted); `plugin_unrefreshed`: the same request
+  with no refresh after the commit (a request that overlaps the last
+  turn): Hermes's load of the CLI session, less the time inside it (a shim
+  under the plugin's wrapper times it), and `tag_messages`;
+- `plugin_run_agent_seam`: the other routes, where Hermes has already
+  loaded the client's session and nothing is prepared: `plugin_unrefreshed`
+  plus one load of that session;
 - `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls;
 - `tag_messages_long`: the same on 100 messages of 4,000 characters of
   Chinese each (long replies), each call on new string objects, as each
@@ -76,14 +79,20 @@ class NoGc:
 
 
 def median_us(fn, repeat, batches):
+    """`fn()`'s median time (µs) over `batches` batches of `repeat` calls.
+    What `fn` returns is freed after the batch, untimed: freeing a loaded
+    history is the work of whoever holds it last (Hermes's turn), with or
+    without the plugin."""
     fn()  # warm
     out = []
     for _ in range(batches):
         with NoGc():
+            kept = []
             start = time.perf_counter_ns()
             for _ in range(repeat):
-                fn()
+                kept.append(fn())
             out.append((time.perf_counter_ns() - start) / repeat / 1000)
+            del kept
     return statistics.median(out)
 
 
@@ -111,8 +120,9 @@ def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0, after_co
                 commit()
                 after_commit()
                 start = time.perf_counter_ns()
-                fn()
+                kept = fn()
                 spent += time.perf_counter_ns() - start - untimed()
+                del kept  # freed untimed, as in `median_us`
         out.append(spent / repeat / 1000)
     return statistics.median(out)
 
@@ -274,12 +284,17 @@ def main():
     seam_loader = SessionDB.get_messages_as_conversation
     assert seam_loader is not timed_loader, "the plugin did not wrap Hermes's loader"
 
+    # The bridge the handler's wrapper reads the data version of (known
+    # once the plugin made it, at the first request).
+    seam_bridge = [None]
+
     def request():
-        """A chat-completions request's history load through the plugin:
-        the handler's mark (as its wrapper sets it), then the wrapped
-        loader, which decides, loads the CLI session and tags it."""
+        """A chat-completions request through the plugin: the handler's
+        mark (as its wrapper makes it, the data version read when a history
+        is prepared), then the wrapped loader, which decides and takes the
+        prepared history or loads the CLI session and tags it."""
         inside[0] = 0
-        mark = plugin._Request(plugin._hermes_home())
+        mark = plugin._Request(plugin._hermes_home(), plugin._PREPARED.at_start(seam_bridge[0]))
         token = plugin._REQUEST.set(mark)
         try:
             seam_loader(db, a.session)
@@ -289,17 +304,22 @@ def main():
         return mark.plan
 
     plan = request()
+    seam_bridge[0] = plan.bridge
+    # One making per refresh, no wait for Hermes's late writes (a sleep of
+    # the refresh thread, not work): the bench commits nothing after it.
+    plugin._PREPARED._SETTLE = (0.0,)
 
     def refresh():
         """What the plugin's `_run_agent` wrapper has done after each turn
         (in its refresh thread, off the request's path): the next turn's
-        reads, made again after the turn's writes."""
-        plugin._refresh(plan.bridge, plan.agent, plan.asked)
+        reads and history, made again after the turn's writes."""
+        plugin._refresh(plan.bridge, plan.agent, plan.asked, plan.db)
 
     # What the plugin adds: the request less the time inside Hermes's
-    # load, each after a commit, as a request follows Hermes's store of
-    # the last turn; then the plugin's refresh after that turn, unless a
-    # request comes before it (`unrefreshed`: turns that overlap).
+    # load, each after a commit, as a request follows
+    # Hermes's store of the last turn; then the plugin's refresh after
+    # that turn (which prepares the next history), unless a request comes
+    # before it (`unrefreshed`: turns that overlap; the request loads).
     reps = min(slow, a.repeat // 10) or 1
     hermes, added, unrefreshed = [], [], []
     for _ in range(a.batches):
@@ -309,14 +329,14 @@ def main():
         unrefreshed.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0])
                            + run_agent_wrapper)
     res["run_agent_wrapper"] = run_agent_wrapper
-    res["refresh"] = median_us_after_write(refresh, other, a.repeat // 10 or 1, a.batches)
+    res["refresh"] = median_us_after_write(refresh, other, reps, a.batches)
     res["hermes_load"] = statistics.median(hermes)
     res["plugin_load_seam"] = statistics.median(added)
-    res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
     res["load_seam_share"] = statistics.median(p / h for p, h in zip(added, hermes))
-    res["run_agent_seam_share"] = statistics.median(
-        (p + res["client_load"]) / h for p, h in zip(added, hermes))
     res["plugin_unrefreshed"] = statistics.median(unrefreshed)
+    res["plugin_run_agent_seam"] = res["plugin_unrefreshed"] + res["client_load"]
+    res["run_agent_seam_share"] = statistics.median(
+        (p + res["client_load"]) / h for p, h in zip(unrefreshed, hermes))
     res["unrefreshed_share"] = statistics.median(p / h for p, h in zip(unrefreshed, hermes))
     print(json.dumps(res))
 

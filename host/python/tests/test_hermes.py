@@ -152,12 +152,13 @@ def free_port() -> int:
 class Gateway:
     """`hermes gateway run -v` on a Hermes home; stopped by PID."""
 
-    def __init__(self, venv: Path, home: Path, llm: FakeLlm, plugin: bool = True):
+    def __init__(self, venv: Path, home: Path, llm: FakeLlm, plugin: bool = True, log_level: str = "INFO"):
         self.home, self.port = home, free_port()
         enabled = "plugins:\n  enabled: [session-switch]\n" if plugin else ""
         (home / "config.yaml").write_text(
             "model:\n  provider: custom\n"
             f"  base_url: http://127.0.0.1:{llm.port}/v1\n  default: fake-model\n  api_key: sk-fake-local\n"
+            f"logging:\n  level: {log_level}\n"
             + enabled,
             encoding="utf-8",
         )
@@ -276,8 +277,8 @@ class _HermesCase:
                                 "VALUES (?, ?, ?, ?, ?)", (CLI_SESSION, role, content, api, now + dt))
         return home
 
-    def gateway(self, home: Path, plugin: bool = True) -> Gateway:
-        gw = Gateway(self.venv, home, self.llm, plugin)
+    def gateway(self, home: Path, plugin: bool = True, log_level: str = "INFO") -> Gateway:
+        gw = Gateway(self.venv, home, self.llm, plugin, log_level)
         self.addCleanup(gw.stop)
         return gw
 
@@ -408,6 +409,65 @@ class _HermesCase:
         self.assertEqual([r for r, _ in rows_of(db, XMPP)[len(xmpp_before):]], ["user", "assistant"])
         # The end of the switch is logged once too.
         self.assertEqual(gw.log.read_text(errors="replace").count(f"mohe turns on {XMPP} run on it again ("), 1)
+
+    def test_the_next_turns_history_is_prepared_and_dropped_after_a_commit(self):
+        """After a turn the plugin prepares the next turn's history with
+        Hermes's loader, off the request's path; the next request takes it
+        while nothing was committed since, and loads again once something
+        was: a row the CLI session got after the preparation reaches the
+        model, tagged. Every turn gets the turns before it either way."""
+        home = self.home("prepared")
+        db = home / "state.db"
+        gw = self.gateway(home, log_level="DEBUG")
+        self.cli_send(home, support.unique("prepare"))
+        # Hermes's agent.log has the DEBUG lines (its console, INFO).
+        agent_log = home / "logs" / "agent.log"
+
+        def log() -> str:
+            return agent_log.read_text(errors="replace") if agent_log.is_file() else ""
+
+        def prepared(count: int) -> None:
+            line = f"session-switch: next turn on {XMPP} prepared: {CLI_SESSION}, "
+            deadline = time.monotonic() + 30
+            while log().count(line) < count:
+                self.assertLess(time.monotonic(), deadline, gw.output()[-3000:])
+                time.sleep(0.05)
+
+        def turn(question: str) -> str:
+            n = len(self.llm.turns())
+            status, headers, body = gw.chat(question, XMPP)
+            self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+            turns = [t for t in self.llm.turns()[n:] if question in sent_text(t["messages"][-1:])]
+            self.assertEqual(len(turns), 1, len(self.llm.turns()[n:]))
+            # All after the system prompt: Hermes merges a user row that
+            # ends the history into the new question's message.
+            return sent_text(turns[0]["messages"][1:])
+
+        questions = [support.unique(f"question {i}") for i in range(3)]
+        for i, question in enumerate(questions):
+            history = turn(question)
+            for before in questions[:i]:
+                self.assertIn(before, history)
+            self.assertIn("[YOU] mohe: I see a picture", history)
+            self.assertIn("zhiwei: imitation", history)
+            self.assertNotIn("[YOU] zhiwei", history)
+            prepared(i + 1)
+        # The first turn loads; of the next two at least one takes the
+        # history prepared for it (a commit of Hermes's own after the
+        # preparation, e.g. a background review, makes a turn load).
+        loaded, taken = log().count("; history loaded once)"), log().count("; history prepared after the last turn)")
+        ours = "\n".join(line for line in log().splitlines() if "session-switch" in line)
+        self.assertEqual(loaded + taken, 3, ours)
+        self.assertGreaterEqual(taken, 1, ours)
+
+        # A row committed after the last preparation: the next turn loads.
+        late = support.unique("mohe: written after the preparation")
+        support.execute(db, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+                        (CLI_SESSION, late, time.time()))
+        history = turn(support.unique("after the commit"))
+        self.assertIn("[YOU] " + late, history)
+        self.assertIn(questions[-1], history)
+        self.assertEqual(log().count("; history loaded once)"), loaded + 1, log()[-3000:])
 
     def test_concurrent_requests_during_cli_sends(self):
         home = self.home("busy")

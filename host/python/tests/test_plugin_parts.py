@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import unittest
 
 from session_switch import hermes_plugin as plugin
@@ -238,6 +239,152 @@ class Refresher(unittest.TestCase):
             (done.returncode, done.stdout, done.stderr),
             (0, "True refreshed s1\nFalse refreshed s2\nchild exit 0\n", ""),
         )
+
+
+class VersionedBridge(RecordingBridge):
+    """A `RecordingBridge` with a data version the test moves."""
+
+    def __init__(self, decision, version=1):
+        super().__init__(decision)
+        self.version = version
+
+    def data_version(self):
+        self.calls.append(("data_version",))
+        if isinstance(self.version, Exception):
+            raise self.version
+        return (7, self.version, 0, 0, 0)
+
+
+class PreparedHistory(unittest.TestCase):
+    """The next turn's history made after a turn (`_Prepared`): taken once,
+    by a request whose decision names the same session, only when the data
+    version at the request's start is the one read before it was made; a
+    request that cannot take it loads with Hermes's loader as before."""
+
+    def setUp(self):
+        self.loads = []
+
+        def loader(db, session_id):
+            self.loads.append(session_id)
+            return [{"role": "user", "content": f"{session_id} row {len(self.loads)}"}]
+
+        saved = plugin._HERMES_LOADER
+        plugin._HERMES_LOADER = loader
+        self.addCleanup(setattr, plugin, "_HERMES_LOADER", saved)
+        self.loader = loader
+        self.prepared = plugin._Prepared()
+        self.prepared._SETTLE = (0.0,) * 4
+        self.addCleanup(plugin._PREPARED._by_session.clear)
+
+    def test_taken_once_at_the_version_it_was_made_at(self):
+        bridge = VersionedBridge({"redirected": True, "session_id": "cli-session", "detail": "d"})
+        self.assertIsNone(self.prepared.at_start(bridge), "nothing prepared: no read")
+        self.assertEqual(bridge.calls, [])
+        self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
+        self.assertEqual(self.loads, ["cli-session"])
+        names = [c[0] for c in bridge.calls]
+        self.assertLess(names.index("data_version"), names.index("tag_messages"), "read before the load")
+        made = bridge.calls[names.index("tag_messages")][3]  # the list tag_messages edited
+        start = self.prepared.at_start(bridge)
+        self.assertEqual(start, (7, 1, 0, 0, 0))
+        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", "another-target", start))
+        self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
+        taken = self.prepared.take(bridge, "xmpp-mohe-v2", "cli-session", start)
+        self.assertEqual(taken, [{"role": "user", "content": "cli-session row 2"}])
+        self.assertEqual(made, [{"role": "user", "content": "cli-session row 1"}])
+        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", "cli-session", start), "handed out once")
+
+    def test_not_taken_after_a_commit_before_the_request_or_without_a_version(self):
+        bridge = VersionedBridge({"redirected": False, "session_id": "xmpp-mohe-v2", "detail": "d"})
+        for after in (2, OSError("database is locked")):
+            with self.subTest(after=after):
+                bridge.version = 1
+                self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
+                bridge.version = after
+                start = self.prepared.at_start(bridge)
+                self.assertEqual(start, None if isinstance(after, Exception) else (7, 2, 0, 0, 0))
+                self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", "xmpp-mohe-v2", start))
+        # A commit after the request's start (v31's own, before its load)
+        # does not matter: the version compared is the start's.
+        bridge.version = 1
+        self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
+        start = self.prepared.at_start(bridge)
+        bridge.version = 3
+        self.assertIsNotNone(self.prepared.take(bridge, "xmpp-mohe-v2", "xmpp-mohe-v2", start))
+
+    def test_made_again_while_a_commit_lands_before_it_settles(self):
+        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        loader = self.loader
+
+        def moving(db, session_id):
+            if len(self.loads) < 2:
+                bridge.version += 1  # a commit during the first two makings
+            return loader(db, session_id)
+
+        plugin._HERMES_LOADER = moving
+        self.prepared.make(bridge, "mohe", "s", db=None)
+        self.assertEqual(self.loads, ["s", "s", "s"])
+        start = self.prepared.at_start(bridge)
+        self.assertEqual(self.prepared.take(bridge, "s", "s", start), [{"role": "user", "content": "s row 3"}])
+
+    def test_a_history_that_never_settles_is_made_once_per_wait_and_refused(self):
+        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        loader = self.loader
+
+        def always(db, session_id):
+            bridge.version += 1
+            return loader(db, session_id)
+
+        plugin._HERMES_LOADER = always
+        self.prepared.make(bridge, "mohe", "s", db=None)
+        self.assertEqual(len(self.loads), len(self.prepared._SETTLE))
+        self.assertIsNone(self.prepared.take(bridge, "s", "s", self.prepared.at_start(bridge)))
+
+    def test_not_made_again_once_taken(self):
+        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        self.prepared._SETTLE = (0.3, 0.0, 0.0, 0.0)
+        taken = []
+
+        def request():
+            time.sleep(0.1)
+            taken.append(self.prepared.take(bridge, "s", "s", self.prepared.at_start(bridge)))
+            bridge.version += 1  # the request's turn commits
+
+        thread = threading.Thread(target=request)
+        thread.start()
+        self.prepared.make(bridge, "mohe", "s", db=None)
+        thread.join()
+        self.assertEqual(taken, [[{"role": "user", "content": "s row 1"}]])
+        self.assertEqual(self.loads, ["s"])
+
+    def test_at_most_a_few_sessions_are_kept(self):
+        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        for i in range(plugin._Prepared._MAX + 1):
+            bridge.decision = {"redirected": False, "session_id": f"s{i}", "detail": "d"}
+            self.prepared.make(bridge, "mohe", f"s{i}", db=None)
+        start = self.prepared.at_start(bridge)
+        self.assertIsNone(self.prepared.take(bridge, "s0", "s0", start), "the oldest made way")
+        self.assertIsNotNone(self.prepared.take(bridge, "s1", "s1", start))
+        self.assertEqual(len(self.prepared._by_session), plugin._Prepared._MAX - 1)
+
+    def test_the_load_seam_takes_it_instead_of_loading(self):
+        bridge = VersionedBridge({"redirected": True, "session_id": "cli-session", "detail": "d"})
+        bridge.agent_for_session = lambda session_id: "mohe"
+        bridges = plugin._Bridges()
+        bridges.put("/home", bridge)
+        plugin._refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
+        prepared = plugin._PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][2]
+        start = plugin._PREPARED.at_start(bridges.known("/home"))
+        plan = plugin._plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2", start)
+        self.assertIs(plan.history, prepared)
+        self.assertEqual((plan.session_id, plan.redirected, self.loads), ("cli-session", True, ["cli-session"]))
+        # Nothing prepared now: the request loads and edits; its plan
+        # carries Hermes's database for the refresh after its turn.
+        db = object()
+        plan = plugin._plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2", start)
+        self.assertEqual(self.loads, ["cli-session", "cli-session"])
+        self.assertEqual(bridge.calls[-1][:3], ("tag_messages", "mohe", "cli-session"))
+        self.assertIs(plan.db, db)
 
 
 class ReloadDuringTurn(unittest.TestCase):

@@ -11,6 +11,7 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -74,7 +75,12 @@ pub struct HermesStore {
     /// Answers of [`HermesStore::has_child_sessions`] and
     /// [`HermesStore::bridge_rows`] at the current data version.
     pub(super) reads: ReadMemo,
+    /// This connection among the process's ([`HermesStore::serial`]).
+    serial: u64,
 }
+
+/// The serial of the next connection opened ([`HermesStore::serial`]).
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
 
 /// A row the bridge wrote: `(messages.id, role, timestamp)`
 /// ([`HermesStore::bridge_rows`]).
@@ -123,6 +129,7 @@ impl HermesStore {
             rows_last_read: Cell::new(0),
             counter: None,
             reads: ReadMemo::default(),
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
         // Bundled SQLite defaults to ON; say it anyway so a build against a
@@ -434,6 +441,13 @@ impl HermesStore {
             None => self.pragma_data_version()?,
         };
         Ok(DataVersion(version, self.conn.total_changes()))
+    }
+
+    /// This connection's number, unique in the process: a
+    /// [`HermesStore::data_version`] is only compared with another of the
+    /// same connection (`PRAGMA data_version` counts per connection).
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// `PRAGMA data_version`.

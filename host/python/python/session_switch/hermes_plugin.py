@@ -50,6 +50,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from typing import Any, Callable, Optional
 
 log = logging.getLogger("session_switch.hermes")
@@ -138,6 +139,11 @@ class _Bridges:
         with self._lock:
             return self._by_home.setdefault(home, bridge)
 
+    def known(self, home: str):
+        """The bridge of ``home`` if one was made, else ``None`` (never
+        makes one: the event loop calls this)."""
+        return self._by_home.get(home)
+
     def put(self, home: str, bridge) -> None:
         with self._lock:
             self._by_home[home] = bridge
@@ -210,9 +216,11 @@ class _Plan:
     """What a turn runs on: ``session_id`` and ``history`` in place of what
     the client asked (``asked``); ``bridge`` and ``agent`` when ``asked`` is
     one of an agent's XMPP sessions (the turn's reads are refreshed after
-    it, :func:`_refresh_after_turn`)."""
+    it, :func:`_refresh_after_turn`); ``db``, Hermes's ``SessionDB``, when
+    the history-load seam made the plan (the next turn's history is then
+    prepared after this one, :class:`_Prepared`)."""
 
-    __slots__ = ("asked", "session_id", "history", "redirected", "bridge", "agent")
+    __slots__ = ("asked", "session_id", "history", "redirected", "bridge", "agent", "db")
 
     def __init__(
         self,
@@ -222,6 +230,7 @@ class _Plan:
         redirected: bool,
         bridge: Any = None,
         agent: Optional[str] = None,
+        db: Any = None,
     ):
         self.asked = asked
         self.session_id = session_id
@@ -229,17 +238,21 @@ class _Plan:
         self.redirected = redirected
         self.bridge = bridge
         self.agent = agent
+        self.db = db
 
 
 class _Request:
     """One ``/v1/chat/completions`` request, from its handler's start: the
     Hermes home (captured on the event loop, where Hermes's profile scope
-    is set) and the plan its one history load made."""
+    is set), the data version then (:meth:`_Prepared.at_start`) and the
+    plan its one history load made."""
 
-    __slots__ = ("home", "loading", "plan")
+    __slots__ = ("home", "loading", "plan", "version")
 
-    def __init__(self, home: str) -> None:
+    def __init__(self, home: str, version: Any = None) -> None:
         self.home = home
+        # `Bridge.data_version` at the start, if a history is prepared.
+        self.version = version
         # Until the load or `_run_agent`: no later load is the handler's.
         self.loading = True
         self.plan: Optional[_Plan] = None
@@ -266,7 +279,8 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
     @functools.wraps(handler)
     async def _handle_chat_completions(self, *args, **kwargs):
         try:
-            request = _Request(_hermes_home())
+            home = _hermes_home()
+            request = _Request(home, _PREPARED.at_start(bridges.known(home)))
         except Exception:  # Hermes's own behaviour, through the first seam
             return await handler(self, *args, **kwargs)
         token = _REQUEST.set(request)
@@ -284,7 +298,7 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
         request.loading = False
         (session_id,) = args
         try:
-            request.plan = _plan_at_load(db, loader, bridges, request.home, session_id)
+            request.plan = _plan_at_load(db, loader, bridges, request.home, session_id, request.version)
         except Exception as e:  # ours failed: Hermes's own load
             log.warning(
                 "session-switch: turn on %s runs as Hermes's own: %s",
@@ -294,9 +308,15 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
             request.plan = _Plan(session_id, session_id, loader(db, session_id), False)
         return request.plan.history
 
+    global _HERMES_LOADER
+    _HERMES_LOADER = loader
     SessionDB.get_messages_as_conversation = get_messages_as_conversation
     adapter_class._handle_chat_completions = _handle_chat_completions
     _install_repair_hook()
+
+
+# Hermes's own `get_messages_as_conversation`, as the load seam found it.
+_HERMES_LOADER: Optional[Callable] = None
 
 
 class _Turns:
@@ -396,30 +416,135 @@ def _install_repair_hook() -> None:
     helpers.repair_message_sequence = repair_message_sequence
 
 
-def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str) -> _Plan:
+def _plan_at_load(
+    db, loader: Callable, bridges: _Bridges, home: str, asked: str, version: Any = None
+) -> _Plan:
     """The plan of a chat-completions turn, made at its history load (in
-    Hermes's worker thread): one load, of the session the turn runs on."""
+    Hermes's worker thread): one load, of the session the turn runs on, or
+    none when the history prepared after the last turn holds at
+    ``version``, the data version at the request's start
+    (:meth:`_Prepared.at_start`)."""
     bridge = bridges.get(home)
     agent = bridge.agent_for_session(asked) if bridge is not None else None
     if agent is None:
         return _Plan(asked, asked, loader(db, asked), False)
     decision = bridge.resolve(agent, asked)
-    target = decision["session_id"] if decision["redirected"] else asked
-    if decision["redirected"]:
-        # v31: the live compression tip, as Hermes's `_resolve_live_session_id`
-        # does for the client's id (fails open to the id itself). A session
-        # no other names as parent is its own tip: Hermes's walk (~0.2 ms of
-        # Python after a write) would answer the id itself.
-        resolver = getattr(db, "resolve_resume_session_id", None)
-        if callable(resolver) and bridge.has_child_sessions(target):
-            try:
-                target = str(resolver(target) or target)
-            except Exception:
-                pass
-    history = loader(db, target)
-    bridge.tag_messages(agent, target, history)
-    _note_turn(agent, asked, target, decision["detail"], "history loaded once")
-    return _Plan(asked, target, history, bool(decision["redirected"]), bridge, agent)
+    target = _turn_target(bridge, db, decision, asked)
+    history = _PREPARED.take(bridge, asked, target, version)
+    how = "history prepared after the last turn"
+    if history is None:
+        history = loader(db, target)
+        bridge.tag_messages(agent, target, history)
+        how = "history loaded once"
+    _note_turn(agent, asked, target, decision["detail"], how)
+    return _Plan(asked, target, history, bool(decision["redirected"]), bridge, agent, db)
+
+
+def _turn_target(bridge, db, decision: dict, asked: str) -> str:
+    """The session a turn on ``asked`` runs on, given the policy's
+    ``decision``: ``asked`` itself, or on a redirect the CLI session, on v31
+    its live compression tip, as Hermes's ``_resolve_live_session_id`` does
+    for the client's id (fails open to the id itself). A session no other
+    names as parent is its own tip: Hermes's walk (~0.2 ms of Python after
+    a write) would answer the id itself."""
+    if not decision["redirected"]:
+        return asked
+    target = decision["session_id"]
+    resolver = getattr(db, "resolve_resume_session_id", None)
+    if callable(resolver) and bridge.has_child_sessions(target):
+        try:
+            target = str(resolver(target) or target)
+        except Exception:
+            pass
+    return target
+
+
+class _Prepared:
+    """The next turn's history of each agent's XMPP session, made after a
+    turn on it (:func:`_refresh`, off the request's path) by Hermes's own
+    loader with the policy's edits, for the next chat-completions request
+    on it to take instead of loading: Hermes's load (1-140 ms from 100 to
+    10,000 rows, README "Performance") and the edits leave the request.
+
+    A prepared history is handed out at most once (Hermes appends to the
+    list it gets), to a request whose own decision names the same session
+    (a record's TTL runs out with no commit), and only when
+    ``Bridge.data_version`` at the request's start (:meth:`at_start`)
+    equals the one read before the history was made: nobody committed to
+    ``state.db`` and no policy swap came in between, and Hermes's loader
+    and the policy read nothing else. The request's start, not its load:
+    Hermes v31 commits to ``sessions`` in the request before it loads; the
+    history taken is the one Hermes would have loaded when the request
+    arrived. Otherwise the request loads as before. At most ``_MAX``
+    sessions are kept (an agent's Hermes serves a few)."""
+
+    _MAX = 8
+    #: Seconds after each making until its version is checked (`make`).
+    _SETTLE = (0.05, 0.1, 0.2, 0.4)
+
+    def __init__(self) -> None:
+        self._by_session: dict[tuple, tuple] = {}
+
+    def at_start(self, bridge) -> Any:
+        """``bridge.data_version()`` while a history is prepared for one of
+        its sessions, else ``None`` (also on a failure; never raises)."""
+        if bridge is None or not any(key[0] == id(bridge) for key in list(self._by_session)):
+            return None
+        try:
+            return bridge.data_version()
+        except Exception:
+            return None
+
+    def take(self, bridge, asked: str, target: str, version: Any) -> Optional[list]:
+        """The history prepared for a turn on ``asked`` running on
+        ``target``, if ``version`` (:meth:`at_start`) is the one it was
+        made at; never raises."""
+        entry = self._by_session.pop((id(bridge), asked), None)
+        if entry is None:
+            return None
+        made_on, made_at, history = entry
+        if made_on == target and version is not None and version == made_at:
+            return history
+        log.debug(
+            "session-switch: history prepared for %s not taken: made on %s at %s, now %s at %s",
+            asked,
+            made_on,
+            made_at,
+            target,
+            version,
+        )
+        return None
+
+    def make(self, bridge, agent: str, asked: str, db) -> None:
+        """Prepare the next turn's history on ``asked``. Kept at once, then
+        checked after ``_SETTLE`` seconds: a commit since (Hermes may still
+        be storing the turn; v31's token counts come from a writer thread
+        of their own) makes it again, at most ``len(_SETTLE)`` times. Not
+        made again once a request took it. Raises what Hermes's loader or
+        the bridge raises; nothing is kept then."""
+        key = (id(bridge), asked)
+        self._by_session.pop(key, None)
+        for wait in self._SETTLE:
+            version = bridge.data_version()
+            decision = bridge.resolve(agent, asked)
+            target = _turn_target(bridge, db, decision, asked)
+            history = _HERMES_LOADER(db, target)
+            bridge.tag_messages(agent, target, history)
+            entry = (target, version, history)
+            while len(self._by_session) >= self._MAX:
+                self._by_session.pop(next(iter(self._by_session)), None)
+            self._by_session[key] = entry
+            time.sleep(wait)
+            if self._by_session.get(key) is not entry:
+                return  # taken (or made way): the next turn prepares again
+            if bridge.data_version() == version:
+                log.debug(
+                    "session-switch: next turn on %s prepared: %s, %d messages", asked, target, len(history)
+                )
+                return
+
+
+_PREPARED = _Prepared()
 
 
 # The session each XMPP session's last turn ran on (asked -> target), for
@@ -525,7 +650,7 @@ def _refresh_after_turn(plan: _Plan) -> None:
     turn's response does not wait for it. Nothing for a turn on no agent's
     XMPP session."""
     if plan.agent is not None:
-        _REFRESHER.schedule(plan.bridge, plan.agent, plan.asked)
+        _REFRESHER.schedule(plan.bridge, plan.agent, plan.asked, plan.db)
 
 
 class _Refresher:
@@ -546,10 +671,10 @@ class _Refresher:
         self._fork_hook = False  # `_forget` registered (kept in a child)
         self._forget()
 
-    def schedule(self, bridge, agent: str, asked: str) -> None:
+    def schedule(self, bridge, agent: str, asked: str, db: Any = None) -> None:
         """Queue a refresh of ``asked``'s reads (never raises)."""
         key = (id(bridge), agent, asked)
-        item = (key, bridge, agent, asked)
+        item = (key, bridge, agent, asked, db)
         # Atomic under the GIL: of two turns ending at once one queues.
         if self._queued.setdefault(key, item) is not item:
             return
@@ -603,25 +728,30 @@ class _Refresher:
             if isinstance(item, threading.Event):
                 item.set()
                 continue
-            key, bridge, agent, asked = item
+            key, bridge, agent, asked, db = item
             self._queued.pop(key, None)
-            _refresh(bridge, agent, asked)
+            _refresh(bridge, agent, asked, db)
 
 
 _REFRESHER = _Refresher()
 
 
-def _refresh(bridge, agent: str, asked: str) -> None:
+def _refresh(bridge, agent: str, asked: str, db: Any = None) -> None:
     """Read again, after a turn on ``asked`` stored its messages, what the
     next turn on ``asked`` reads first: the decision (``resolve``), the
-    target's children and the bridge's rows. SQLite drops a connection's
-    page cache when another commits, so the first reads after Hermes's
-    store of a turn took 30–45 µs (README "What bounds the rest"); made
-    here, off the request's path, they leave the next request the
-    decision memo and pages that are current. Nothing is served that is
-    not: the next ``resolve`` still checks the data version (a CLI send or
-    another turn in between is read then). Never raises."""
+    target's children and the bridge's rows; with Hermes's ``SessionDB``
+    (``db``: the turn came through the history-load seam) also the next
+    turn's history (:class:`_Prepared`). SQLite drops a connection's page
+    cache when another commits, so the first reads after Hermes's store of
+    a turn took 30–45 µs (README "What bounds the rest"); made here, off
+    the request's path, they leave the next request the decision memo and
+    pages that are current. Nothing is served that is not: the next
+    ``resolve`` still checks the data version (a CLI send or another turn
+    in between is read then). Never raises."""
     try:
+        if db is not None and _HERMES_LOADER is not None:
+            _PREPARED.make(bridge, agent, asked, db)
+            return
         decision = bridge.resolve(agent, asked)
         target = decision["session_id"] if decision["redirected"] else asked
         if decision["redirected"]:
@@ -629,7 +759,7 @@ def _refresh(bridge, agent: str, asked: str) -> None:
         # No messages: reads the bridge's rows of the target, edits nothing.
         bridge.tag_messages(agent, target, [])
     except Exception as e:  # the next request reads for itself
-        log.debug("session-switch: refresh after a turn on %s: %s", asked, e)
+        log.debug("session-switch: refresh after a turn on %s: %s", asked, _reason(e))
 
 
 async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
