@@ -256,10 +256,11 @@ class VersionedBridge(RecordingBridge):
 
 
 class PreparedHistory(unittest.TestCase):
-    """The next turn's history made after a turn (`_Prepared`): taken once,
-    by a request whose decision names the same session, only when the data
-    version at the request's start is the one read before it was made; a
-    request that cannot take it loads with Hermes's loader as before."""
+    """The next turn's decision and history made after a turn (`_Prepared`):
+    taken once, only when the data version at the request's start is the
+    one read before they were made and the decision still holds by the
+    clock; a request that cannot take them decides and loads with Hermes's
+    loader as before."""
 
     def setUp(self):
         self.loads = []
@@ -276,26 +277,25 @@ class PreparedHistory(unittest.TestCase):
         self.prepared._SETTLE = (0.0,) * 4
         self.addCleanup(plugin._PREPARED._by_session.clear)
 
+    def redirect(self, valid_until=None):
+        return {"redirected": True, "session_id": "cli-session", "detail": "d", "valid_until": valid_until}
+
     def test_taken_once_at_the_version_it_was_made_at(self):
-        bridge = VersionedBridge({"redirected": True, "session_id": "cli-session", "detail": "d"})
+        bridge = VersionedBridge(self.redirect())
         self.assertIsNone(self.prepared.at_start(bridge), "nothing prepared: no read")
         self.assertEqual(bridge.calls, [])
         self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
         self.assertEqual(self.loads, ["cli-session"])
         names = [c[0] for c in bridge.calls]
-        self.assertLess(names.index("data_version"), names.index("tag_messages"), "read before the load")
-        made = bridge.calls[names.index("tag_messages")][3]  # the list tag_messages edited
+        self.assertLess(names.index("data_version"), names.index("resolve"), "read before the decision")
         start = self.prepared.at_start(bridge)
         self.assertEqual(start, (7, 1, 0, 0, 0))
-        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", "another-target", start))
-        self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
-        taken = self.prepared.take(bridge, "xmpp-mohe-v2", "cli-session", start)
-        self.assertEqual(taken, [{"role": "user", "content": "cli-session row 2"}])
-        self.assertEqual(made, [{"role": "user", "content": "cli-session row 1"}])
-        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", "cli-session", start), "handed out once")
+        taken = self.prepared.take(bridge, "xmpp-mohe-v2", start)
+        self.assertEqual(taken, ("mohe", self.redirect(), "cli-session", [{"role": "user", "content": "cli-session row 1"}]))
+        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", start), "handed out once")
 
     def test_not_taken_after_a_commit_before_the_request_or_without_a_version(self):
-        bridge = VersionedBridge({"redirected": False, "session_id": "xmpp-mohe-v2", "detail": "d"})
+        bridge = VersionedBridge(self.redirect())
         for after in (2, OSError("database is locked")):
             with self.subTest(after=after):
                 bridge.version = 1
@@ -303,17 +303,25 @@ class PreparedHistory(unittest.TestCase):
                 bridge.version = after
                 start = self.prepared.at_start(bridge)
                 self.assertEqual(start, None if isinstance(after, Exception) else (7, 2, 0, 0, 0))
-                self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", "xmpp-mohe-v2", start))
-        # A commit after the request's start (v31's own, before its load)
-        # does not matter: the version compared is the start's.
+                self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", start))
+        # A commit after the request's start (before its load) does not
+        # matter: the version compared is the start's.
         bridge.version = 1
         self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
         start = self.prepared.at_start(bridge)
         bridge.version = 3
-        self.assertIsNotNone(self.prepared.take(bridge, "xmpp-mohe-v2", "xmpp-mohe-v2", start))
+        self.assertIsNotNone(self.prepared.take(bridge, "xmpp-mohe-v2", start))
+
+    def test_not_taken_once_the_decision_no_longer_holds_by_the_clock(self):
+        for until, taken in ((time.time() - 1, False), (time.time() + 60, True), (None, True)):
+            with self.subTest(valid_until=until):
+                bridge = VersionedBridge(self.redirect(until))
+                self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
+                got = self.prepared.take(bridge, "xmpp-mohe-v2", self.prepared.at_start(bridge))
+                self.assertEqual(got is not None, taken)
 
     def test_made_again_while_a_commit_lands_before_it_settles(self):
-        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        bridge = VersionedBridge(self.redirect())
         loader = self.loader
 
         def moving(db, session_id):
@@ -323,12 +331,12 @@ class PreparedHistory(unittest.TestCase):
 
         plugin._HERMES_LOADER = moving
         self.prepared.make(bridge, "mohe", "s", db=None)
-        self.assertEqual(self.loads, ["s", "s", "s"])
-        start = self.prepared.at_start(bridge)
-        self.assertEqual(self.prepared.take(bridge, "s", "s", start), [{"role": "user", "content": "s row 3"}])
+        self.assertEqual(self.loads, ["cli-session"] * 3)
+        taken = self.prepared.take(bridge, "s", self.prepared.at_start(bridge))
+        self.assertEqual(taken[3], [{"role": "user", "content": "cli-session row 3"}])
 
     def test_a_history_that_never_settles_is_made_once_per_wait_and_refused(self):
-        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        bridge = VersionedBridge(self.redirect())
         loader = self.loader
 
         def always(db, session_id):
@@ -338,52 +346,54 @@ class PreparedHistory(unittest.TestCase):
         plugin._HERMES_LOADER = always
         self.prepared.make(bridge, "mohe", "s", db=None)
         self.assertEqual(len(self.loads), len(self.prepared._SETTLE))
-        self.assertIsNone(self.prepared.take(bridge, "s", "s", self.prepared.at_start(bridge)))
+        self.assertIsNone(self.prepared.take(bridge, "s", self.prepared.at_start(bridge)))
 
     def test_not_made_again_once_taken(self):
-        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        bridge = VersionedBridge(self.redirect())
         self.prepared._SETTLE = (0.3, 0.0, 0.0, 0.0)
         taken = []
 
         def request():
             time.sleep(0.1)
-            taken.append(self.prepared.take(bridge, "s", "s", self.prepared.at_start(bridge)))
+            taken.append(self.prepared.take(bridge, "s", self.prepared.at_start(bridge)))
             bridge.version += 1  # the request's turn commits
 
         thread = threading.Thread(target=request)
         thread.start()
         self.prepared.make(bridge, "mohe", "s", db=None)
         thread.join()
-        self.assertEqual(taken, [[{"role": "user", "content": "s row 1"}]])
-        self.assertEqual(self.loads, ["s"])
+        self.assertEqual(taken[0][3], [{"role": "user", "content": "cli-session row 1"}])
+        self.assertEqual(self.loads, ["cli-session"])
 
     def test_at_most_a_few_sessions_are_kept(self):
-        bridge = VersionedBridge({"redirected": False, "session_id": "s", "detail": "d"})
+        bridge = VersionedBridge(self.redirect())
         for i in range(plugin._Prepared._MAX + 1):
-            bridge.decision = {"redirected": False, "session_id": f"s{i}", "detail": "d"}
             self.prepared.make(bridge, "mohe", f"s{i}", db=None)
         start = self.prepared.at_start(bridge)
-        self.assertIsNone(self.prepared.take(bridge, "s0", "s0", start), "the oldest made way")
-        self.assertIsNotNone(self.prepared.take(bridge, "s1", "s1", start))
+        self.assertIsNone(self.prepared.take(bridge, "s0", start), "the oldest made way")
+        self.assertIsNotNone(self.prepared.take(bridge, "s1", start))
         self.assertEqual(len(self.prepared._by_session), plugin._Prepared._MAX - 1)
 
-    def test_the_load_seam_takes_it_instead_of_loading(self):
-        bridge = VersionedBridge({"redirected": True, "session_id": "cli-session", "detail": "d"})
+    def test_the_load_seam_takes_it_instead_of_deciding_and_loading(self):
+        bridge = VersionedBridge(self.redirect())
         bridge.agent_for_session = lambda session_id: "mohe"
         bridges = plugin._Bridges()
         bridges.put("/home", bridge)
         plugin._refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
-        prepared = plugin._PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][2]
+        prepared = plugin._PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][4]
         start = plugin._PREPARED.at_start(bridges.known("/home"))
+        calls = len(bridge.calls)
         plan = plugin._plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2", start)
         self.assertIs(plan.history, prepared)
-        self.assertEqual((plan.session_id, plan.redirected, self.loads), ("cli-session", True, ["cli-session"]))
-        # Nothing prepared now: the request loads and edits; its plan
-        # carries Hermes's database for the refresh after its turn.
+        self.assertEqual((plan.session_id, plan.redirected, plan.agent), ("cli-session", True, "mohe"))
+        self.assertEqual(bridge.calls[calls:], [], "no decision, no load, no edits at the request")
+        self.assertEqual(self.loads, ["cli-session"])
+        # Nothing prepared now: the request decides, loads and edits; its
+        # plan carries Hermes's database for the refresh after its turn.
         db = object()
         plan = plugin._plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2", start)
         self.assertEqual(self.loads, ["cli-session", "cli-session"])
-        self.assertEqual(bridge.calls[-1][:3], ("tag_messages", "mohe", "cli-session"))
+        self.assertEqual([c[0] for c in bridge.calls[calls:]], ["resolve", "tag_messages"])
         self.assertIs(plan.db, db)
 
 

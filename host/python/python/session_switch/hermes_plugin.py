@@ -427,14 +427,16 @@ def _plan_at_load(
     ``version``, the data version at the request's start
     (:meth:`_Prepared.at_start`)."""
     bridge = bridges.get(home)
-    agent = bridge.agent_for_session(asked) if bridge is not None else None
-    if agent is None:
-        return _Plan(asked, asked, loader(db, asked), False)
-    decision = bridge.resolve(agent, asked)
-    target = _turn_target(bridge, db, decision, asked)
-    history = _PREPARED.take(bridge, asked, target, version)
-    how = "history prepared after the last turn"
-    if history is None:
+    prepared = _PREPARED.take(bridge, asked, version)
+    if prepared is not None:
+        agent, decision, target, history = prepared
+        how = "history prepared after the last turn"
+    else:
+        agent = bridge.agent_for_session(asked) if bridge is not None else None
+        if agent is None:
+            return _Plan(asked, asked, loader(db, asked), False)
+        decision = bridge.resolve(agent, asked)
+        target = _turn_target(bridge, db, decision, asked)
         history = loader(db, target)
         bridge.tag_messages(agent, target, history)
         how = "history loaded once"
@@ -469,16 +471,16 @@ class _Prepared:
     10,000 rows, README "Performance") and the edits leave the request.
 
     A prepared history is handed out at most once (Hermes appends to the
-    list it gets), to a request whose own decision names the same session
-    (a record's TTL runs out with no commit), and only when
-    ``Bridge.data_version`` at the request's start (:meth:`at_start`)
-    equals the one read before the history was made: nobody committed to
-    ``state.db`` and no policy swap came in between, and Hermes's loader
-    and the policy read nothing else. The request's start, not its load:
-    Hermes v31 commits to ``sessions`` in the request before it loads; the
-    history taken is the one Hermes would have loaded when the request
-    arrived. Otherwise the request loads as before. At most ``_MAX``
-    sessions are kept (an agent's Hermes serves a few)."""
+    list it gets), with the decision and the session it was made for,
+    and only when ``Bridge.data_version`` at the request's start
+    (:meth:`at_start`) equals the one read before they were made (nobody
+    committed to ``state.db``, no policy swap: Hermes's loader and the
+    policy read nothing else) and the clock has not reached the
+    decision's ``valid_until`` (a record's TTL). The request's start, not
+    its load: the turn runs as Hermes would have run it had the request
+    been handled when it arrived (SECURITY G11). Otherwise the request
+    decides and loads as before. At most ``_MAX`` sessions are kept (an
+    agent's Hermes serves a few)."""
 
     _MAX = 8
     #: Seconds after each making until its version is checked (`make`).
@@ -497,22 +499,25 @@ class _Prepared:
         except Exception:
             return None
 
-    def take(self, bridge, asked: str, target: str, version: Any) -> Optional[list]:
-        """The history prepared for a turn on ``asked`` running on
-        ``target``, if ``version`` (:meth:`at_start`) is the one it was
-        made at; never raises."""
-        entry = self._by_session.pop((id(bridge), asked), None)
+    def take(self, bridge, asked: str, version: Any) -> Optional[tuple]:
+        """``(agent, decision, target, history)`` prepared for a turn on
+        ``asked``, if ``version`` (:meth:`at_start`) is the one it was made
+        at and the clock has not passed the decision's ``valid_until``
+        (WIT ``decision.valid-until``: a host may answer a later
+        ``resolve`` from it while ``state.db`` is unchanged); never
+        raises."""
+        entry = self._by_session.pop((id(bridge), asked), None) if bridge is not None else None
         if entry is None:
             return None
-        made_on, made_at, history = entry
-        if made_on == target and version is not None and version == made_at:
-            return history
+        made_at, agent, decision, target, history = entry
+        until = decision["valid_until"]
+        if version is not None and version == made_at and (until is None or time.time() < until):
+            return agent, decision, target, history
         log.debug(
-            "session-switch: history prepared for %s not taken: made on %s at %s, now %s at %s",
+            "session-switch: history prepared for %s not taken: made at %s, valid until %s; now %s",
             asked,
-            made_on,
             made_at,
-            target,
+            until,
             version,
         )
         return None
@@ -532,7 +537,7 @@ class _Prepared:
             target = _turn_target(bridge, db, decision, asked)
             history = _HERMES_LOADER(db, target)
             bridge.tag_messages(agent, target, history)
-            entry = (target, version, history)
+            entry = (version, agent, decision, target, history)
             while len(self._by_session) >= self._MAX:
                 self._by_session.pop(next(iter(self._by_session)), None)
             self._by_session[key] = entry
