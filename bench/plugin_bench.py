@@ -27,10 +27,8 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
   a redirect, through the plugin itself (`register` in a Hermes home of
   this database, Hermes's own logging set up), each request after another
   connection's commit (a request follows Hermes's store of the last turn)
-  and the plugin's refresh after that turn: the handler's mark (with the
-  data version, a history being prepared), then the wrapped loader
-  (`agent_for_session`, `resolve`, the live-tip lookup where Hermes has
-  one and the target has child sessions, the prepared history taken, the
+  and the plugin's refresh after that turn: the handler's mark, then the
+  wrapped loader (the prepared turn taken: the data version checked, the
   log call); plus `run_agent_wrapper`, what the `_run_agent` wrapper adds
   to a turn. `refresh`, timed on its own, off the request's path: what
   the refresh thread does after each turn (the reads, Hermes's load of
@@ -284,17 +282,13 @@ def main():
     seam_loader = SessionDB.get_messages_as_conversation
     assert seam_loader is not timed_loader, "the plugin did not wrap Hermes's loader"
 
-    # The bridge the handler's wrapper reads the data version of (known
-    # once the plugin made it, at the first request).
-    seam_bridge = [None]
-
     def request():
         """A chat-completions request through the plugin: the handler's
-        mark (as its wrapper makes it, the data version read when a history
-        is prepared), then the wrapped loader, which decides and takes the
-        prepared history or loads the CLI session and tags it."""
+        mark (as its wrapper makes it), then the wrapped loader, which takes
+        the prepared turn (the data version checked) or decides, loads the
+        CLI session and tags it."""
         inside[0] = 0
-        mark = plugin._Request(plugin._hermes_home(), plugin._PREPARED.at_start(seam_bridge[0]))
+        mark = plugin._Request(plugin._hermes_home())
         token = plugin._REQUEST.set(mark)
         try:
             seam_loader(db, a.session)
@@ -304,7 +298,6 @@ def main():
         return mark.plan
 
     plan = request()
-    seam_bridge[0] = plan.bridge
     # One making per refresh, no wait for Hermes's late writes (a sleep of
     # the refresh thread, not work): the bench commits nothing after it.
     plugin._PREPARED._SETTLE = (0.0,)

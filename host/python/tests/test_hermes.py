@@ -469,6 +469,40 @@ class _HermesCase:
         self.assertIn(questions[-1], history)
         self.assertEqual(log().count("; history loaded once)"), loaded + 1, log()[-3000:])
 
+    def test_a_clear_while_the_request_body_arrives_is_followed(self):
+        """The prepared turn is checked at the request's history load, not
+        when its headers arrive: a `clear` committed while a slow client
+        still sends the body moves the turn back to the XMPP session
+        (found by the fresh-user trial of this round)."""
+        home = self.home("slow")
+        db = home / "state.db"
+        gw = self.gateway(home, log_level="DEBUG")
+        agent_log = home / "logs" / "agent.log"
+        self.cli_send(home, support.unique("before"))
+        status, _, body = gw.chat(support.unique("first"), XMPP)
+        self.assertEqual(status, 200, body)
+        deadline = time.monotonic() + 30
+        while f"next turn on {XMPP} prepared" not in (agent_log.read_text(errors="replace") if agent_log.is_file() else ""):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        question = support.unique("slow")
+        payload = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": question}]}).encode()
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Authorization: Bearer {KEY}\r\nX-Hermes-Session-Id: {XMPP}\r\n"
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n").encode()
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=120) as sock:
+            sock.sendall(head + payload[:10])
+            time.sleep(0.3)
+            support.Cli(home, self.dir / "cache").json("clear", "--agent", "mohe")
+            time.sleep(0.3)
+            sock.sendall(payload[10:])
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer[:300])
+        self.assertIn(question, [c for _, c in rows_of(db, XMPP)])
+        self.assertNotIn(question, [c for _, c in rows_of(db, CLI_SESSION)])
+
     def test_concurrent_requests_during_cli_sends(self):
         home = self.home("busy")
         db = home / "state.db"

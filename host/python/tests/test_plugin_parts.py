@@ -257,7 +257,7 @@ class VersionedBridge(RecordingBridge):
 
 class PreparedHistory(unittest.TestCase):
     """The next turn's decision and history made after a turn (`_Prepared`):
-    taken once, only when the data version at the request's start is the
+    taken once, only when the data version at the request's load is the
     one read before they were made and the decision still holds by the
     clock; a request that cannot take them decides and loads with Hermes's
     loader as before."""
@@ -274,7 +274,7 @@ class PreparedHistory(unittest.TestCase):
         self.addCleanup(setattr, plugin, "_HERMES_LOADER", saved)
         self.loader = loader
         self.prepared = plugin._Prepared()
-        self.prepared._SETTLE = (0.0,) * 4
+        self.prepared._SETTLE = (0.0, 0.0)
         self.addCleanup(plugin._PREPARED._by_session.clear)
 
     def redirect(self, valid_until=None):
@@ -282,58 +282,45 @@ class PreparedHistory(unittest.TestCase):
 
     def test_taken_once_at_the_version_it_was_made_at(self):
         bridge = VersionedBridge(self.redirect())
-        self.assertIsNone(self.prepared.at_start(bridge), "nothing prepared: no read")
-        self.assertEqual(bridge.calls, [])
+        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2"), "nothing prepared")
+        self.assertEqual(bridge.calls, [], "and nothing read")
         self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
         self.assertEqual(self.loads, ["cli-session"])
         names = [c[0] for c in bridge.calls]
         self.assertLess(names.index("data_version"), names.index("resolve"), "read before the decision")
-        start = self.prepared.at_start(bridge)
-        self.assertEqual(start, (7, 1, 0, 0, 0))
-        taken = self.prepared.take(bridge, "xmpp-mohe-v2", start)
+        taken = self.prepared.take(bridge, "xmpp-mohe-v2")
         self.assertEqual(taken, ("mohe", self.redirect(), "cli-session", [{"role": "user", "content": "cli-session row 1"}]))
-        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", start), "handed out once")
+        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2"), "handed out once")
 
-    def test_not_taken_after_a_commit_before_the_request_or_without_a_version(self):
+    def test_not_taken_after_a_commit_or_when_the_version_fails(self):
         bridge = VersionedBridge(self.redirect())
         for after in (2, OSError("database is locked")):
             with self.subTest(after=after):
                 bridge.version = 1
                 self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
                 bridge.version = after
-                start = self.prepared.at_start(bridge)
-                self.assertEqual(start, None if isinstance(after, Exception) else (7, 2, 0, 0, 0))
-                self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2", start))
-        # A commit after the request's start (before its load) does not
-        # matter: the version compared is the start's.
-        bridge.version = 1
-        self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
-        start = self.prepared.at_start(bridge)
-        bridge.version = 3
-        self.assertIsNotNone(self.prepared.take(bridge, "xmpp-mohe-v2", start))
+                self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2"))
 
     def test_not_taken_once_the_decision_no_longer_holds_by_the_clock(self):
         for until, taken in ((time.time() - 1, False), (time.time() + 60, True), (None, True)):
             with self.subTest(valid_until=until):
                 bridge = VersionedBridge(self.redirect(until))
                 self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
-                got = self.prepared.take(bridge, "xmpp-mohe-v2", self.prepared.at_start(bridge))
-                self.assertEqual(got is not None, taken)
+                self.assertEqual(self.prepared.take(bridge, "xmpp-mohe-v2") is not None, taken)
 
     def test_made_again_while_a_commit_lands_before_it_settles(self):
         bridge = VersionedBridge(self.redirect())
         loader = self.loader
 
         def moving(db, session_id):
-            if len(self.loads) < 2:
-                bridge.version += 1  # a commit during the first two makings
+            if len(self.loads) < 1:
+                bridge.version += 1  # a commit during the first making
             return loader(db, session_id)
 
         plugin._HERMES_LOADER = moving
         self.prepared.make(bridge, "mohe", "s", db=None)
-        self.assertEqual(self.loads, ["cli-session"] * 3)
-        taken = self.prepared.take(bridge, "s", self.prepared.at_start(bridge))
-        self.assertEqual(taken[3], [{"role": "user", "content": "cli-session row 3"}])
+        self.assertEqual(self.loads, ["cli-session"] * 2)
+        self.assertEqual(self.prepared.take(bridge, "s")[3], [{"role": "user", "content": "cli-session row 2"}])
 
     def test_a_history_that_never_settles_is_made_once_per_wait_and_refused(self):
         bridge = VersionedBridge(self.redirect())
@@ -346,16 +333,16 @@ class PreparedHistory(unittest.TestCase):
         plugin._HERMES_LOADER = always
         self.prepared.make(bridge, "mohe", "s", db=None)
         self.assertEqual(len(self.loads), len(self.prepared._SETTLE))
-        self.assertIsNone(self.prepared.take(bridge, "s", self.prepared.at_start(bridge)))
+        self.assertIsNone(self.prepared.take(bridge, "s"))
 
     def test_not_made_again_once_taken(self):
         bridge = VersionedBridge(self.redirect())
-        self.prepared._SETTLE = (0.3, 0.0, 0.0, 0.0)
+        self.prepared._SETTLE = (0.3, 0.0)
         taken = []
 
         def request():
             time.sleep(0.1)
-            taken.append(self.prepared.take(bridge, "s", self.prepared.at_start(bridge)))
+            taken.append(self.prepared.take(bridge, "s"))
             bridge.version += 1  # the request's turn commits
 
         thread = threading.Thread(target=request)
@@ -369,9 +356,8 @@ class PreparedHistory(unittest.TestCase):
         bridge = VersionedBridge(self.redirect())
         for i in range(plugin._Prepared._MAX + 1):
             self.prepared.make(bridge, "mohe", f"s{i}", db=None)
-        start = self.prepared.at_start(bridge)
-        self.assertIsNone(self.prepared.take(bridge, "s0", start), "the oldest made way")
-        self.assertIsNotNone(self.prepared.take(bridge, "s1", start))
+        self.assertIsNone(self.prepared.take(bridge, "s0"), "the oldest made way")
+        self.assertIsNotNone(self.prepared.take(bridge, "s1"))
         self.assertEqual(len(self.prepared._by_session), plugin._Prepared._MAX - 1)
 
     def test_the_load_seam_takes_it_instead_of_deciding_and_loading(self):
@@ -381,19 +367,18 @@ class PreparedHistory(unittest.TestCase):
         bridges.put("/home", bridge)
         plugin._refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
         prepared = plugin._PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][4]
-        start = plugin._PREPARED.at_start(bridges.known("/home"))
         calls = len(bridge.calls)
-        plan = plugin._plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2", start)
+        plan = plugin._plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
         self.assertIs(plan.history, prepared)
         self.assertEqual((plan.session_id, plan.redirected, plan.agent), ("cli-session", True, "mohe"))
-        self.assertEqual(bridge.calls[calls:], [], "no decision, no load, no edits at the request")
+        self.assertEqual(bridge.calls[calls:], [("data_version",)], "no decision, no load, no edits")
         self.assertEqual(self.loads, ["cli-session"])
         # Nothing prepared now: the request decides, loads and edits; its
         # plan carries Hermes's database for the refresh after its turn.
         db = object()
-        plan = plugin._plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2", start)
+        plan = plugin._plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2")
         self.assertEqual(self.loads, ["cli-session", "cli-session"])
-        self.assertEqual([c[0] for c in bridge.calls[calls:]], ["resolve", "tag_messages"])
+        self.assertEqual([c[0] for c in bridge.calls[calls + 1:]], ["resolve", "tag_messages"])
         self.assertIs(plan.db, db)
 
 

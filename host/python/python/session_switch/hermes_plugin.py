@@ -141,11 +141,6 @@ class _Bridges:
         with self._lock:
             return self._by_home.setdefault(home, bridge)
 
-    def known(self, home: str):
-        """The bridge of ``home`` if one was made, else ``None`` (never
-        makes one: the event loop calls this)."""
-        return self._by_home.get(home)
-
     def put(self, home: str, bridge) -> None:
         with self._lock:
             self._by_home[home] = bridge
@@ -246,15 +241,12 @@ class _Plan:
 class _Request:
     """One ``/v1/chat/completions`` request, from its handler's start: the
     Hermes home (captured on the event loop, where Hermes's profile scope
-    is set), the data version then (:meth:`_Prepared.at_start`) and the
-    plan its one history load made."""
+    is set) and the plan its one history load made."""
 
-    __slots__ = ("home", "loading", "plan", "version")
+    __slots__ = ("home", "loading", "plan")
 
-    def __init__(self, home: str, version: Any = None) -> None:
+    def __init__(self, home: str) -> None:
         self.home = home
-        # `Bridge.data_version` at the start, if a history is prepared.
-        self.version = version
         # Until the load or `_run_agent`: no later load is the handler's.
         self.loading = True
         self.plan: Optional[_Plan] = None
@@ -281,8 +273,7 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
     @functools.wraps(handler)
     async def _handle_chat_completions(self, *args, **kwargs):
         try:
-            home = _hermes_home()
-            request = _Request(home, _PREPARED.at_start(bridges.known(home)))
+            request = _Request(_hermes_home())
         except Exception:  # Hermes's own behaviour, through the first seam
             return await handler(self, *args, **kwargs)
         token = _REQUEST.set(request)
@@ -300,7 +291,7 @@ def _install_load_seam(adapter_class, bridges: _Bridges) -> None:
         request.loading = False
         (session_id,) = args
         try:
-            request.plan = _plan_at_load(db, loader, bridges, request.home, session_id, request.version)
+            request.plan = _plan_at_load(db, loader, bridges, request.home, session_id)
         except Exception as e:  # ours failed: Hermes's own load
             log.warning(
                 "session-switch: turn on %s runs as Hermes's own: %s",
@@ -418,16 +409,13 @@ def _install_repair_hook() -> None:
     helpers.repair_message_sequence = repair_message_sequence
 
 
-def _plan_at_load(
-    db, loader: Callable, bridges: _Bridges, home: str, asked: str, version: Any = None
-) -> _Plan:
+def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str) -> _Plan:
     """The plan of a chat-completions turn, made at its history load (in
     Hermes's worker thread): one load, of the session the turn runs on, or
-    none when the history prepared after the last turn holds at
-    ``version``, the data version at the request's start
-    (:meth:`_Prepared.at_start`)."""
+    none when the turn prepared after the last one still holds
+    (:class:`_Prepared`)."""
     bridge = bridges.get(home)
-    prepared = _PREPARED.take(bridge, asked, version)
+    prepared = _PREPARED.take(bridge, asked)
     if prepared is not None:
         agent, decision, target, history = prepared
         how = "history prepared after the last turn"
@@ -472,53 +460,47 @@ class _Prepared:
 
     A prepared history is handed out at most once (Hermes appends to the
     list it gets), with the decision and the session it was made for,
-    and only when ``Bridge.data_version`` at the request's start
-    (:meth:`at_start`) equals the one read before they were made (nobody
-    committed to ``state.db``, no policy swap: Hermes's loader and the
-    policy read nothing else) and the clock has not reached the
-    decision's ``valid_until`` (a record's TTL). The request's start, not
-    its load: the turn runs as Hermes would have run it had the request
-    been handled when it arrived (SECURITY G11). Otherwise the request
-    decides and loads as before. At most ``_MAX`` sessions are kept (an
-    agent's Hermes serves a few)."""
+    and only when ``Bridge.data_version`` at the request's history load
+    equals the one read before they were made (nobody committed to
+    ``state.db``, no policy swap: Hermes's loader and the policy read
+    nothing else, so a load now would give the same list) and the clock
+    has not reached the decision's ``valid_until`` (a record's TTL).
+    Otherwise the request decides and loads as before. At most ``_MAX``
+    sessions are kept (an agent's Hermes serves a few)."""
 
     _MAX = 8
-    #: Seconds after each making until its version is checked (`make`).
-    _SETTLE = (0.05, 0.1, 0.2, 0.4)
+    #: Seconds after each making until its version is checked (`make`):
+    #: at most two loads a turn, also where other sessions write all the
+    #: time.
+    _SETTLE = (0.1, 0.4)
 
     def __init__(self) -> None:
         self._by_session: dict[tuple, tuple] = {}
 
-    def at_start(self, bridge) -> Any:
-        """``bridge.data_version()`` while a history is prepared for one of
-        its sessions, else ``None`` (also on a failure; never raises)."""
-        if bridge is None or not any(key[0] == id(bridge) for key in list(self._by_session)):
-            return None
-        try:
-            return bridge.data_version()
-        except Exception:
-            return None
-
-    def take(self, bridge, asked: str, version: Any) -> Optional[tuple]:
+    def take(self, bridge, asked: str) -> Optional[tuple]:
         """``(agent, decision, target, history)`` prepared for a turn on
-        ``asked``, if ``version`` (:meth:`at_start`) is the one it was made
-        at and the clock has not passed the decision's ``valid_until``
-        (WIT ``decision.valid-until``: a host may answer a later
-        ``resolve`` from it while ``state.db`` is unchanged); never
+        ``asked``, if ``bridge.data_version()`` now is the one read before
+        they were made and the clock has not reached the decision's
+        ``valid_until`` (WIT ``decision.valid-until``: a host may answer a
+        later ``resolve`` from it while ``state.db`` is unchanged); never
         raises."""
         entry = self._by_session.pop((id(bridge), asked), None) if bridge is not None else None
         if entry is None:
             return None
         made_at, agent, decision, target, history = entry
         until = decision["valid_until"]
-        if version is not None and version == made_at and (until is None or time.time() < until):
+        try:
+            now: Any = bridge.data_version()
+        except Exception as e:  # the request decides and loads itself
+            now = _reason(e)
+        if now == made_at and (until is None or time.time() < until):
             return agent, decision, target, history
         log.debug(
-            "session-switch: history prepared for %s not taken: made at %s, valid until %s; now %s",
+            "session-switch: turn prepared for %s not taken: made at %s, valid until %s; now %s",
             asked,
             made_at,
             until,
-            version,
+            now,
         )
         return None
 
