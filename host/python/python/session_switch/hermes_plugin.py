@@ -471,7 +471,8 @@ class _Prepared:
     _MAX = 8
     #: Seconds after each making until its version is checked (`make`):
     #: at most two loads a turn, also where other sessions write all the
-    #: time.
+    #: time. The refresh thread waits them out: another session's refresh
+    #: queued meanwhile starts up to 0.5 s later.
     _SETTLE = (0.1, 0.4)
 
     def __init__(self) -> None:
