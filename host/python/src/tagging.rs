@@ -19,7 +19,6 @@ use session_switch::runtime::{
     EditAction, RowEdit, RowSummaries, YOU_TAG, could_hide_marker, prefix, push_summary, role_of,
     sent_text, untag,
 };
-use std::borrow::Cow;
 use std::mem::MaybeUninit;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
@@ -238,17 +237,17 @@ pub fn tag_messages(
 /// the whole text's prefix keeps: Python counts code points, and each
 /// becomes at least one character here (a lone surrogate three U+FFFD, see
 /// [`edited`]).
-fn head<'a>(text: &'a Bound<'_, PyString>, chars: u32) -> PyResult<Cow<'a, str>> {
+fn head(text: &Bound<'_, PyString>, chars: u32) -> PyResult<String> {
     let chars = chars as usize;
     let len = text.len()?;
     if len <= chars.saturating_mul(4).min(HEAD_BUFFER) {
-        return code_point_head(text, len, chars).map(Cow::Owned);
+        return code_point_head(text, len, chars);
     }
     let head = slice(text, 0, chars)?;
     if chars <= HEAD_BUFFER {
-        return code_point_head(&head, chars.min(len), chars).map(Cow::Owned);
+        return code_point_head(&head, chars.min(len), chars);
     }
-    Ok(Cow::Owned(head.to_string_lossy().into_owned()))
+    Ok(head.to_string_lossy().into_owned())
 }
 
 /// The most code points [`code_point_head`] copies out of one string (on
