@@ -414,6 +414,44 @@ class ReloadDuringTurn(unittest.TestCase):
         self.assertIs(bridge.calls[0][3][0], loaded[0])
         self.assertIsNone(plugin._TURNS.on("cli-session"))
 
+    def test_a_load_of_the_live_tip_of_a_running_turns_session_is_edited(self):
+        """v31's lease reloads a waiting turn at `resolve_resume_session_id`
+        of its session: after a compression meanwhile, an id no turn runs
+        on. Hermes's walk is asked only where the turn's session has a
+        child (SECURITY G10)."""
+        class Parent(RecordingBridge):
+            children = True
+
+            def has_child_sessions(self, session_id):
+                self.calls.append(("has_child_sessions", session_id))
+                return self.children
+
+        class Db:
+            walks = []
+
+            def resolve_resume_session_id(self, session_id):
+                self.walks.append(session_id)
+                return {"cli-session": "cli-tip"}.get(session_id, session_id)
+
+        bridge, db = Parent(None), Db()
+        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [], True, bridge, "mohe")
+
+        def load(session_id):
+            return plugin._load_during_turn(db, lambda db, s: [{"role": "user", "content": s}], (session_id,), {})
+
+        load("cli-tip")
+        self.assertEqual((bridge.calls, db.walks), ([], []), "no turn runs: nothing asked")
+        plugin._TURNS.start(plan)
+        try:
+            load("cli-tip")
+            load("another-session")
+            bridge.children = False
+            load("cli-tip")
+        finally:
+            plugin._TURNS.end(plan)
+        self.assertEqual([c[:3] for c in bridge.calls if c[0] == "tag_messages"], [("tag_messages", "mohe", "cli-tip")])
+        self.assertEqual(db.walks, ["cli-session", "cli-session"])
+
     def test_a_failing_edit_leaves_hermes_load_with_a_warning(self):
         class Failing(RecordingBridge):
             def tag_messages(self, agent, session_id, messages):

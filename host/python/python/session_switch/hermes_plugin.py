@@ -324,6 +324,9 @@ class _Turns:
         self._lock = threading.Lock()
         self._running: dict[str, list] = {}
 
+    def __bool__(self) -> bool:
+        return bool(self._running)
+
     def start(self, plan: _Plan) -> None:
         with self._lock:
             entry = self._running.setdefault(plan.session_id, [plan, 0])
@@ -341,6 +344,25 @@ class _Turns:
         entry = self._running.get(session_id) if isinstance(session_id, str) else None
         return entry[0] if entry is not None else None
 
+    def continued_by(self, db, session_id: Any) -> Optional[_Plan]:
+        """The running turn whose session ``session_id`` is the live
+        compression tip of: v31's lease reloads a waiting turn's session
+        at ``resolve_resume_session_id`` of it, and a turn holding the
+        lease may have compressed it meanwhile (SECURITY G10). Asked only
+        of sessions some other session names as parent
+        (``Bridge.has_child_sessions``, kept while ``state.db`` is
+        unchanged): Hermes's walk costs ~0.2 ms."""
+        resolver = getattr(db, "resolve_resume_session_id", None)
+        if not isinstance(session_id, str) or not callable(resolver):
+            return None
+        with self._lock:
+            plans = [entry[0] for entry in self._running.values()]
+        for plan in plans:
+            if plan.session_id != session_id and plan.bridge.has_child_sessions(plan.session_id):
+                if resolver(plan.session_id) == session_id:
+                    return plan
+        return None
+
 
 _TURNS = _Turns()
 
@@ -350,14 +372,24 @@ _RELOAD = threading.local()
 
 def _load_during_turn(db, loader: Callable, args: tuple, kwargs: dict):
     """Hermes's load, with the policy's edits when it loads a session a
-    turn on an agent's XMPP session runs on (`_Turns`): the model gets
-    that history as it gets the first load's. Rows are edited before
+    turn on an agent's XMPP session runs on (`_Turns`), or the live
+    compression tip of one (`_Turns.continued_by`): the model gets that
+    history as it gets the first load's. Rows are edited before
     Hermes's alternation repair merges consecutive user rows (v31
     ``repair_alternation=True``, `_install_repair_hook`), as on the first
     load, where the repair comes later; where no repair runs, after the
     load. A failure of ours: Hermes's load as it is, one log line."""
     session_id = args[0] if args else kwargs.get("session_id")
     plan = _TURNS.on(session_id)
+    if plan is None and _TURNS:
+        try:
+            plan = _TURNS.continued_by(db, session_id)
+        except Exception as e:
+            log.warning(
+                "session-switch: load of %s during a turn runs as Hermes's own: %s",
+                session_id,
+                _reason(e),
+            )
     if plan is None:
         return loader(db, *args, **kwargs)
     _RELOAD.turn = (plan, session_id)
