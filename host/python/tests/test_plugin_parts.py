@@ -473,18 +473,22 @@ class ReloadDuringTurn(unittest.TestCase):
 class TurnLog(unittest.TestCase):
     def test_a_line_when_the_target_changes_not_per_turn(self):
         asked = "xmpp-turn-log-test"
+        # Two Hermes homes whose XMPP sessions share an id: each its own.
+        home, profile = object(), object()
         with self.assertLogs("session_switch.hermes", logging.DEBUG) as logs:
-            plugin._note_turn("mohe", asked, asked, "no record", "")
+            plugin._note_turn(home, "mohe", asked, asked, "no record", "")
             for _ in range(3):
-                plugin._note_turn("mohe", asked, "cli-a", "record 1", "history loaded once")
-            plugin._note_turn("mohe", asked, "cli-b", "record 2", "history loaded once")
-            plugin._note_turn("mohe", asked, asked, "expired", "")
-            plugin._note_turn("mohe", asked, asked, "expired", "")
+                plugin._note_turn(home, "mohe", asked, "cli-a", "record 1", "history loaded once")
+            plugin._note_turn(profile, "mohe", asked, "cli-a", "record 1", "history loaded once")
+            plugin._note_turn(home, "mohe", asked, "cli-b", "record 2", "history loaded once")
+            plugin._note_turn(home, "mohe", asked, asked, "expired", "")
+            plugin._note_turn(home, "mohe", asked, asked, "expired", "")
         levels = [(r.levelname, r.getMessage()) for r in logs.records]
         self.assertEqual(levels, [
             ("INFO", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
             ("DEBUG", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
             ("DEBUG", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
+            ("INFO", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
             ("INFO", f"session-switch: mohe turn on {asked} runs on cli-b (record 2; history loaded once)"),
             ("INFO", f"session-switch: mohe turns on {asked} run on it again (expired)"),
         ])

@@ -460,7 +460,7 @@ def _plan_at_load(db, loader: Callable, bridges: _Bridges, home: str, asked: str
         history = loader(db, target)
         bridge.tag_messages(agent, target, history)
         how = "history loaded once"
-    _note_turn(agent, asked, target, decision["detail"], how)
+    _note_turn(bridge, agent, asked, target, decision["detail"], how)
     return _Plan(asked, target, history, bool(decision["redirected"]), bridge, agent, db)
 
 
@@ -569,20 +569,23 @@ class _Prepared:
 _PREPARED = _Prepared()
 
 
-# The session each XMPP session's last turn ran on (asked -> target), for
-# `_note_turn`. At most one entry per XMPP session and continuation; a race
-# of two turns costs at most a repeated line.
-_LAST_TARGET: dict[str, str] = {}
+# The session each XMPP session's last turn ran on ((bridge, asked) ->
+# target), for `_note_turn`; by bridge, since one gateway may serve several
+# Hermes homes (profiles) whose sessions share ids. At most one entry per
+# XMPP session and continuation of each home; a race of two turns costs at
+# most a repeated line.
+_LAST_TARGET: dict[tuple, str] = {}
 
 
-def _note_turn(agent: str, asked: str, target: str, detail: str, how: str) -> None:
+def _note_turn(bridge, agent: str, asked: str, target: str, detail: str, how: str) -> None:
     """Log where a turn on ``asked`` runs: at INFO when that changed since
     the session's last turn (a redirect starts, moves or ends), else at
     DEBUG. A line per turn at INFO was a third of the plugin's time per
     request (Hermes's ``agent.log`` handler formats, redacts and flushes
     every record) and repeated the same words each turn."""
-    last = _LAST_TARGET.get(asked, asked)
-    _LAST_TARGET[asked] = target
+    key = (bridge, asked)
+    last = _LAST_TARGET.get(key, asked)
+    _LAST_TARGET[key] = target
     if target != asked:
         level = logging.INFO if last != target else logging.DEBUG
         if log.isEnabledFor(level):
@@ -801,7 +804,7 @@ async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
     decision = bridge.resolve(agent, asked)
     if not decision["redirected"]:
         bridge.tag_messages(agent, asked, history)
-        _note_turn(agent, asked, asked, decision["detail"], "")
+        _note_turn(bridge, agent, asked, asked, decision["detail"], "")
         return _Plan(asked, asked, history, False, bridge, agent)
     target = decision["session_id"]
     db = await adapter._ensure_session_db_async()
@@ -817,7 +820,7 @@ async def _plan(adapter, bridges: _Bridges, arguments: dict) -> Optional[_Plan]:
         return loaded
 
     loaded = await asyncio.to_thread(load)
-    _note_turn(agent, asked, target, decision["detail"], "the client's history was loaded too")
+    _note_turn(bridge, agent, asked, target, decision["detail"], "the client's history was loaded too")
     return _Plan(asked, target, loaded, True, bridge, agent)
 
 
