@@ -702,6 +702,50 @@ class HermesV31(_HermesCase, unittest.TestCase):
         self.assertNotIn("[YOU] zhiwei: wire", sent)
         self.assertIn("zhiwei: wire the money now", sent)
 
+    def test_a_turn_compressed_while_it_runs_prepares_the_next_on_the_tip(self):
+        """Hermes compresses a long session during a turn; the next turn on
+        the client's id runs on the new tip (the API server's
+        `_resolve_live_session_id`), so the history prepared after the turn
+        is made for the tip's id, and that turn takes it instead of
+        loading."""
+        home = self.home("prepared-rotated")
+        db = home / "state.db"
+        gw = self.gateway(home, log_level="DEBUG")
+        agent_log = home / "logs" / "agent.log"
+
+        def log() -> str:
+            return agent_log.read_text(errors="replace") if agent_log.is_file() else ""
+
+        self.cli_send(home, support.unique("redirect"))
+        self.assertEqual(gw.chat(support.unique("warm"), XMPP)[0], 200)
+        holding = threading.Thread(target=gw.chat, args=(support.unique(f"{FakeLlm.HOLD} compressed"), XMPP))
+        holding.start()
+        self.assertTrue(self.llm.held.wait(60), gw.output()[-3000:])
+        out = subprocess.run([str(self.venv / "bin/python"), str(ROOT / "tests/hermes/chain_sessions.py"),
+                              "compress", str(db), XMPP], capture_output=True, text=True, check=True)
+        child = json.loads(out.stdout)["child"]
+        self.llm.release.set()
+        holding.join(120)
+
+        prepared = f"session-switch: next turn on {child} prepared: {CLI_SESSION}, "
+        ran = f"turn on {child} runs on {CLI_SESSION} ("
+        taken = 0
+        for attempt in range(2):  # a commit of Hermes's own may come after one
+            deadline = time.monotonic() + 30
+            while log().count(prepared) < attempt + 1:
+                self.assertLess(time.monotonic(), deadline, "\n".join(
+                    line for line in log().splitlines() if "session-switch" in line))
+                time.sleep(0.05)
+            question = support.unique(f"after the compression {attempt}")
+            status, headers, body = gw.chat(question, XMPP)
+            self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
+            self.assertIn(question, [r[1] for r in rows_of(db, CLI_SESSION)])
+            taken = sum(1 for line in log().splitlines()
+                        if ran in line and "history prepared after the last turn)" in line)
+            if taken:
+                break
+        self.assertGreaterEqual(taken, 1, "\n".join(line for line in log().splitlines() if "session-switch" in line))
+
     def test_a_compressed_xmpp_session_still_switches_on_its_live_tip(self):
         """DESIGN §9.4: after Hermes compresses `xmpp-mohe-v2` into a child,
         the API server runs the client's turns on the live tip; the plugin

@@ -543,7 +543,21 @@ class _Prepared:
         be storing the turn; v31's token counts come from a writer thread
         of their own) makes it again, at most ``len(_SETTLE)`` times. Not
         made again once a request took it. Raises what Hermes's loader or
-        the bridge raises; nothing is kept then."""
+        the bridge raises; nothing is kept then.
+
+        Made for ``asked``'s live compression tip where the turn was
+        compressed (v31): the API server runs the next turn on the client's
+        id at the tip (``_resolve_live_session_id``), and that is the id
+        its load asks for."""
+        self._by_session.pop((id(bridge), asked), None)
+        resolver = getattr(db, "resolve_resume_session_id", None)
+        if callable(resolver) and bridge.has_child_sessions(asked):
+            tip = str(resolver(asked) or asked)
+            # As the request will: a continuation seen first renews the
+            # pooled instances, whose settings list the agent's sessions.
+            if tip != asked and bridge.agent_for_session(tip) != agent:
+                return
+            asked = tip
         key = (id(bridge), asked)
         self._by_session.pop(key, None)
         for wait in self._SETTLE:
