@@ -462,6 +462,46 @@ fn jids_and_session_ids_the_policy_would_refuse_are_refused_with_their_line() {
     );
 }
 
+/// JIDs are kept as the server compares them (nodeprep and nameprep fold
+/// case): ejabberd's commands find a room by its prepared name only (a
+/// fresh-user trial's send to `CoreGroup@Conference…` reached the room and
+/// was then refused as "room does not exist").
+#[test]
+fn jids_are_kept_prepared() {
+    let c = Config::parse(
+        &MINIMAL
+            .replace(
+                "coregroup@conference.example.org",
+                "CoreGroup@Conference.Example.ORG",
+            )
+            .replace("mohe@example.org", "Mohe@EXAMPLE.org"),
+        "t",
+    )
+    .unwrap();
+    assert_eq!(c.xmpp.room, "coregroup@conference.example.org");
+    assert_eq!(c.agents[0].jid, "mohe@example.org");
+}
+
+/// A session id Hermes's API server refuses (`contract::ids`) could never
+/// be asked for: refused when the config loads, not at the first send.
+#[test]
+fn session_ids_hermes_api_server_refuses_are_refused_with_their_line() {
+    for (id, why) in [
+        ("../x", "is path-unsafe (`..`, `/` or `\\`)"),
+        ("a/b", "is path-unsafe (`..`, `/` or `\\`)"),
+        ("C:zz", "starts like a drive path (`X:`)"),
+    ] {
+        let e = err(&MINIMAL.replace("xmpp-mohe-v2", id));
+        assert_eq!(
+            e.message,
+            format!(
+                "config test.toml, line 8: session id {id:?} {why}: Hermes's API server \
+                 refuses it, so no gateway turn could run on it"
+            )
+        );
+    }
+}
+
 /// Every config the parser accepts, the policy's `configure` accepts too
 /// (the example, and configs at the edges of the rules above).
 #[test]

@@ -3,6 +3,7 @@
 //! policy's `configure` rules) each belonging to one agent only.
 
 use session_switch_contract::failure::Failure;
+use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 use std::collections::HashMap;
 use toml::Spanned;
@@ -145,6 +146,15 @@ fn sessions(
                 format!(
                     "session id is {chars} characters long, the maximum is \
                      {MAX_SESSION_ID_CHARS} (Hermes refuses longer ids)"
+                ),
+            ));
+        }
+        if let Some(problem) = api_session_id_problem(id) {
+            return Err(src.at(
+                s.span(),
+                format!(
+                    "session id {id:?} {problem}: Hermes's API server refuses it, \
+                     so no gateway turn could run on it"
                 ),
             ));
         }

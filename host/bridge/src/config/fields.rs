@@ -45,9 +45,14 @@ pub(super) fn name_like<'s>(
 }
 
 /// A bare JID per RFC 7622 (the `jid` crate of xmpp-rs): local part, domain,
-/// no resource. Returned as written. Its nodeprep and IDNA checks also
-/// refuse what the policy's `configure` refuses in a JID (whitespace,
-/// control characters, a second `@`; `tests/config.rs`).
+/// no resource. Returned prepared as the server compares it (nodeprep and
+/// nameprep fold case: `CoreGroup@Conference.example.org` is
+/// `coregroup@conference.example.org`): ejabberd routes a post to the room
+/// written in any case, but its commands look the room up by the prepared
+/// name only, so a check written as the config spells it refused a room
+/// that had the post. Its nodeprep and IDNA checks also refuse what the
+/// policy's `configure` refuses in a JID (whitespace, control characters,
+/// a second `@`; `tests/config.rs`).
 pub(super) fn bare_jid(
     value: &Spanned<String>,
     what: &str,
@@ -72,7 +77,7 @@ pub(super) fn bare_jid(
             format!("{what} '{v}' needs a local part (name@domain; '{v}' alone reads as a domain)"),
         ));
     }
-    Ok(v.clone())
+    Ok(parsed.to_string())
 }
 
 /// Record `key` as seen at `span`; a second sighting is an error naming both lines.
