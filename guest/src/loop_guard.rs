@@ -132,18 +132,34 @@ impl GuardState {
         }
     }
 
-    /// Whether `sender` said `digest` inside the duplicate window; then
-    /// remember it.
+    /// Count an agent message at `now` in the room window. More than the
+    /// limit reads as over it whatever the count: the newest
+    /// `window_messages + 1` decide the same, and the state stays small
+    /// however long a window is configured.
+    fn count_in_window(&mut self, guard: &GuardSettings, now: f64) {
+        self.window.push(now);
+        let keep = guard.window_messages as usize + 1;
+        if self.window.len() > keep {
+            self.window.drain(..self.window.len() - keep);
+        }
+    }
+
+    /// Whether `sender` said `digest` inside the duplicate window; else
+    /// remember it. A repeat is not remembered again: the window runs from
+    /// the first time, so a person who asks again after it is answered
+    /// (a repeat that restarted it kept one every 500 s unanswered).
     fn repeated(&mut self, sender: &str, digest: u64, now: f64) -> bool {
         let seen = self
             .seen
             .iter()
             .any(|s| s.sender == sender && s.digest == digest);
-        self.seen.push(Seen {
-            sender: sender.to_owned(),
-            digest,
-            at: now,
-        });
+        if !seen {
+            self.seen.push(Seen {
+                sender: sender.to_owned(),
+                digest,
+                at: now,
+            });
+        }
         seen
     }
 }
@@ -213,7 +229,7 @@ pub fn admit(
 
     // An agent message: counted before any other filter.
     state.hops = state.hops.saturating_add(1);
-    state.window.push(now);
+    state.count_in_window(guard, now);
     let hops = state.hops;
     if own {
         return answer(
@@ -299,12 +315,29 @@ pub fn addresses(body: &str, nick: &str, mention: Option<&str>) -> bool {
 fn contains_word(text: &str, word: &str) -> bool {
     let lower = text.to_lowercase();
     let word = word.to_lowercase();
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
     lower.match_indices(&word).any(|(at, _)| {
         let before = lower[..at].chars().next_back();
         let after = lower[at + word.len()..].chars().next();
-        before.is_none_or(|c| !is_word(c)) && after.is_none_or(|c| !is_word(c))
+        before.is_none_or(|c| !continues_word(c)) && after.is_none_or(|c| !continues_word(c))
     })
+}
+
+/// Whether `c` beside a name makes it part of a longer word: a letter,
+/// digit, `_` or combining mark (`mohe` + U+0301 is another word), except
+/// in the scripts written without spaces between words (Han, kana,
+/// Hangul, Thai, Lao, Khmer, Myanmar): `@mohe你好` and `请mohe看一下` name
+/// mohe, and a Chinese nick inside a Chinese sentence is found.
+fn continues_word(c: char) -> bool {
+    let combining = matches!(c,
+        '\u{0300}'..='\u{036F}' | '\u{1AB0}'..='\u{1AFF}' | '\u{1DC0}'..='\u{1DFF}'
+        | '\u{20D0}'..='\u{20FF}' | '\u{FE20}'..='\u{FE2F}');
+    let unspaced = matches!(c,
+        '\u{0E00}'..='\u{0EFF}' | '\u{1000}'..='\u{109F}' | '\u{1100}'..='\u{11FF}'
+        | '\u{1780}'..='\u{17FF}' | '\u{3005}'..='\u{3007}' | '\u{3040}'..='\u{30FF}'
+        | '\u{3130}'..='\u{318F}' | '\u{31F0}'..='\u{31FF}' | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}' | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{3FFFF}');
+    (c.is_alphanumeric() || c == '_' || combining) && !unspaced
 }
 
 /// The body as the duplicate rule compares it: without `[YOU]` markers,
@@ -563,6 +596,41 @@ mod tests {
             room.deliver(&msg("alice", None, "hello mohe"), 700.0)[0].reply,
             "after the window"
         );
+        // A refused repeat does not restart the window (fresh-user trial:
+        // "@mohe ping" every 500 s was never answered again).
+        let mut room = Room::new();
+        let answered: Vec<bool> = [0.0, 500.0, 1000.0, 1500.0]
+            .iter()
+            .map(|&t| room.deliver(&msg("alice", None, "@mohe ping"), t)[0].reply)
+            .collect();
+        assert_eq!(answered, [true, false, true, false]);
+    }
+
+    /// The window keeps its newest `window_messages + 1` times: the same
+    /// decisions as every time, in a state that stays small (a fresh-user
+    /// trial grew it to 1M entries with a day-long window, past `admit`'s
+    /// memory cap).
+    #[test]
+    fn the_room_window_keeps_no_more_than_decides() {
+        let mut room = Room::new();
+        room.guard.max_hops = 100_000;
+        room.guard.window_seconds = 86_400;
+        let mut refused_from = None;
+        for t in 0..1000 {
+            let d = room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
+            if !d[0].reply && refused_from.is_none() {
+                refused_from = Some(t);
+            }
+            if refused_from.is_some() {
+                assert_eq!(d[0].reason, AdmitReason::LoopGuard, "{t}");
+            }
+        }
+        assert_eq!(refused_from, Some(20));
+        let limit = room.guard.window_messages as usize + 1;
+        assert!(room.states.iter().all(|s| s.window.len() <= limit));
+        // A person still gets through; agents after the window passes.
+        assert!(room.deliver(&msg("alice", None, "mohe?"), 1000.0)[0].reply);
+        assert!(room.deliver(&msg("zhiwei", None, "mohe again"), 1000.0 + 86_400.0)[0].reply);
     }
 
     #[test]
@@ -826,5 +894,20 @@ mod tests {
         assert!(!addresses("mohe2 said so", "mohe", None));
         assert!(!addresses("nothing here", "mohe", Some("@mohe")));
         assert!(addresses("墨河 mohe：好", "mohe", None));
+        // Scripts without spaces between words (fresh-user trial).
+        for body in [
+            "@mohe你好",
+            "mohe你好",
+            "你好mohe",
+            "请mohe看一下",
+            "mohe는",
+        ] {
+            assert!(addresses(body, "mohe", Some("@mohe")), "{body}");
+        }
+        assert!(addresses("我是墨河啊", "墨河", None));
+        // A combining mark makes another word, as the precomposed letter does.
+        assert!(!addresses("mohe\u{301} said", "mohe", None));
+        assert!(!addresses("mohé said", "mohe", None));
+        assert!(!addresses("mohe_bot said", "mohe", None));
     }
 }
