@@ -352,16 +352,26 @@ class _Turns:
         of sessions some other session names as parent
         (``Bridge.has_child_sessions``, kept while ``state.db`` is
         unchanged): Hermes's walk costs ~0.2 ms."""
-        resolver = getattr(db, "resolve_resume_session_id", None)
-        if not isinstance(session_id, str) or not callable(resolver):
+        if not isinstance(session_id, str):
             return None
         with self._lock:
             plans = [entry[0] for entry in self._running.values()]
         for plan in plans:
-            if plan.session_id != session_id and plan.bridge.has_child_sessions(plan.session_id):
-                if resolver(plan.session_id) == session_id:
-                    return plan
+            if plan.session_id != session_id and _live_tip(plan.bridge, db, plan.session_id) == session_id:
+                return plan
         return None
+
+
+def _live_tip(bridge, db, session_id: str) -> str:
+    """Hermes's live compression tip of ``session_id`` (v31 ``SessionDB.
+    resolve_resume_session_id``), asked only where some session names it
+    as parent (``Bridge.has_child_sessions``; else it is its own tip, and
+    Hermes's walk costs ~0.2 ms); ``session_id`` itself where Hermes has no
+    walk (0.19.0). Raises what those raise."""
+    resolver = getattr(db, "resolve_resume_session_id", None)
+    if callable(resolver) and bridge.has_child_sessions(session_id):
+        return str(resolver(session_id) or session_id)
+    return session_id
 
 
 _TURNS = _Turns()
@@ -550,16 +560,15 @@ class _Prepared:
         id at the tip (``_resolve_live_session_id``), and that is the id
         its load asks for."""
         self._by_session.pop((id(bridge), asked), None)
-        resolver = getattr(db, "resolve_resume_session_id", None)
-        if callable(resolver) and bridge.has_child_sessions(asked):
-            tip = str(resolver(asked) or asked)
+        tip = _live_tip(bridge, db, asked)
+        if tip != asked:
             # As the request will: a continuation seen first renews the
             # pooled instances, whose settings list the agent's sessions.
-            if tip != asked and bridge.agent_for_session(tip) != agent:
+            if bridge.agent_for_session(tip) != agent:
                 return
             asked = tip
+            self._by_session.pop((id(bridge), asked), None)
         key = (id(bridge), asked)
-        self._by_session.pop(key, None)
         for wait in self._SETTLE:
             version = bridge.data_version()
             decision = bridge.resolve(agent, asked)
