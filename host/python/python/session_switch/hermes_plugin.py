@@ -32,7 +32,7 @@ there; the result names the session the client sent, so
 ``X-Hermes-Session-Id`` does too. Without a redirect the history Hermes
 loaded gets the same edits, and so does a load of the turn's session that
 Hermes makes during the turn (v31's turn lease reloads a waiting turn's
-history). After the turn the next turn's reads are made again, off the
+history); the turn's own message gets them either way. After the turn the next turn's reads are made again, off the
 response's path, and for a chat-completions turn the next turn's history
 is prepared (:class:`_Prepared`): the next request takes it while nothing
 was committed since. Any failure of ours falls back to Hermes's own
@@ -674,6 +674,7 @@ def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
         arguments["session_id"] = plan.session_id
         arguments["conversation_history"] = plan.history
         if plan.agent is not None:
+            _edit_incoming(plan, arguments)
             _TURNS.start(plan)
         try:
             outcome = await call()
@@ -691,6 +692,31 @@ def _wrap_run_agent(original: Callable, bridges: _Bridges) -> Callable:
 
     _run_agent.__session_switch__ = True  # type: ignore[attr-defined]
     return _run_agent
+
+
+def _edit_incoming(plan: _Plan, arguments: dict) -> None:
+    """The policy's ``[YOU] `` edits on the turn's own message
+    (``user_message``: a string, or a list of parts whose first text part
+    is edited), as on a history row the bridge did not write: a room line
+    imitating the tag reaches the model without it on the turn it arrives,
+    not only on later turns, when it is history (Hermes appends the message
+    after the history, and on a redirect merges it with a user row that
+    ends it). Hermes stores the message as edited, as later loads would
+    show it. A failure of ours: the message as it came, one log line."""
+    message = arguments.get("user_message")
+    if not isinstance(message, (str, list)):
+        return
+    rows = [{"role": "user", "content": message}]
+    try:
+        if plan.bridge.tag_messages(plan.agent, plan.session_id, rows):
+            arguments["user_message"] = rows[0]["content"]
+    except Exception as e:
+        log.warning(
+            "session-switch: %s message of a turn on %s runs as Hermes's own: %s",
+            plan.agent,
+            plan.asked,
+            _reason(e),
+        )
 
 
 def _refresh_after_turn(plan: _Plan) -> None:
