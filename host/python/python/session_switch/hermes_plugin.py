@@ -32,8 +32,8 @@ there; the result names the session the client sent, so
 ``X-Hermes-Session-Id`` does too. Without a redirect the history Hermes
 loaded gets the same edits, and so does a load of the turn's session that
 Hermes makes during the turn (v31's turn lease reloads a waiting turn's
-history); the turn's own message gets them either way. After the turn the next turn's reads are made again, off the
-response's path, and for a chat-completions turn the next turn's history
+history); the turn's own message gets them either way. After the turn
+the next turn's reads are made again, off the response's path, and for a chat-completions turn the next turn's history
 is prepared (:class:`_Prepared`): the next request takes it while nothing
 was committed since. Any failure of ours falls back to Hermes's own
 behaviour with one log line.
