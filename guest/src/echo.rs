@@ -17,7 +17,8 @@ use crate::settings::ValidSettings;
 /// - anything else (empty, a domain, `domain/resource`) → not own.
 ///
 /// JIDs compare ASCII-case-insensitively (RFC 7622 case-folds the local part
-/// and domain), nicks too (RFC 7700 compares nicknames case-mapped).
+/// and domain); nicks compare exactly, as ejabberd seats them (its
+/// resourceprep keeps case: `MoHe` is another occupant than `mohe`).
 /// Errors: `unknown-agent`.
 pub fn is_own_message(
     settings: &ValidSettings,
@@ -35,11 +36,11 @@ pub fn is_own_message(
         None => (sender, None),
     };
     Ok(if bare.eq_ignore_ascii_case(settings.room()) {
-        resource.is_some_and(|r| r.eq_ignore_ascii_case(nick))
+        resource.is_some_and(|r| r == nick)
     } else if bare.contains('@') {
         bare.eq_ignore_ascii_case(&entry.agent.jid)
     } else {
-        resource.is_none() && bare.eq_ignore_ascii_case(nick)
+        resource.is_none() && bare == nick
     })
 }
 
@@ -54,7 +55,10 @@ mod tests {
         let s = ValidSettings::new(sample_settings()).unwrap();
         let cases = [
             ("coregroup@conference.example.org/mohe", true),
-            ("  CoreGroup@Conference.Example.org/ MOHE ", true),
+            ("  CoreGroup@Conference.Example.org/ mohe ", true),
+            ("coregroup@conference.example.org/MOHE", false),
+            ("coregroup@conference.example.org/MoHe", false),
+            ("coregroup@conference.example.org/ｍｏｈｅ", false),
             ("coregroup@conference.example.org/mohe2", false),
             ("coregroup@conference.example.org/zhiwei", false),
             ("coregroup@conference.example.org", false),
@@ -67,7 +71,9 @@ mod tests {
             ("mohe@example.org.evil", false),
             ("mohe2@example.org", false),
             ("mohe", true),
-            (" MOHE ", true),
+            (" mohe ", true),
+            ("MOHE", false),
+            ("Mohe", false),
             ("mohe2", false),
             ("zhiwei", false),
             ("example.org/mohe", false),

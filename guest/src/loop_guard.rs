@@ -30,6 +30,7 @@ use crate::failure::bad_input;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings};
 use crate::{Failure, RoomMessage as WitMessage};
+use session_switch_contract::fold::fold_width;
 use session_switch_contract::keys::guard_key;
 use session_switch_contract::marker::untag;
 
@@ -199,7 +200,11 @@ pub fn admit(
     let human = sender_agent.is_none() || (message.human_origin && jid_agent.is_some());
     let own = sender_agent.is_some_and(|a| a.agent.name == receiver.agent.name);
     let sender = sender_agent.map_or_else(
-        || message.jid.unwrap_or(message.nick).to_ascii_lowercase(),
+        || {
+            message
+                .jid
+                .map_or_else(|| message.nick.to_string(), str::to_ascii_lowercase)
+        },
         |a| a.agent.name.clone(),
     );
     let duplicate = state.repeated(&sender, digest(message.body), now);
@@ -213,7 +218,11 @@ pub fn admit(
                 format!("'{sender}' said this within {} s", guard.duplicate_seconds),
             );
         }
+        // A person resets both bounds (Hermes's own bot loop guard resets
+        // its window when a human speaks): the window caps agent-origin
+        // messages only, so a person is never kept waiting for it.
         state.hops = 0;
+        state.window.clear();
         let (reply, reason) = if own {
             (false, AdmitReason::OwnMessage)
         } else {
@@ -223,7 +232,7 @@ pub fn admit(
             reply,
             reason,
             0,
-            "a person spoke: the hop counter is reset".into(),
+            "a person spoke: the hop counter and the room window are reset".into(),
         );
     }
 
@@ -286,10 +295,11 @@ pub fn admit(
     )
 }
 
-/// Whether `message` comes from `agent`: its nick in the room or its real
+/// Whether `message` comes from `agent`: its nick in the room (exactly, as
+/// ejabberd seats nicks: `MoHe` is another occupant than `mohe`) or its real
 /// bare JID (either suffices: a room may hide real JIDs).
 fn is_agent(agent: &AgentEntry, message: &RoomMessage<'_>) -> bool {
-    message.nick.trim().eq_ignore_ascii_case(&agent.agent.nick)
+    message.nick.trim() == agent.agent.nick
         || message
             .jid
             .is_some_and(|jid| jid_matches(&agent.agent.jid, jid))
@@ -303,7 +313,10 @@ fn jid_matches(bare: &str, jid: &str) -> bool {
 }
 
 /// Whether `body` names the agent: its `mention` (e.g. `@mohe`) or its nick
-/// as a whole word, ASCII case ignored (`mohe2` does not name `mohe`).
+/// as a whole word, read as the `[YOU]` marker is read (case ignored,
+/// full-width forms folded: `＠ｍｏｈｅ` names mohe); `mohe2` does not name
+/// `mohe`. Addressing decides whether to answer, not who spoke, so it folds
+/// where identities never do.
 pub fn addresses(body: &str, nick: &str, mention: Option<&str>) -> bool {
     mention
         .into_iter()
@@ -312,9 +325,18 @@ pub fn addresses(body: &str, nick: &str, mention: Option<&str>) -> bool {
         .any(|name| contains_word(body, name))
 }
 
+/// `text` as the loop guard's text matches read it: full-width forms as
+/// ASCII ([`fold_width`], the marker's rule), then lower case.
+fn fold(text: &str) -> String {
+    text.chars()
+        .map(fold_width)
+        .collect::<String>()
+        .to_lowercase()
+}
+
 fn contains_word(text: &str, word: &str) -> bool {
-    let lower = text.to_lowercase();
-    let word = word.to_lowercase();
+    let lower = fold(text);
+    let word = fold(word);
     lower.match_indices(&word).any(|(at, _)| {
         let before = lower[..at].chars().next_back();
         let after = lower[at + word.len()..].chars().next();
@@ -341,10 +363,11 @@ fn continues_word(c: char) -> bool {
 }
 
 /// The body as the duplicate rule compares it: without `[YOU]` markers,
-/// blanks folded, lower case; FNV-1a 64 so the state stores no text.
+/// blanks folded, full-width forms and case folded ([`fold`]); FNV-1a 64
+/// so the state stores no text.
 fn digest(body: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let folded = untag(body).to_lowercase();
+    let folded = fold(untag(body));
     let mut first = true;
     for word in folded.split_whitespace() {
         if !first {
@@ -577,6 +600,32 @@ mod tests {
         assert_eq!(d[1].hops, 0, "but its chain is reset too");
     }
 
+    /// ejabberd seats `MoHe` beside `mohe`: that occupant is a person to
+    /// every bot, not mohe (nicks compare exactly).
+    #[test]
+    fn a_nick_in_another_case_is_another_occupant() {
+        let mut room = Room::new();
+        for t in 0..6 {
+            room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
+        }
+        for (t, nick) in [(7.0, "MoHe"), (8.0, "MOHE"), (9.0, "ｍｏｈｅ")] {
+            let d = room.deliver(
+                &msg(nick, None, &format!("mohe and zhiwei, {nick} here")),
+                t,
+            );
+            assert_eq!(
+                (d[0].reason, d[0].reply),
+                (AdmitReason::Human, true),
+                "{nick}: {d:?}"
+            );
+            assert_eq!(
+                (d[1].reason, d[1].hops),
+                (AdmitReason::Human, 0),
+                "{nick}: {d:?}"
+            );
+        }
+    }
+
     #[test]
     fn own_and_unaddressed_messages_still_count() {
         let mut room = Room::new();
@@ -648,6 +697,34 @@ mod tests {
         let (t, detail) = refused.unwrap();
         assert_eq!(t, 20, "the 21st agent message in 300 s");
         assert!(detail.contains("in the last 300 s"), "{detail}");
+    }
+
+    /// A capped window, then a person addresses mohe: mohe answers, and the
+    /// agents' chain that follows is bounded again (the window starts
+    /// afresh), not refused at once.
+    #[test]
+    fn a_person_resets_the_room_window() {
+        let mut room = Room::new();
+        room.guard.max_hops = 1000;
+        // Agent messages until the window refuses one: the 21st in 300 s.
+        let chain = |room: &mut Room, start: f64| {
+            (0..30)
+                .find(|&i| {
+                    let body = format!("mohe {start} {i}");
+                    let d = room.deliver(&msg("zhiwei", None, &body), start + f64::from(i));
+                    !d[0].reply
+                })
+                .map(|i| (i, room.states[0].window.len()))
+        };
+        assert_eq!(chain(&mut room, 0.0), Some((20, 21)));
+        let d = room.deliver(&msg("alice", None, "@mohe are you there?"), 30.0);
+        assert_eq!(
+            (d[0].reply, d[0].reason, d[0].hops),
+            (true, AdmitReason::Human, 0),
+            "{d:?}"
+        );
+        assert!(room.states.iter().all(|s| s.window.is_empty()));
+        assert_eq!(chain(&mut room, 31.0), Some((20, 21)), "bounded again");
     }
 
     #[test]
@@ -890,6 +967,9 @@ mod tests {
     fn addressing_is_by_whole_word() {
         assert!(addresses("mohe, could you", "mohe", None));
         assert!(addresses("Thanks MOHE!", "mohe", None));
+        assert!(addresses("＠ｍｏｈｅ ｐｌｅａｓｅ", "mohe", Some("@mohe")));
+        assert!(addresses("Ｍｏｈｅ，好", "mohe", None));
+        assert!(!addresses("ｍｏｈｅ２ said so", "mohe", None));
         assert!(addresses("ping @mohe", "mohe", Some("@mohe")));
         assert!(!addresses("mohe2 said so", "mohe", None));
         assert!(!addresses("nothing here", "mohe", Some("@mohe")));

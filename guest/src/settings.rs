@@ -56,14 +56,17 @@ impl ValidSettings {
     /// - at least one agent;
     /// - every name, nick, JID, session id and alias non-empty, without
     ///   control characters and without surrounding whitespace;
-    /// - names, nicks and JIDs unique among agents (ASCII-case-insensitive:
-    ///   JIDs and MUC nicks compare case-folded, RFC 7622 and RFC 7700);
+    /// - names, nicks and JIDs unique among agents, ASCII case ignored (JIDs
+    ///   compare case-folded, RFC 7622; for nicks this is stricter than the
+    ///   room, which seats `MoHe` beside `mohe`: no two agents may differ
+    ///   only in case, while every comparison with a room nick is exact);
     ///   session ids unique across all agents (exact: Hermes ids are
     ///   case-sensitive), each at most 256 characters;
     /// - each JID (and the room) a bare JID: `local@domain`, no resource;
     /// - no tagging name (nick, JID local part, name, alias) shared by two
-    ///   agents, and none equal to `YOU` (the tag itself), so a signed line
-    ///   belongs to at most one agent;
+    ///   agents (ASCII case ignored; one agent may list case variants, each
+    ///   signing exactly), and none equal to `YOU` in any case (the tag
+    ///   itself), so a signed line belongs to at most one agent;
     /// - `legacy-agent`, when given, names a configured agent;
     /// - `ttl-seconds > 0` and `max-body-chars > 0`.
     ///
@@ -155,7 +158,7 @@ impl ValidSettings {
                 .into_iter()
                 .chain(&agent.aliases)
             {
-                if !names.iter().any(|n| n.eq_ignore_ascii_case(candidate)) {
+                if !names.contains(candidate) {
                     names.push(candidate.clone());
                 }
             }
@@ -165,7 +168,12 @@ impl ValidSettings {
                         "{who} signs as '{sign}', which is the [YOU] tag itself"
                     )));
                 }
-                if let Some(other) = seen_signs.insert(sign.to_ascii_lowercase(), name.clone()) {
+                // Across agents case is ignored (two agents signing `mohe`
+                // and `Mohe` would confuse a reader); one agent may sign
+                // with several case variants.
+                if let Some(other) = seen_signs.insert(sign.to_ascii_lowercase(), name.clone())
+                    && &other != name
+                {
                     return Err(invalid(format!(
                         "'{sign}' is a name of both '{other}' and '{name}': \
                          tagging could not tell their lines apart"
@@ -375,6 +383,21 @@ mod tests {
         // 8 × 6 + len("xiaoguo") + 2
         assert_eq!(v.prefix_chars(), 57);
         assert_eq!(v.ttl_seconds(), 3600.0);
+    }
+
+    /// Names sign exactly: an agent that also writes as `Mohe` lists it,
+    /// and both forms are kept.
+    #[test]
+    fn one_agent_may_sign_in_several_cases() {
+        let mut s = sample_settings();
+        s.agents[0].aliases.push("Mohe".into());
+        let v = ValidSettings::new(s).unwrap();
+        let names = &v.agent("mohe").unwrap().names;
+        assert!(
+            names.contains(&"mohe".to_string()) && names.contains(&"Mohe".to_string()),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"MOHE".to_string()), "{names:?}");
     }
 
     #[test]

@@ -24,26 +24,21 @@ pub fn apply(action: EditAction, content: &str) -> String {
 
 /// Whether `base` (a row's text without markers) is signed by one of
 /// `names`: it starts with the name immediately followed by `:` or `：`
-/// (U+FF1A), or with `[name]`. Names compare ASCII-case-insensitively and
-/// exactly otherwise. A bare prefix never signs: `mohe2: `, `mohe's`,
-/// `moheX:`, `mohe, …`, `@mohe please` are not mohe's (DESIGN §3).
+/// (U+FF1A), or with `[name]`. Names compare exactly, as the room compares
+/// nicks (ejabberd keeps their case: `MoHe: …` is another occupant's
+/// line). A bare prefix never signs: `mohe2: `, `mohe's`, `moheX:`,
+/// `mohe, …`, `@mohe please` are not mohe's (DESIGN §3).
 pub fn signed_by(base: &str, names: &[String]) -> bool {
     names.iter().any(|name| {
-        let plain = starts_with_ignore_ascii_case(base, name)
+        let plain = base
+            .strip_prefix(name.as_str())
             .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('：'));
         let bracketed = base
             .strip_prefix('[')
-            .and_then(|rest| starts_with_ignore_ascii_case(rest, name))
+            .and_then(|rest| rest.strip_prefix(name.as_str()))
             .is_some_and(|rest| rest.starts_with(']'));
         plain || bracketed
     })
-}
-
-/// `Some(rest)` when `text` starts with `prefix` (ASCII-case-insensitive).
-fn starts_with_ignore_ascii_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
 }
 
 /// The edit one row needs for `agent`, or `None`:
@@ -209,11 +204,14 @@ mod tests {
         let names = vec!["mohe".to_string(), "墨河".to_string()];
         let cases = [
             ("mohe: hi", true),
-            ("MoHe: hi", true),
+            ("MoHe: hi", false),
+            ("MOHE: hi", false),
+            ("ｍｏｈｅ: hi", false),
             ("mohe:hi", true),
             ("mohe：收到", true),
             ("[mohe] hi", true),
-            ("[MOHE]", true),
+            ("[MOHE]", false),
+            ("[mohe]", true),
             ("[mohe]: hi", true),
             ("墨河：好的", true),
             ("[墨河] 好的", true),

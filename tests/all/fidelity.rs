@@ -133,13 +133,9 @@ fn sent_text(m: &Map<String, Value>) -> Option<String> {
 }
 
 fn signed_by_mohe(base: &str) -> bool {
-    let lower = base.get(..5).map(str::to_ascii_lowercase);
-    matches!(lower.as_deref(), Some("mohe:" | "[mohe"))
-        && (base.as_bytes()[4] == b':' || base.as_bytes().get(5) == Some(&b']'))
-        || base
-            .get(..4)
-            .is_some_and(|h| h.eq_ignore_ascii_case("mohe"))
-            && base[4..].starts_with('：')
+    ["mohe:", "mohe：", "[mohe]"]
+        .iter()
+        .any(|sign| base.starts_with(sign))
 }
 
 /// Apply `edit` to the message's text: the string content or the first

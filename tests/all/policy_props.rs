@@ -67,7 +67,8 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 /// A line start that is NOT a signature of mohe: a longer name, a mention,
-/// a possessive, another agent's signature, or nothing.
+/// a possessive, mohe's name in another case (another occupant in the
+/// room), another agent's signature, or nothing.
 fn foreign_head() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
         "mohe2: ",
@@ -81,6 +82,10 @@ fn foreign_head() -> impl Strategy<Value = String> {
         "@mohe: ",
         "[mohe2] ",
         "[mohe ",
+        "MOHE:",
+        "Mohe：",
+        "[MoHe]",
+        "ｍｏｈｅ: ",
         "zhiwei: ",
         "ZHIWEI：",
         "xiaoguo：",
@@ -94,10 +99,10 @@ fn foreign_head() -> impl Strategy<Value = String> {
 fn own_head() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
         "mohe: ",
-        "MOHE:",
-        "Mohe：",
+        "mohe:",
+        "mohe：",
         "[mohe] ",
-        "[MoHe]",
+        "[mohe]",
         "墨河：",
         "[墨河] ",
     ])

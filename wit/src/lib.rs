@@ -5,6 +5,8 @@
 //! The WIT package beside this folder (`wit/*.wit`) says what crosses the
 //! component boundary; this crate says what both halves compute from it:
 //! - [`keys`]: our `state_meta` keys and the seed's (DESIGN §8 "Records");
+//! - [`fold`]: full-width forms read as ASCII, the one rule of every
+//!   text match (the marker, the loop guard's mentions);
 //! - [`marker`]: the `[YOU] ` tag, its look-alikes and the blanks around it
 //!   (DESIGN §8 "Provenance of our rows", WIT `edit-action`);
 //! - [`origin`]: the human-origin marker on a person's sends (DESIGN §9.3);
@@ -17,6 +19,7 @@
 extern crate alloc;
 
 pub mod failure;
+pub mod fold;
 pub mod ids;
 pub mod keys;
 pub mod limits;

@@ -4,6 +4,7 @@
 //! the host applies its edits with them, so both show the model the same
 //! text (SECURITY.md, gaps G1 and G4).
 
+use crate::fold::reads_as;
 use alloc::string::String;
 
 /// The tag before an agent's own words: `[YOU]` and one space.
@@ -15,18 +16,6 @@ pub const MARKER: &str = "[YOU]";
 /// The marker's name: no agent may sign its lines with it (ASCII case
 /// ignored), or its own lines would read as tags.
 pub const MARKER_NAME: &str = "YOU";
-
-/// The accepted forms of each character of the `[YOU]` marker: ASCII in
-/// either case and the full-width forms (U+FF3B `［`, U+FF39/U+FF59 `Ｙ`/`ｙ`,
-/// U+FF2F/U+FF4F, U+FF35/U+FF55, U+FF3D `］`), which a model reads as the
-/// same tag (gap G4 of SECURITY.md).
-pub const MARKER_FORMS: [[char; 4]; 5] = [
-    ['[', '[', '\u{ff3b}', '\u{ff3b}'],
-    ['Y', 'y', '\u{ff39}', '\u{ff59}'],
-    ['O', 'o', '\u{ff2f}', '\u{ff4f}'],
-    ['U', 'u', '\u{ff35}', '\u{ff55}'],
-    [']', ']', '\u{ff3d}', '\u{ff3d}'],
-];
 
 /// Whether `c` is skipped before and after a `[YOU]` marker: Unicode
 /// `White_Space` ([`char::is_whitespace`]), or a
@@ -60,13 +49,15 @@ pub fn is_blank(c: char) -> bool {
 }
 
 /// The length in bytes of the `[YOU]` marker `text` starts with, if it
-/// starts with one (each character in one of its [`MARKER_FORMS`]).
+/// starts with one: each character reads as the marker's
+/// ([`reads_as`]: ASCII case ignored, full-width forms such as `［ｙｏｕ］`
+/// folded, which a model reads as the same tag, gap G4 of SECURITY.md).
 pub fn marker_len(text: &str) -> Option<usize> {
     let mut chars = text.chars();
     let mut len = 0;
-    for forms in &MARKER_FORMS {
+    for want in MARKER.chars() {
         let c = chars.next()?;
-        if !forms.contains(&c) {
+        if !reads_as(c, want) {
             return None;
         }
         len += c.len_utf8();
@@ -80,8 +71,8 @@ pub fn skip_blanks(text: &str) -> &str {
 }
 
 /// `text` without its leading `[YOU]` markers (WIT `edit-action.untag`):
-/// repeatedly drop leading blanks ([`is_blank`]) and a marker (any of
-/// [`MARKER_FORMS`]), then drop leading blanks. `untag("  [you]［YOU］ hi")`
+/// repeatedly drop leading blanks ([`is_blank`]) and a marker (as
+/// [`marker_len`] reads one), then drop leading blanks. `untag("  [you]［YOU］ hi")`
 /// is `"hi"`; text without a marker loses only its leading blanks.
 ///
 /// Borrows, no allocation: it runs on every row a `context` edits.
@@ -108,11 +99,11 @@ pub fn has_marker(text: &str) -> bool {
 /// (counting them all was most of the policy's `tag` per row).
 pub fn could_hide_marker(base: &str) -> bool {
     let mut chars = base.chars();
-    for forms in &MARKER_FORMS {
+    for want in MARKER.chars() {
         match chars.next() {
             // Ended inside (or before) a marker: a proper prefix of one.
             None => return true,
-            Some(c) if !forms.contains(&c) => return false,
+            Some(c) if !reads_as(c, want) => return false,
             Some(_) => {}
         }
     }
@@ -169,14 +160,23 @@ mod tests {
     #[test]
     fn could_hide_marker_is_a_proper_prefix_of_a_marker() {
         use alloc::vec::Vec;
+        // Each marker character in ASCII upper and lower case and its
+        // full-width forms, written out rather than derived.
+        let forms: [&[char]; 5] = [
+            &['[', '\u{ff3b}'],
+            &['Y', 'y', '\u{ff39}', '\u{ff59}'],
+            &['O', 'o', '\u{ff2f}', '\u{ff4f}'],
+            &['U', 'u', '\u{ff35}', '\u{ff55}'],
+            &[']', '\u{ff3d}'],
+        ];
         let defined = |base: &str| {
-            base.chars().count() < MARKER_FORMS.len()
+            base.chars().count() < forms.len()
                 && base
                     .chars()
-                    .zip(&MARKER_FORMS)
+                    .zip(&forms)
                     .all(|(c, forms)| forms.contains(&c))
         };
-        let mut alphabet: Vec<char> = MARKER_FORMS.iter().flatten().copied().collect();
+        let mut alphabet: Vec<char> = forms.iter().flat_map(|f| f.iter()).copied().collect();
         alphabet.extend(['x', ' ']);
         alphabet.sort_unstable();
         alphabet.dedup();

@@ -179,12 +179,15 @@ fn signs(
     taken: &mut Taken,
     src: &Source<'_>,
 ) -> Result<(), Failure> {
+    // Signs compare exactly (as the room compares nicks), so one agent may
+    // list case variants; across agents case is ignored, so no two agents
+    // differ only in case.
     let mut own_signs: Vec<String> = Vec::new();
     for (field, sign, span) in fields {
-        let key = sign.to_ascii_lowercase();
-        if own_signs.contains(&key) {
+        if own_signs.contains(&sign) {
             continue;
         }
+        let key = sign.to_ascii_lowercase();
         if key.eq_ignore_ascii_case(TAG_NAME) {
             return Err(src.at(
                 span,
@@ -194,7 +197,7 @@ fn signs(
                 ),
             ));
         }
-        if let Some((other, first)) = taken.signs.get(&key) {
+        if let Some((other, first)) = taken.signs.get(&key).filter(|(o, _)| o != name) {
             return Err(src.at(
                 span,
                 format!(
@@ -206,8 +209,9 @@ fn signs(
         }
         taken
             .signs
-            .insert(key.clone(), (name.to_string(), span.start));
-        own_signs.push(key);
+            .entry(key)
+            .or_insert((name.to_string(), span.start));
+        own_signs.push(sign);
     }
     Ok(())
 }
