@@ -18,7 +18,8 @@ import threading
 import time
 import unittest
 
-from session_switch import hermes_plugin as plugin
+from session_switch.hermes_plugin import homes, plans, refresh, seams, turns
+from session_switch.hermes_plugin.logs import note_turn
 
 
 class _Turns:
@@ -32,19 +33,19 @@ class _Turns:
             self.calls.append((user_message, conversation_history, session_id, stream))
             return {"session_id": session_id}, None
 
-        self.wrapped = plugin._wrap_run_agent(_run_agent, plugin._Bridges())
+        self.wrapped = seams.wrap_run_agent(_run_agent, homes.Bridges())
 
     def turn(self, plan, *args, **kwargs):
         """One call of the wrapper inside a request whose load seam made `plan`."""
 
         async def run():
-            mark = plugin._Request("/no/hermes/home")
+            mark = turns.Request("/no/hermes/home")
             mark.plan = plan
-            token = plugin._REQUEST.set(mark)
+            token = turns.REQUEST.set(mark)
             try:
                 return await self.wrapped(None, *args, **kwargs)
             finally:
-                plugin._REQUEST.reset(token)
+                turns.REQUEST.reset(token)
 
         return asyncio.run(run())
 
@@ -58,7 +59,7 @@ class RunAgentWrapper(_Turns, unittest.TestCase):
         ):
             with self.subTest(positional=bool(args)):
                 self.calls.clear()
-                plan = plugin._Plan("xmpp-mohe-v2", "cli-session", loaded, True)
+                plan = turns.Plan("xmpp-mohe-v2", "cli-session", loaded, True)
                 result, _ = self.turn(plan, *args, **kwargs)
                 self.assertEqual(len(self.calls), 1)
                 message, history, session_id, stream = self.calls[0]
@@ -72,7 +73,7 @@ class RunAgentWrapper(_Turns, unittest.TestCase):
         # given another list (another route's load) is not redirected by
         # it. With no Hermes here to ask, the wrapper's own plan fails and
         # the turn runs as Hermes made it.
-        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [{"role": "user", "content": "x"}], True)
+        plan = turns.Plan("xmpp-mohe-v2", "cli-session", [{"role": "user", "content": "x"}], True)
         own = [{"role": "user", "content": "the client's history"}]
         with self.assertLogs("session_switch.hermes", logging.WARNING):
             self.turn(plan, user_message="hi", conversation_history=own, session_id="xmpp-mohe-v2")
@@ -104,9 +105,9 @@ class IncomingMessage(_Turns, unittest.TestCase):
     def sent(self, message, bridge=None):
         """The message Hermes's `_run_agent` got for `message`, on a redirect."""
         self.calls.clear()
-        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [], True, bridge or self.bridge, "mohe")
+        plan = turns.Plan("xmpp-mohe-v2", "cli-session", [], True, bridge or self.bridge, "mohe")
         self.turn(plan, user_message=message, conversation_history=plan.history, session_id="xmpp-mohe-v2")
-        self.assertTrue(plugin._REFRESHER.wait(10))
+        self.assertTrue(refresh.REFRESHER.wait(10))
         self.assertEqual(len(self.calls), 1)
         return self.calls[0][0]
 
@@ -169,7 +170,7 @@ class RefreshAfterTurn(_Turns, unittest.TestCase):
         try:
             return super().turn(plan, *args, **kwargs)
         finally:
-            self.assertTrue(plugin._REFRESHER.wait(10))
+            self.assertTrue(refresh.REFRESHER.wait(10))
 
     def test_the_next_turns_reads_are_made_after_the_turn(self):
         redirect = {"redirected": True, "session_id": "cli-session"}
@@ -184,7 +185,7 @@ class RefreshAfterTurn(_Turns, unittest.TestCase):
             with self.subTest(redirected=decision["redirected"]):
                 bridge = RecordingBridge(decision)
                 loaded = []
-                plan = plugin._Plan("xmpp-mohe-v2", "cli-session", loaded, True, bridge, "mohe")
+                plan = turns.Plan("xmpp-mohe-v2", "cli-session", loaded, True, bridge, "mohe")
                 self.turn(plan, user_message="hi", conversation_history=loaded, session_id="xmpp-mohe-v2")
                 self.assertEqual(bridge.calls, calls)
 
@@ -192,22 +193,22 @@ class RefreshAfterTurn(_Turns, unittest.TestCase):
         async def failing(self_, user_message, conversation_history, session_id=None):
             raise RuntimeError("the model is down")
 
-        self.wrapped = plugin._wrap_run_agent(failing, plugin._Bridges())
+        self.wrapped = seams.wrap_run_agent(failing, homes.Bridges())
         bridge = RecordingBridge({"redirected": False, "session_id": "xmpp-mohe-v2"})
-        plan = plugin._Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, bridge, "mohe")
+        plan = turns.Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, bridge, "mohe")
         with self.assertRaises(RuntimeError):
             self.turn(plan, user_message="hi", conversation_history=plan.history, session_id="xmpp-mohe-v2")
         self.assertEqual(bridge.calls[1], ("resolve", "mohe", "xmpp-mohe-v2"))
         # A plan on no agent's session (Hermes's own turn): nothing to refresh.
         # (A refresh of it would fail on its missing bridge, at DEBUG.)
-        plain = plugin._Plan("other", "other", [], False)
+        plain = turns.Plan("other", "other", [], False)
         with self.assertNoLogs("session_switch.hermes", logging.DEBUG), self.assertRaises(RuntimeError):
             self.turn(plain, user_message="hi", conversation_history=plain.history, session_id="other")
 
     def test_a_failing_refresh_is_logged_at_debug_and_raises_nothing(self):
         bridge = RecordingBridge(None, fail=OSError("database is locked"))
         with self.assertLogs("session_switch.hermes", logging.DEBUG) as logs:
-            plugin._refresh(bridge, "mohe", "xmpp-mohe-v2")
+            refresh.refresh(bridge, "mohe", "xmpp-mohe-v2")
         self.assertEqual([(r.levelname, r.getMessage()) for r in logs.records], [
             ("DEBUG", "session-switch: refresh after a turn on xmpp-mohe-v2: database is locked"),
         ])
@@ -230,7 +231,7 @@ class Refresher(unittest.TestCase):
 
         held = Held({"redirected": False, "session_id": "s0"})
         bridge = RecordingBridge({"redirected": False, "session_id": "s"})
-        refresher = plugin._Refresher()
+        refresher = refresh.Refresher()
         refresher.schedule(held, "mohe", "s0")
         self.assertTrue(started.wait(10))
         refresher.schedule(held, "mohe", "s0")  # started: queued again
@@ -248,7 +249,7 @@ class Refresher(unittest.TestCase):
     def test_python_exits_after_the_running_refresh(self):
         script = textwrap.dedent("""
             import time
-            from session_switch import hermes_plugin as plugin
+            from session_switch.hermes_plugin import refresh
 
             class Slow:
                 def resolve(self, agent, session_id):
@@ -259,8 +260,8 @@ class Refresher(unittest.TestCase):
                 def tag_messages(self, agent, session_id, messages):
                     return 0
 
-            plugin._REFRESHER.schedule(Slow(), "mohe", "s1")
-            print("daemon", plugin._REFRESHER._thread.daemon, flush=True)
+            refresh.REFRESHER.schedule(Slow(), "mohe", "s1")
+            print("daemon", refresh.REFRESHER._thread.daemon, flush=True)
         """)
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
         self.assertEqual((done.returncode, done.stdout, done.stderr), (0, "daemon False\nrefreshed s1\n", ""))
@@ -269,7 +270,7 @@ class Refresher(unittest.TestCase):
     def test_a_forked_child_refreshes_in_a_thread_of_its_own(self):
         script = textwrap.dedent("""
             import os
-            from session_switch import hermes_plugin as plugin
+            from session_switch.hermes_plugin import refresh
 
             class Bridge:
                 def resolve(self, agent, session_id):
@@ -280,12 +281,12 @@ class Refresher(unittest.TestCase):
                     return 0
 
             parent, bridge = os.getpid(), Bridge()
-            plugin._REFRESHER.schedule(bridge, "mohe", "s1")
-            assert plugin._REFRESHER.wait(10)
+            refresh.REFRESHER.schedule(bridge, "mohe", "s1")
+            assert refresh.REFRESHER.wait(10)
             child = os.fork()
             if child == 0:
-                plugin._REFRESHER.schedule(bridge, "mohe", "s2")
-                os._exit(0 if plugin._REFRESHER.wait(10) else 1)
+                refresh.REFRESHER.schedule(bridge, "mohe", "s2")
+                os._exit(0 if refresh.REFRESHER.wait(10) else 1)
             _, status = os.waitpid(child, 0)
             print("child exit", os.waitstatus_to_exitcode(status), flush=True)
         """)
@@ -324,13 +325,15 @@ class PreparedHistory(unittest.TestCase):
             self.loads.append(session_id)
             return [{"role": "user", "content": f"{session_id} row {len(self.loads)}"}]
 
-        saved = plugin._HERMES_LOADER
-        plugin._HERMES_LOADER = loader
-        self.addCleanup(setattr, plugin, "_HERMES_LOADER", saved)
         self.loader = loader
-        self.prepared = plugin._Prepared()
+        self.prepared = refresh.Prepared()
+        self.prepared.loader = loader
         self.prepared._SETTLE = (0.0, 0.0)
-        self.addCleanup(plugin._PREPARED._by_session.clear)
+        # The process's own, which `refresh.refresh` makes.
+        saved = refresh.PREPARED.loader
+        refresh.PREPARED.loader = loader
+        self.addCleanup(setattr, refresh.PREPARED, "loader", saved)
+        self.addCleanup(refresh.PREPARED._by_session.clear)
 
     def redirect(self, valid_until=None):
         return {"redirected": True, "session_id": "cli-session", "detail": "d", "valid_until": valid_until}
@@ -372,7 +375,7 @@ class PreparedHistory(unittest.TestCase):
                 bridge.version += 1  # a commit during the first making
             return loader(db, session_id)
 
-        plugin._HERMES_LOADER = moving
+        self.prepared.loader = moving
         self.prepared.make(bridge, "mohe", "s", db=None)
         self.assertEqual(self.loads, ["cli-session"] * 2)
         self.assertEqual(self.prepared.take(bridge, "s")[3], [{"role": "user", "content": "cli-session row 2"}])
@@ -385,7 +388,7 @@ class PreparedHistory(unittest.TestCase):
             bridge.version += 1
             return loader(db, session_id)
 
-        plugin._HERMES_LOADER = always
+        self.prepared.loader = always
         self.prepared.make(bridge, "mohe", "s", db=None)
         self.assertEqual(len(self.loads), len(self.prepared._SETTLE))
         self.assertIsNone(self.prepared.take(bridge, "s"))
@@ -409,21 +412,21 @@ class PreparedHistory(unittest.TestCase):
 
     def test_at_most_a_few_sessions_are_kept(self):
         bridge = VersionedBridge(self.redirect())
-        for i in range(plugin._Prepared._MAX + 1):
+        for i in range(refresh.Prepared._MAX + 1):
             self.prepared.make(bridge, "mohe", f"s{i}", db=None)
         self.assertIsNone(self.prepared.take(bridge, "s0"), "the oldest made way")
         self.assertIsNotNone(self.prepared.take(bridge, "s1"))
-        self.assertEqual(len(self.prepared._by_session), plugin._Prepared._MAX - 1)
+        self.assertEqual(len(self.prepared._by_session), refresh.Prepared._MAX - 1)
 
     def test_the_load_seam_takes_it_instead_of_deciding_and_loading(self):
         bridge = VersionedBridge(self.redirect())
         bridge.agent_for_session = lambda session_id: "mohe"
-        bridges = plugin._Bridges()
+        bridges = homes.Bridges()
         bridges.put("/home", bridge)
-        plugin._refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
-        prepared = plugin._PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][4]
+        refresh.refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
+        prepared = refresh.PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][4]
         calls = len(bridge.calls)
-        plan = plugin._plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
+        plan = plans.plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
         self.assertIs(plan.history, prepared)
         self.assertEqual((plan.session_id, plan.redirected, plan.agent), ("cli-session", True, "mohe"))
         self.assertEqual(bridge.calls[calls:], [("data_version",)], "no decision, no load, no edits")
@@ -431,7 +434,7 @@ class PreparedHistory(unittest.TestCase):
         # Nothing prepared now: the request decides, loads and edits; its
         # plan carries Hermes's database for the refresh after its turn.
         db = object()
-        plan = plugin._plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2")
+        plan = plans.plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2")
         self.assertEqual(self.loads, ["cli-session", "cli-session"])
         self.assertEqual([c[0] for c in bridge.calls[calls + 1:]], ["resolve", "tag_messages"])
         self.assertIs(plan.db, db)
@@ -445,29 +448,29 @@ class ReloadDuringTurn(unittest.TestCase):
 
     def test_loads_of_a_running_turns_session_are_edited(self):
         bridge = RecordingBridge({"redirected": False, "session_id": "s"})
-        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [], True, bridge, "mohe")
+        plan = turns.Plan("xmpp-mohe-v2", "cli-session", [], True, bridge, "mohe")
 
         def loader(db, session_id, **kwargs):
             return [{"role": "user", "content": f"{session_id} {kwargs}"}]
 
         def load(*args, **kwargs):
-            return plugin._load_during_turn(None, loader, args, kwargs)
+            return seams.load_during_turn(None, loader, args, kwargs)
 
         load("cli-session")
         self.assertEqual(bridge.calls, [])
-        plugin._TURNS.start(plan)
-        plugin._TURNS.start(plan)
+        turns.TURNS.start(plan)
+        turns.TURNS.start(plan)
         try:
             loaded = load("cli-session", repair_alternation=True)
             load("another-session")
-            plugin._TURNS.end(plan)
+            turns.TURNS.end(plan)
             load(session_id="cli-session")
         finally:
-            plugin._TURNS.end(plan)
+            turns.TURNS.end(plan)
         load("cli-session")
         self.assertEqual([c[:3] for c in bridge.calls], [("tag_messages", "mohe", "cli-session")] * 2)
         self.assertIs(bridge.calls[0][3][0], loaded[0])
-        self.assertIsNone(plugin._TURNS.on("cli-session"))
+        self.assertIsNone(turns.TURNS.on("cli-session"))
 
     def test_a_load_of_the_live_tip_of_a_running_turns_session_is_edited(self):
         """v31's lease reloads a waiting turn at `resolve_resume_session_id`
@@ -489,21 +492,21 @@ class ReloadDuringTurn(unittest.TestCase):
                 return {"cli-session": "cli-tip"}.get(session_id, session_id)
 
         bridge, db = Parent(None), Db()
-        plan = plugin._Plan("xmpp-mohe-v2", "cli-session", [], True, bridge, "mohe")
+        plan = turns.Plan("xmpp-mohe-v2", "cli-session", [], True, bridge, "mohe")
 
         def load(session_id):
-            return plugin._load_during_turn(db, lambda db, s: [{"role": "user", "content": s}], (session_id,), {})
+            return seams.load_during_turn(db, lambda db, s: [{"role": "user", "content": s}], (session_id,), {})
 
         load("cli-tip")
         self.assertEqual((bridge.calls, db.walks), ([], []), "no turn runs: nothing asked")
-        plugin._TURNS.start(plan)
+        turns.TURNS.start(plan)
         try:
             load("cli-tip")
             load("another-session")
             bridge.children = False
             load("cli-tip")
         finally:
-            plugin._TURNS.end(plan)
+            turns.TURNS.end(plan)
         self.assertEqual([c[:3] for c in bridge.calls if c[0] == "tag_messages"], [("tag_messages", "mohe", "cli-tip")])
         self.assertEqual(db.walks, ["cli-session", "cli-session"])
 
@@ -512,14 +515,14 @@ class ReloadDuringTurn(unittest.TestCase):
             def tag_messages(self, agent, session_id, messages):
                 raise OSError("database is locked")
 
-        plan = plugin._Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, Failing(None), "mohe")
-        plugin._TURNS.start(plan)
+        plan = turns.Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, Failing(None), "mohe")
+        turns.TURNS.start(plan)
         try:
             with self.assertLogs("session_switch.hermes", logging.WARNING) as logs:
-                loaded = plugin._load_during_turn(None, lambda db, s: [{"role": "user", "content": "x"}],
+                loaded = seams.load_during_turn(None, lambda db, s: [{"role": "user", "content": "x"}],
                                                   ("xmpp-mohe-v2",), {})
         finally:
-            plugin._TURNS.end(plan)
+            turns.TURNS.end(plan)
         self.assertEqual(loaded, [{"role": "user", "content": "x"}])
         self.assertEqual([r.getMessage() for r in logs.records],
                          ["session-switch: mohe reload of xmpp-mohe-v2 runs as Hermes's own: database is locked"])
@@ -531,13 +534,13 @@ class TurnLog(unittest.TestCase):
         # Two Hermes homes whose XMPP sessions share an id: each its own.
         home, profile = object(), object()
         with self.assertLogs("session_switch.hermes", logging.DEBUG) as logs:
-            plugin._note_turn(home, "mohe", asked, asked, "no record", "")
+            note_turn(home, "mohe", asked, asked, "no record", "")
             for _ in range(3):
-                plugin._note_turn(home, "mohe", asked, "cli-a", "record 1", "history loaded once")
-            plugin._note_turn(profile, "mohe", asked, "cli-a", "record 1", "history loaded once")
-            plugin._note_turn(home, "mohe", asked, "cli-b", "record 2", "history loaded once")
-            plugin._note_turn(home, "mohe", asked, asked, "expired", "")
-            plugin._note_turn(home, "mohe", asked, asked, "expired", "")
+                note_turn(home, "mohe", asked, "cli-a", "record 1", "history loaded once")
+            note_turn(profile, "mohe", asked, "cli-a", "record 1", "history loaded once")
+            note_turn(home, "mohe", asked, "cli-b", "record 2", "history loaded once")
+            note_turn(home, "mohe", asked, asked, "expired", "")
+            note_turn(home, "mohe", asked, asked, "expired", "")
         levels = [(r.levelname, r.getMessage()) for r in logs.records]
         self.assertEqual(levels, [
             ("INFO", f"session-switch: mohe turn on {asked} runs on cli-a (record 1; history loaded once)"),
