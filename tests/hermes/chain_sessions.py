@@ -1,4 +1,5 @@
-"""Hermes's side of the compression-chain test (tests/all/chain.rs), v31 only.
+"""Hermes's side of the compression-chain test (tests/all/chain.rs), v31
+(`compress` also on the axisrow line, for the plugin's tests).
 
 Run with the Python of the v31 Hermes venv (target/hermes-venv/v31, made by
 `make hermes-venvs`; `python -m` style, never the venv's scripts):
@@ -40,8 +41,17 @@ T0 = 1781870400.0
 
 
 def new_session_id():
-    from hermes_state_ids import new_session_id as mint  # v31 only
+    """A new session id as Hermes mints it: v31's `hermes_state_ids`; where
+    that module is missing (axisrow), the compressor's own format
+    (agent/conversation_compression.py: local time `%Y%m%d_%H%M%S`, `_`,
+    6 hex digits)."""
+    try:
+        from hermes_state_ids import new_session_id as mint
+    except ImportError:
+        import datetime
+        import uuid
 
+        return f"{datetime.datetime.now().strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:6]}"
     return mint()
 
 

@@ -1,5 +1,5 @@
 """The gateway side under load (issue 17): the real Hermes API server with
-the plugin, on both Hermes versions, answering concurrent chat completions
+the plugin, on each Hermes line, answering concurrent chat completions
 on mohe's XMPP session while, at the same time, CLI sends and clears run,
 the policy file is swapped (a new version, garbage, a trapping policy, the
 real one again), a Hermes-style writer holds `state.db`'s write lock, and
@@ -295,6 +295,10 @@ class _Soak:
 
 class SoakHermes019(_Soak, unittest.TestCase):
     VERSION = "0.19.0"
+
+
+class SoakHermesAxisrow(_Soak, unittest.TestCase):
+    VERSION = "axisrow"
 
 
 class SoakHermesV31(_Soak, unittest.TestCase):
