@@ -8,7 +8,7 @@
 use crate::failure::policy;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings};
-use crate::{Decision, Failure, Reason, RecordStatus};
+use crate::{Decision, Failure, FailureKind, Reason, RecordStatus};
 
 pub use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX as KEY_PREFIX, record_key};
 
@@ -164,8 +164,8 @@ pub fn resolve<H: Host>(
         ));
     };
     let target = winner.readable.session_id.clone().unwrap_or_default();
-    if host.session_exists(&target)? {
-        Ok(Decision {
+    match check_target(host, &target)? {
+        Target::Exists => Ok(Decision {
             detail: concat(&[
                 &winner.detail,
                 ": loading CLI session ",
@@ -177,16 +177,44 @@ pub fn resolve<H: Host>(
             redirected: true,
             reason: Reason::Redirected,
             valid_until,
-        })
-    } else {
-        Ok(stay(
+        }),
+        Target::Missing => Ok(stay(
             Reason::UnknownSession,
             format!(
                 "record {} names session {target}, which is not in state.db: loading {session_id}",
                 winner.key
             ),
             valid_until,
-        ))
+        )),
+        Target::Refused(why) => Ok(stay(
+            Reason::MalformedRecord,
+            format!("record {}: {why}: loading {session_id}", winner.key),
+            valid_until,
+        )),
+    }
+}
+
+/// What the host says of a record's target session.
+enum Target {
+    Exists,
+    /// Not in `state.db`.
+    Missing,
+    /// The host refuses it as a target (the failure's message): WIT
+    /// `session-exists` failing with kind `bad-input`, e.g. a compressed
+    /// session with two live continuations (DESIGN §9.4). Not redirecting
+    /// is an answer a bot can act on, so `resolve` and `active` report it
+    /// instead of failing; `send` fails on it.
+    Refused(String),
+}
+
+/// [`Target`] of `target`; failures other than `bad-input` (the store's,
+/// `busy`) propagate.
+fn check_target<H: Host>(host: &mut H, target: &str) -> Result<Target, Failure> {
+    match host.session_exists(target) {
+        Ok(true) => Ok(Target::Exists),
+        Ok(false) => Ok(Target::Missing),
+        Err(f) if f.kind == FailureKind::BadInput => Ok(Target::Refused(f.message)),
+        Err(f) => Err(f),
     }
 }
 
@@ -227,16 +255,24 @@ pub fn active<H: Host>(
             let (valid, reason, detail) = match won {
                 Some(w) if w == i => {
                     let target = a.readable.session_id.as_deref().unwrap_or_default();
-                    if host.session_exists(target)? {
-                        let detail =
-                            format!("{}: would redirect to CLI session {target}", a.detail);
-                        (true, Reason::Redirected, detail)
-                    } else {
-                        let detail = format!(
-                            "record {} names session {target}, which is not in state.db",
-                            a.key
-                        );
-                        (false, Reason::UnknownSession, detail)
+                    match check_target(host, target)? {
+                        Target::Exists => {
+                            let detail =
+                                format!("{}: would redirect to CLI session {target}", a.detail);
+                            (true, Reason::Redirected, detail)
+                        }
+                        Target::Missing => {
+                            let detail = format!(
+                                "record {} names session {target}, which is not in state.db",
+                                a.key
+                            );
+                            (false, Reason::UnknownSession, detail)
+                        }
+                        Target::Refused(why) => {
+                            let detail =
+                                format!("record {}: {why}; resolve does not redirect", a.key);
+                            (false, Reason::MalformedRecord, detail)
+                        }
                     }
                 }
                 Some(w) if a.reason == Reason::Redirected => {

@@ -74,6 +74,18 @@ impl Home {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Run `args` without `--json`, which must succeed; its stdout.
+    fn plain(&self, args: &[&str]) -> String {
+        let out = Command::new(bin_path())
+            .args(["--config".as_ref(), self.config.as_os_str()])
+            .args(["--db".as_ref(), self.db.as_os_str()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     /// Run `args`, which must be refused with exit status 2 and change
     /// nothing in the database; its one stderr line.
     fn refused(&self, args: &[&str]) -> String {
@@ -206,6 +218,14 @@ fn a_record_naming_a_compressed_cli_session_redirects_to_its_unique_live_tip() {
             detail.contains(&format!("the record names {recorded}")),
             "{detail}"
         );
+        // The plain text names the tip too.
+        let text = home.plain(&["active", "--agent", "mohe"]);
+        assert!(
+            text.starts_with(&format!("mohe: {recorded} (valid: age "))
+                && text.contains(&format!("would redirect to CLI session {tip}"))
+                && text.contains("which Hermes ended by compression"),
+            "{text}"
+        );
     }
     // The /branch fork beside the continuation is never followed.
     assert_ne!(home.id("once_branch"), home.id("once_tip"));
@@ -274,6 +294,13 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
     );
 }
 
+/// Whether `detail` names the fork of `forked` into `a` and `b`.
+fn names_the_fork(detail: &str, forked: &str, a: &str, b: &str) -> bool {
+    detail.contains(&format!("not redirecting to or recording session {forked}"))
+        && detail.contains(&format!("2 continuing sessions ({a}, {b})"))
+        && detail.contains("no unique live tip")
+}
+
 #[test]
 fn two_live_children_fail_closed_and_active_says_what_it_found() {
     let home = Home::written_by_hermes(None);
@@ -284,15 +311,46 @@ fn two_live_children_fail_closed_and_active_says_what_it_found() {
     assert_eq!(tips[&forked]["live_child"], Value::Null);
     home.record(&forked);
 
+    // Not redirecting is an answer a bot acts on: exit 0, the XMPP session.
+    let before = table_snapshot(&home.db);
     for command in ["resolve", "context"] {
-        let line = home.refused(&[command, "xmpp-mohe-v2", "--agent", "mohe"]);
-        assert!(
-            line.contains(&format!("not redirecting to or recording session {forked}"))
-                && line.contains(&format!("2 continuing sessions ({a}, {b})"))
-                && line.contains("no unique live tip"),
-            "{line}"
+        let d = home.json(&[command, "xmpp-mohe-v2", "--agent", "mohe"]);
+        assert_eq!(
+            (d["session_id"].as_str(), d["redirected"].as_bool()),
+            (Some("xmpp-mohe-v2"), Some(false)),
+            "{command}: {d}"
         );
+        assert_eq!(d["reason"], "malformed-record", "{command}: {d}");
+        let detail = d["detail"].as_str().unwrap();
+        assert!(names_the_fork(detail, &forked, &a, &b), "{detail}");
+        assert!(detail.ends_with(": loading xmpp-mohe-v2"), "{detail}");
     }
+    let plain = home.plain(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert!(
+        plain.starts_with("xmpp-mohe-v2 (malformed-record: record session_switch:active:mohe: "),
+        "{plain}"
+    );
+    // The Rust API, and a kept instance as the Python binding's pool uses.
+    let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
+        config: Some(home.config.clone()),
+        db: Some(home.db.clone()),
+        policy: None,
+        cache: session_switch::runtime::CacheMode::Off,
+    })
+    .unwrap();
+    let d = bridge.resolve("mohe", "xmpp-mohe-v2").unwrap();
+    assert!(!d.redirected && d.session_id == "xmpp-mohe-v2", "{d:?}");
+    assert!(names_the_fork(&d.detail, &forked, &a, &b), "{d:?}");
+    let mut kept = bridge.instance(false).unwrap();
+    for _ in 0..2 {
+        let d = kept.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert!(!d.redirected && d.session_id == "xmpp-mohe-v2", "{d:?}");
+        assert!(names_the_fork(&d.detail, &forked, &a, &b), "{d:?}");
+    }
+    assert!(table_snapshot(&home.db) == before, "resolve wrote");
+    // A send still refuses to record into the ambiguous chain.
+    let line = home.refused(&["send", "hello", &forked, "--agent", "mohe"]);
+    assert!(names_the_fork(&line, &forked, &a, &b), "{line}");
     let before = table_snapshot(&home.db);
     let active = home.json(&["active", "--agent", "mohe"]);
     assert!(table_snapshot(&home.db) == before);
@@ -307,17 +365,25 @@ fn two_live_children_fail_closed_and_active_says_what_it_found() {
 }
 
 #[test]
-fn a_compressed_session_without_a_continuation_is_refused() {
+fn a_compressed_session_without_a_continuation_is_no_target() {
     let home = Home::written_by_hermes(None);
     let orphan = "20260621_100000_0bad00";
     hermes("v31", &["orphan", orphan], &home.db);
     home.record(orphan);
-    let line = home.refused(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
-    assert!(
-        line.contains(&format!("session {orphan} was compressed by Hermes"))
-            && line.contains("has no continuation"),
-        "{line}"
+    let d = home.json(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(
+        (d["session_id"].as_str(), d["redirected"].as_bool()),
+        (Some("xmpp-mohe-v2"), Some(false)),
+        "{d}"
     );
+    let detail = d["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("session {orphan} was compressed by Hermes"))
+            && detail.contains("has no continuation"),
+        "{detail}"
+    );
+    let line = home.refused(&["send", "hello", orphan, "--agent", "mohe"]);
+    assert!(line.contains("has no continuation"), "{line}");
     let active = home.json(&["active", "--agent", "mohe"]);
     assert_eq!(active[0]["valid"], false, "{active}");
 }

@@ -785,6 +785,36 @@ fn active_names_a_record_from_ahead_of_this_clock_as_such() {
     );
 }
 
+/// A pending-send intent that is not ours (bad JSON under our key) is named
+/// by its key in plain `active`, not printed as a send with empty fields,
+/// and `clear` removes it.
+#[test]
+fn active_names_a_malformed_pending_send_by_its_key() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let key = "session_switch:pending:mohe:broken";
+    w.conn()
+        .execute(
+            "INSERT INTO state_meta (key, value) VALUES (?1, '{not json')",
+            [key],
+        )
+        .unwrap();
+    let out = w.cli(&["active", "--agent", "mohe"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "mohe: {key} is not a send of ours (unreadable as an intent); clear removes it"
+        )) && !text.contains("a send from  "),
+        "{text}"
+    );
+    let json = w.json(&["active", "--agent", "mohe"]);
+    assert_eq!(pending_sends(&json)[0]["state"], "malformed", "{json}");
+    let cleared = w.json(&["clear", "--agent", "mohe"]);
+    assert_eq!(cleared["pending_sends_cleared"], 1, "{cleared}");
+}
+
 /// A record outlives a change of `[xmpp] room`: the first send to a room
 /// the server does not have runs its check beside the post, yet the post
 /// reached nobody, so it is refused (exit 2) and nothing is written or

@@ -327,8 +327,8 @@ fn marker() -> impl Strategy<Value = &'static str> {
 }
 
 /// How a line may start: the agents' signatures (name, nick, alias, with
-/// `:`, `：` or brackets, any ASCII case) and the near misses that are not
-/// (`mohe2: `, `@mohe `, `mohe's`, `mohe :`, `[mohe `, the tag itself).
+/// `:`, `：` or brackets, in their own case) and the near misses that are not
+/// (`MOHE:`, `[MoHe]`, `mohe2: `, `@mohe `, `mohe's`, `mohe :`, `[mohe `, the tag itself).
 fn head() -> impl Strategy<Value = &'static str> {
     select(vec![
         "mohe: ",
@@ -1207,7 +1207,7 @@ fn both_sides_give_the_known_answers() {
         },
         Op::IsOwn {
             agent: "zhiwei".into(),
-            sender: format!("{ROOM}/zhiwei"),
+            sender: format!("{ROOM}/ZhiWei"),
         },
         Op::Clear { agent: None },
         Op::Send {

@@ -553,6 +553,35 @@ fn host_failures_pass_through_unchanged() {
 }
 
 #[test]
+fn a_target_the_host_refuses_is_an_answer_not_a_failure() {
+    let why = "not redirecting to or recording session cli-x: it has 2 live continuations";
+    let refused = Failure {
+        kind: FailureKind::BadInput,
+        message: why.into(),
+    };
+    let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
+    h.fail.insert(HostOp::SessionExists, refused.clone());
+    let d = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap();
+    expect(
+        &d,
+        Reason::MalformedRecord,
+        "xmpp-mohe-v2",
+        &format!("record session_switch:active:mohe: {why}: loading xmpp-mohe-v2"),
+    );
+    assert_eq!(d.valid_until, Some(NOW - 1.0 + 3600.0 - 0.001));
+    let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
+    h.fail.insert(HostOp::SessionExists, refused);
+    let status = active(&settings(), &mut h, Some("mohe")).unwrap();
+    assert_eq!(status.len(), 1);
+    assert!(!status[0].valid);
+    assert_eq!(status[0].reason, Reason::MalformedRecord);
+    assert_eq!(
+        status[0].detail,
+        format!("record session_switch:active:mohe: {why}; resolve does not redirect")
+    );
+}
+
+#[test]
 fn a_broken_clock_is_a_policy_failure() {
     for clock in [f64::NAN, f64::INFINITY] {
         let mut h = host(&[(MOHE, rec(NOW - 1.0))]);

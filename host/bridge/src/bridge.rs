@@ -181,7 +181,9 @@ impl Bridge {
 
     /// Which session `agent`'s bot loads for `session_id` (WIT `resolve`).
     /// A redirect through a compressed record names the tip; its detail
-    /// then also names the record's own session.
+    /// then also names the record's own session. A record whose session has
+    /// no unique tip is an answer, not an error: the session asked about,
+    /// not redirected, reason `malformed-record`, the fork in `detail`.
     ///
     /// Errors: kind `bad-input` for an id Hermes's API server refuses
     /// (empty, path-unsafe, …: `session_switch_contract::ids`), since no

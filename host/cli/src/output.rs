@@ -110,9 +110,15 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
                                       went out, or the sender check beside it failed): the room \
                                       may have it, the history does not; clear forgets it"
             }
-            PendingState::Malformed => "is not a send of ours (key {key}); clear removes it",
+            // Its fields are unreadable: only the key says which it is.
+            PendingState::Malformed => {
+                println!(
+                    "{}: {} is not a send of ours (unreadable as an intent); clear removes it",
+                    p.agent, p.key
+                );
+                continue;
+            }
         };
-        let what = what.replace("{key}", &p.key);
         println!(
             "{}: a send from {} {what}: {}",
             p.agent, p.cli_session_id, p.body
@@ -137,8 +143,18 @@ pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<
             } else {
                 format!("age {age:.0} s")
             };
+            // The detail ends with the session a redirect loads; said only
+            // when that is not the recorded one (a compressed session's tip).
+            let elsewhere = !s
+                .detail
+                .ends_with(&format!("would redirect to CLI session {session}"));
+            let detail = if elsewhere {
+                format!(": {}", s.detail)
+            } else {
+                String::new()
+            };
             println!(
-                "{}: {session} (valid: {age}, {left:.0} s left; key {})",
+                "{}: {session} (valid: {age}, {left:.0} s left; key {}){detail}",
                 s.agent, s.key
             );
         } else {
