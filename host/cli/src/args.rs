@@ -131,6 +131,8 @@ pub enum Command {
     Agents,
     /// Create a new, empty Hermes-compatible database at --db
     InitDb,
+    /// Run the agent's room bot: join the room as the agent, answer through its Hermes API server
+    Bot(crate::bot::BotArgs),
 }
 
 /// `--limit`: a number of rows, 0 or more; a negative or other text says so

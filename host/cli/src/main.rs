@@ -7,6 +7,7 @@
 
 use clap::Parser;
 mod args;
+mod bot;
 mod output;
 mod run;
 
@@ -74,7 +75,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(cli.global.verbose);
+    // A bot's log is its output: info unless asked for more.
+    let verbose = match cli.command {
+        args::Command::Bot(_) => cli.global.verbose.max(1),
+        _ => cli.global.verbose,
+    };
+    init_logging(verbose);
     match run::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {

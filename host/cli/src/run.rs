@@ -92,6 +92,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             output::is_own(&from, &agent, own, g.json);
             Ok(())
         }
+        Command::Bot(args) => crate::bot::run(open(g)?, &args, g.json),
     }
 }
 

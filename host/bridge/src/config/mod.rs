@@ -10,6 +10,7 @@
 //! a message that lacks the line (gap G3 of SECURITY.md).
 
 mod agents;
+mod bot;
 mod fields;
 mod loop_guard;
 mod raw;
@@ -19,6 +20,8 @@ use session_switch_contract::failure::Failure;
 use std::path::{Path, PathBuf};
 
 use raw::{RawConfig, Source};
+
+pub use bot::{BotAgent, BotConfig, BotTls, DEFAULT_TURN_TIMEOUT_SECONDS, PasswordSource};
 
 /// The seed's TTL of a record: one hour.
 pub const DEFAULT_TTL_SECONDS: u32 = 3600;
@@ -40,6 +43,10 @@ pub struct Config {
     pub policy_path: Option<PathBuf>,
     /// `[loop_guard]`: the loop guard's bounds (DESIGN §9.3).
     pub loop_guard: LoopGuardConfig,
+    /// `[bot]`: the room bots' connection, passwords and Hermes API servers.
+    /// [`Config::load`] makes relative `password_file` and `hermes_env`
+    /// paths relative to the config file's folder.
+    pub bot: BotConfig,
 }
 
 /// `[loop_guard]` (DESIGN §9.3): when agents stop answering each other.
@@ -146,6 +153,19 @@ impl Config {
         {
             let folder = path.parent().unwrap_or(Path::new(""));
             config.policy_path = Some(folder.join(policy));
+        }
+        let folder = path.parent().unwrap_or(Path::new(""));
+        for agent in config.bot.agents.values_mut() {
+            if let Some(PasswordSource::File(file)) = &mut agent.password
+                && file.is_relative()
+            {
+                *file = folder.join(&*file);
+            }
+            if let Some(env) = &mut agent.hermes_env
+                && env.is_relative()
+            {
+                *env = folder.join(&*env);
+            }
         }
         config.path = Some(path.to_path_buf());
         Ok(config)

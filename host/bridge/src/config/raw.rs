@@ -17,6 +17,7 @@ pub(super) struct RawConfig {
     pub(super) agents: Vec<RawAgent>,
     pub(super) policy: Option<RawPolicy>,
     pub(super) loop_guard: Option<RawLoopGuard>,
+    pub(super) bot: Option<super::bot::RawBot>,
 }
 
 #[derive(Deserialize)]

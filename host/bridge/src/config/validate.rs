@@ -20,6 +20,7 @@ pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failu
     let policy_path = policy_path(raw.policy, src)?;
     let redirect = redirect(raw.redirect, &agents, src)?;
     let loop_guard = super::loop_guard::loop_guard(raw.loop_guard, src)?;
+    let bot = super::bot::bot(raw.bot, &agents, src)?;
     Ok(Config {
         path: None,
         xmpp,
@@ -27,6 +28,7 @@ pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failu
         agents,
         policy_path,
         loop_guard,
+        bot,
     })
 }
 

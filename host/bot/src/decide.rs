@@ -1,0 +1,200 @@
+//! One decision per live room message, in arrival order, on a thread of
+//! its own (the Bridge's calls are synchronous: wasmtime and SQLite; a
+//! Hermes turn takes seconds): `admit` (the loop guard, DESIGN §9.3) sees
+//! every live message; `is-own` → ignore; a refusal → silence, the reason
+//! logged; `resolve` →
+//! the session the turn runs in; the turn in the agent's Hermes API
+//! server; the reply handed back to the XMPP task.
+
+use crate::hermes::HermesClient;
+use crate::room::Incoming;
+use crate::settings::BotSettings;
+use session_switch::Bridge;
+use session_switch::runtime::RoomMessage;
+use session_switch_contract::marker::untag;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// How many unanswered lines are kept per session for its next turn (a
+/// Hermes that stays down for a long chat would grow the turn past use).
+pub const BACKLOG_LINES: usize = 20;
+
+/// What the decision thread hands back to the XMPP task.
+#[derive(Debug)]
+pub struct Reply {
+    /// The body to post (normalised, within `max_body_chars`).
+    pub body: String,
+    /// Whom it answers, for the log.
+    pub to_nick: String,
+    /// The session the turn ran in.
+    pub session: String,
+}
+
+/// The decision thread's state: the façade, the Hermes client, and the
+/// lines a failed turn left per session.
+pub struct Decider {
+    bridge: Arc<Bridge>,
+    hermes: HermesClient,
+    settings: BotSettings,
+    backlog: HashMap<String, VecDeque<String>>,
+}
+
+impl Decider {
+    pub fn new(bridge: Arc<Bridge>, hermes: HermesClient, settings: BotSettings) -> Self {
+        Self {
+            bridge,
+            hermes,
+            settings,
+            backlog: HashMap::new(),
+        }
+    }
+
+    /// Decide every message of `inbox` until it closes; send each reply
+    /// to `replies`.
+    pub fn run(mut self, inbox: Receiver<Incoming>, replies: UnboundedSender<Reply>) {
+        for message in inbox {
+            if let Some(reply) = self.decide(&message)
+                && replies.send(reply).is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    /// The one decision for `m`; `Some` when a reply is to be posted.
+    /// Every outcome but an own echo logs one line.
+    pub fn decide(&mut self, m: &Incoming) -> Option<Reply> {
+        let agent = self.settings.agent.as_str();
+        let own = match self.bridge.is_own(agent, &m.occupant) {
+            Ok(own) => own,
+            Err(e) => {
+                tracing::warn!("not answering {}: is-own failed: {}", m.nick, e.message);
+                return None;
+            }
+        };
+        // The guard sees every live message, the bot's own included: its
+        // own lines count as hops, and a send the bridge made for a person
+        // (the human-origin marker) resets the counter (DESIGN §9.3).
+        let admission = match self.bridge.admit(
+            agent,
+            &RoomMessage {
+                occupant: m.occupant.clone(),
+                jid: m.jid.clone(),
+                body: m.body.clone(),
+                delayed: m.delayed,
+                human_origin: m.human_origin,
+            },
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!("not answering {}: admit failed: {}", m.nick, e.message);
+                return None;
+            }
+        };
+        if own {
+            tracing::debug!(
+                "own echo from {} ignored (hops {})",
+                m.occupant,
+                admission.hops
+            );
+            return None;
+        }
+        if !admission.reply {
+            tracing::info!(
+                "not answering {}: {} (hops {}; {})",
+                m.nick,
+                admission.reason.as_str(),
+                admission.hops,
+                admission.detail
+            );
+            return None;
+        }
+        let default_session = self.settings.sessions[0].clone();
+        let decision = match self.bridge.resolve(agent, &default_session) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!("not answering {}: resolve failed: {}", m.nick, e.message);
+                return None;
+            }
+        };
+        let session = decision.session_id.clone();
+        tracing::info!(
+            "answering {} ({}) in session {session} ({}: {})",
+            m.nick,
+            admission.reason.as_str(),
+            decision.reason.as_str(),
+            decision.detail
+        );
+        let line = format!("{}: {}", m.nick, m.body);
+        let waiting = self.backlog.entry(session.clone()).or_default();
+        let mut text: Vec<&str> = waiting.iter().map(String::as_str).collect();
+        text.push(&line);
+        let text = text.join("\n");
+        // A session Hermes has not seen yet is created only when it is one
+        // of the agent's own XMPP sessions; a redirect's target exists.
+        let create = self.settings.sessions.contains(&session);
+        match self.hermes.turn(&session, &text, create) {
+            Ok(reply) => {
+                self.backlog.remove(&session);
+                let body = normalise(&reply, self.settings.max_body_chars);
+                if body.is_empty() {
+                    tracing::warn!(
+                        "no reply to {}: Hermes's reply is empty once normalised",
+                        m.nick
+                    );
+                    return None;
+                }
+                Some(Reply {
+                    body,
+                    to_nick: m.nick.clone(),
+                    session,
+                })
+            }
+            Err(e) => {
+                let waiting = self.backlog.entry(session.clone()).or_default();
+                waiting.push_back(line);
+                while waiting.len() > BACKLOG_LINES {
+                    waiting.pop_front();
+                }
+                tracing::warn!(
+                    "no reply to {}: {e}; the line goes to session {session} with the next turn \
+                     there ({} waiting)",
+                    m.nick,
+                    waiting.len()
+                );
+                None
+            }
+        }
+    }
+}
+
+/// A reply as the room may carry it: CRLF and CR → LF, the characters
+/// XML 1.0 forbids removed (a stanza holding one would end the stream),
+/// a leading `[YOU]` marker removed (the room must not see the tag,
+/// DESIGN §3), blanks trimmed, cut to `max_chars` characters.
+pub fn normalise(reply: &str, max_chars: usize) -> String {
+    let text = reply.replace("\r\n", "\n").replace('\r', "\n");
+    let text: String = text
+        .chars()
+        .filter(|&c| {
+            matches!(c, '\t' | '\n') || (c >= ' ' && !matches!(c, '\u{FFFE}' | '\u{FFFF}'))
+        })
+        .collect();
+    let text = untag(text.trim()).trim();
+    text.chars().take(max_chars).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+
+    #[test]
+    fn replies_are_made_fit_for_the_room() {
+        assert_eq!(normalise("[YOU] hello\r\nthere\u{1}", 100), "hello\nthere");
+        assert_eq!(normalise("  ok  ", 100), "ok");
+        assert_eq!(normalise("abcdef", 3), "abc");
+        assert_eq!(normalise("\u{7}", 3), "");
+    }
+}

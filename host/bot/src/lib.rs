@@ -1,0 +1,20 @@
+//! The agent's room bot (`xmpp-session-bridge bot --agent NAME`): one
+//! process per agent, seated in the MUC room under the agent's nick, that
+//! makes the decisions session-switch's [`session_switch::Bridge`] offers
+//! for every live room message and runs the agent's turn in its Hermes API
+//! server.
+//!
+//! Data flows one way: XMPP ([`runner`], [`room`]) → the decision thread
+//! ([`decide`]: `is-own`, `admit`, `resolve`) → Hermes ([`hermes`]) → the
+//! reply back to the room. [`settings`] gathers what one bot needs from
+//! the config, the password source and Hermes's `.env`.
+
+pub mod decide;
+pub mod hermes;
+pub mod room;
+pub mod runner;
+pub mod seen;
+pub mod settings;
+
+pub use runner::{Health, check, run};
+pub use settings::BotSettings;

@@ -1,0 +1,327 @@
+//! The room as stanzas: the join (XEP-0045 with a history request of 0),
+//! the leave, the bot's reply, and what an incoming stanza means to the
+//! bot. Pure functions over xmpp-parsers types, no connection.
+
+use session_switch_contract::origin::{HUMAN_ORIGIN_ELEMENT, HUMAN_ORIGIN_NS, ORIGIN_ID_NS};
+use std::collections::HashMap;
+use tokio_xmpp::Stanza;
+use tokio_xmpp::jid::{BareJid, FullJid, Jid};
+use tokio_xmpp::minidom::Element;
+use tokio_xmpp::parsers::message::{Id, Lang, Message, MessageType};
+use tokio_xmpp::parsers::muc::Muc;
+use tokio_xmpp::parsers::muc::muc::History;
+use tokio_xmpp::parsers::muc::user::{MucUser, Status};
+use tokio_xmpp::parsers::presence::{Presence, Type as PresenceType};
+use tokio_xmpp::parsers::stanza_id::OriginId;
+
+const NS_DELAY: &str = "urn:xmpp:delay";
+const NS_MUC_USER: &str = "http://jabber.org/protocol/muc#user";
+
+/// One groupchat message of the room, as the bot decides on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Incoming {
+    /// The sender's occupant JID `room/nick`.
+    pub occupant: String,
+    /// The sender's nick (as the room shows it).
+    pub nick: String,
+    /// The sender's real bare JID, where the room exposes it (learnt from
+    /// the occupant's presence: a non-anonymous room).
+    pub jid: Option<String>,
+    pub body: String,
+    /// XEP-0203 delayed delivery: history the room replays.
+    pub delayed: bool,
+    /// The bridge's human-origin marker (DESIGN §9.3).
+    pub human_origin: bool,
+    /// What identifies the message across reconnects: the room's XEP-0359
+    /// `<stanza-id by='room'/>`, else the sender's `<origin-id/>`, else the
+    /// stanza `id` (each prefixed with its kind and the sender).
+    pub dedupe_key: Option<String>,
+}
+
+/// What one stanza means to the bot.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RoomEvent {
+    /// A groupchat message with a body from an occupant.
+    Message(Incoming),
+    /// The room's echo of the bot's own join presence (status 110): from
+    /// here on, messages are live.
+    Joined,
+    /// The bot is no longer in the room: kicked, banned, the room
+    /// destroyed or the service shutting down (the reason, for the log).
+    Left(String),
+    /// The room refused the join (the error condition, for the log).
+    JoinRefused(String),
+    /// Another occupant's presence: its real JID when shown, `None` when
+    /// it left.
+    Occupant { nick: String, jid: Option<String> },
+    /// Anything else (a subject, MUC/Sub events, chat messages, IQs).
+    Other,
+}
+
+/// The join presence: to `room/nick`, asking for no history (XEP-0045
+/// §7.2.15, `maxstanzas='0'`).
+pub fn join(room: &BareJid, nick: &str) -> Result<Presence, String> {
+    let to = occupant(room, nick)?;
+    Ok(Presence::available()
+        .with_to(to)
+        .with_payload(Muc::new().with_history(History::new().with_maxstanzas(0))))
+}
+
+/// The leave presence.
+pub fn leave(room: &BareJid, nick: &str) -> Result<Presence, String> {
+    Ok(Presence::unavailable().with_to(occupant(room, nick)?))
+}
+
+/// The bot's reply: a groupchat message to the room with `id` as its
+/// stanza id and XEP-0359 `<origin-id/>`, and no human-origin marker — it
+/// is an agent's message, which the other bots count as a hop (§9.3).
+pub fn reply(room: &BareJid, body: &str, id: &str) -> Message {
+    let mut message = Message::groupchat(Some(Jid::from(room.clone())));
+    message.id = Some(Id(id.to_owned()));
+    message.bodies.insert(Lang::default(), body.to_owned());
+    message.payloads.push(OriginId { id: id.to_owned() }.into());
+    message
+}
+
+/// `room/nick` as a full JID.
+fn occupant(room: &BareJid, nick: &str) -> Result<FullJid, String> {
+    room.with_resource_str(nick)
+        .map_err(|e| format!("the nick {nick:?} cannot be a JID resource: {e}"))
+}
+
+/// What `stanza` means for the bot seated as `nick` in `room`; `jids`:
+/// the real JIDs the room showed per nick (kept by the caller from
+/// [`RoomEvent::Occupant`]).
+pub fn classify(
+    stanza: Stanza,
+    room: &BareJid,
+    nick: &str,
+    jids: &HashMap<String, String>,
+) -> RoomEvent {
+    match stanza {
+        Stanza::Message(m) => message(m, room, jids),
+        Stanza::Presence(p) => presence(p, room, nick),
+        Stanza::Iq(_) => RoomEvent::Other,
+    }
+}
+
+fn from_room(from: Option<&Jid>, room: &BareJid) -> Option<String> {
+    let from = from?;
+    if from.to_bare() != *room {
+        return None;
+    }
+    from.resource().map(|r| r.as_str().to_owned())
+}
+
+fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEvent {
+    if m.type_ != MessageType::Groupchat {
+        return RoomEvent::Other;
+    }
+    let Some(sender) = from_room(m.from.as_ref(), room) else {
+        return RoomEvent::Other;
+    };
+    let Some((_, body)) = m.get_best_body(vec![]) else {
+        return RoomEvent::Other;
+    };
+    let has = |name: &str, ns: &str| m.payloads.iter().any(|p| p.is(name, ns));
+    let attr_of = |name: &str, ns: &str, by: Option<&str>| {
+        m.payloads
+            .iter()
+            .filter(|p| p.is(name, ns))
+            .filter(|p| {
+                by.is_none_or(|by| p.attr("by").is_some_and(|b| b.eq_ignore_ascii_case(by)))
+            })
+            .find_map(|p| p.attr("id").map(str::to_owned))
+    };
+    let room_text = room.to_string();
+    let dedupe_key = attr_of("stanza-id", ORIGIN_ID_NS, Some(&room_text))
+        .map(|id| format!("stanza-id:{id}"))
+        .or_else(|| {
+            attr_of("origin-id", ORIGIN_ID_NS, None).map(|id| format!("origin-id:{sender}:{id}"))
+        })
+        .or_else(|| m.id.as_ref().map(|id| format!("id:{sender}:{}", id.0)));
+    RoomEvent::Message(Incoming {
+        occupant: format!("{room}/{sender}"),
+        jid: jids.get(&sender).cloned(),
+        nick: sender,
+        body: body.clone(),
+        delayed: has("delay", NS_DELAY),
+        human_origin: has(HUMAN_ORIGIN_ELEMENT, HUMAN_ORIGIN_NS),
+        dedupe_key,
+    })
+}
+
+fn presence(p: Presence, room: &BareJid, nick: &str) -> RoomEvent {
+    let Some(sender) = from_room(p.from.as_ref(), room) else {
+        return RoomEvent::Other;
+    };
+    let user = p
+        .payloads
+        .iter()
+        .find(|e| e.is("x", NS_MUC_USER))
+        .and_then(|e| MucUser::try_from(e.clone()).ok());
+    let statuses = user
+        .as_ref()
+        .map(|u| u.status.as_slice())
+        .unwrap_or_default();
+    let own = sender == nick || statuses.contains(&Status::SelfPresence);
+    match p.type_ {
+        PresenceType::Error if own => RoomEvent::JoinRefused(error_condition(&p.payloads)),
+        PresenceType::Unavailable if own => RoomEvent::Left(leave_reason(statuses)),
+        PresenceType::None if own => RoomEvent::Joined,
+        PresenceType::Unavailable => RoomEvent::Occupant {
+            nick: sender,
+            jid: None,
+        },
+        PresenceType::None => RoomEvent::Occupant {
+            jid: user
+                .and_then(|u| u.items.into_iter().find_map(|i| i.jid))
+                .map(|j| j.to_bare().to_string()),
+            nick: sender,
+        },
+        _ => RoomEvent::Other,
+    }
+}
+
+fn leave_reason(statuses: &[Status]) -> String {
+    let reason = if statuses.contains(&Status::Kicked) {
+        "kicked (307)"
+    } else if statuses.contains(&Status::Banned) {
+        "banned (301)"
+    } else if statuses.contains(&Status::ServiceShutdown) {
+        "the MUC service is shutting down (332)"
+    } else if statuses.contains(&Status::RemovalFromRoom) {
+        "removed from the room (321/322)"
+    } else {
+        "the room sent the bot's own unavailable presence"
+    };
+    reason.to_owned()
+}
+
+fn error_condition(payloads: &[Element]) -> String {
+    payloads
+        .iter()
+        .find(|e| e.name() == "error")
+        .and_then(|e| e.children().next().map(|c| c.name().to_owned()))
+        .unwrap_or_else(|| "an error without a condition".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn room() -> BareJid {
+        BareJid::new("coregroup@conference.example.org").unwrap()
+    }
+
+    fn parse(xml: &str) -> Stanza {
+        let elem: Element = xml.parse().unwrap();
+        match elem.name() {
+            "message" => Stanza::Message(Message::try_from(elem).unwrap()),
+            _ => Stanza::Presence(Presence::try_from(elem).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_live_message_carries_its_ids_marker_and_real_jid() {
+        let jids = HashMap::from([("zhiwei".to_owned(), "zhiwei@example.org".to_owned())]);
+        let stanza = parse(
+            "<message xmlns='jabber:client' type='groupchat' id='m1' \
+             from='coregroup@conference.example.org/zhiwei'><body>@mohe hi</body>\
+             <origin-id xmlns='urn:xmpp:sid:0' id='o1'/>\
+             <stanza-id xmlns='urn:xmpp:sid:0' id='s1' by='coregroup@conference.example.org'/>\
+             <human-origin xmlns='urn:agentsmeeting:session-switch:0'/></message>",
+        );
+        let RoomEvent::Message(m) = classify(stanza, &room(), "mohe", &jids) else {
+            panic!()
+        };
+        assert_eq!(m.occupant, "coregroup@conference.example.org/zhiwei");
+        assert_eq!(m.jid.as_deref(), Some("zhiwei@example.org"));
+        assert_eq!(m.body, "@mohe hi");
+        assert!(m.human_origin && !m.delayed);
+        assert_eq!(m.dedupe_key.as_deref(), Some("stanza-id:s1"));
+    }
+
+    #[test]
+    fn history_is_marked_delayed_and_other_stanzas_are_not_messages() {
+        let delayed = parse(
+            "<message xmlns='jabber:client' type='groupchat' \
+             from='coregroup@conference.example.org/anna'><body>old</body>\
+             <delay xmlns='urn:xmpp:delay' stamp='2026-01-01T00:00:00Z'/></message>",
+        );
+        let RoomEvent::Message(m) = classify(delayed, &room(), "mohe", &HashMap::new()) else {
+            panic!()
+        };
+        assert!(m.delayed);
+        assert_eq!(m.dedupe_key, None);
+        let subject = parse(
+            "<message xmlns='jabber:client' type='groupchat' \
+             from='coregroup@conference.example.org'><subject>s</subject></message>",
+        );
+        assert_eq!(
+            classify(subject, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Other
+        );
+        let other_room = parse(
+            "<message xmlns='jabber:client' type='groupchat' \
+             from='elsewhere@conference.example.org/anna'><body>x</body></message>",
+        );
+        assert_eq!(
+            classify(other_room, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Other
+        );
+    }
+
+    #[test]
+    fn own_presence_means_joined_or_left_and_others_tell_their_jid() {
+        let joined = parse(
+            "<presence xmlns='jabber:client' from='coregroup@conference.example.org/mohe'>\
+             <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='none' \
+             role='participant'/><status code='110'/></x></presence>",
+        );
+        assert_eq!(
+            classify(joined, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Joined
+        );
+        let kicked = parse(
+            "<presence xmlns='jabber:client' type='unavailable' \
+             from='coregroup@conference.example.org/mohe'>\
+             <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='none' \
+             role='none'/><status code='110'/><status code='307'/></x></presence>",
+        );
+        assert_eq!(
+            classify(kicked, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Left("kicked (307)".into())
+        );
+        let other = parse(
+            "<presence xmlns='jabber:client' from='coregroup@conference.example.org/zhiwei'>\
+             <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='none' \
+             role='participant' jid='zhiwei@example.org/bot'/></x></presence>",
+        );
+        assert_eq!(
+            classify(other, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Occupant {
+                nick: "zhiwei".into(),
+                jid: Some("zhiwei@example.org".into())
+            }
+        );
+    }
+
+    #[test]
+    fn the_join_asks_for_no_history_and_the_reply_has_an_origin_id() {
+        let join: Element = join(&room(), "mohe").unwrap().into();
+        let xml = String::from(&join);
+        assert!(
+            xml.contains("maxstanzas=\"0\"") || xml.contains("maxstanzas='0'"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("coregroup@conference.example.org/mohe"),
+            "{xml}"
+        );
+        let reply: Element = reply(&room(), "ok", "r1").into();
+        let xml = String::from(&reply);
+        assert!(xml.contains("origin-id") && xml.contains("r1"), "{xml}");
+        assert!(!xml.contains("human-origin"), "{xml}");
+    }
+}

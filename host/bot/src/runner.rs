@@ -1,0 +1,407 @@
+//! The bot's life: connect as the agent, join the room, hand each live
+//! message to the decision thread once, post its replies, rejoin when the
+//! room or the server drops the bot, leave on SIGTERM or SIGINT.
+//!
+//! Reconnecting is tokio-xmpp's: after a lost connection it connects
+//! again with a doubling pause (1 s up to 30 s) and logs each failed try;
+//! every new connection is logged here and rejoins the room. A kick or a
+//! refused join is retried here, also with a doubling pause (up to 60 s).
+
+use crate::decide::{Decider, Reply};
+use crate::hermes::HermesClient;
+use crate::room::{self, Incoming, RoomEvent};
+use crate::seen::Seen;
+use crate::settings::BotSettings;
+use futures::StreamExt;
+use session_switch::config::BotTls;
+use session_switch::{Bridge, Failure};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::{Instant, sleep_until, timeout};
+use tokio_xmpp::connect::{DnsConfig, StartTlsServerConnector, TcpServerConnector};
+use tokio_xmpp::jid::BareJid;
+use tokio_xmpp::xmlstream::Timeouts;
+use tokio_xmpp::{Client, Event, Stanza};
+
+/// The first pause before rejoining after a kick or a refused join; it
+/// doubles up to [`MAX_REJOIN_PAUSE`] and is reset by a join.
+const FIRST_REJOIN_PAUSE: Duration = Duration::from_secs(1);
+const MAX_REJOIN_PAUSE: Duration = Duration::from_secs(60);
+/// How long a stop waits for replies of turns already under way.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long one stanza may wait to be written (the connection may be down
+/// and reconnecting meanwhile).
+const SEND_LIMIT: Duration = Duration::from_secs(30);
+/// How long `--once` waits to be seated in the room.
+const ONCE_LIMIT: Duration = Duration::from_secs(30);
+
+/// What `--once` found: the bot could join, and the Hermes API server
+/// answered `/health` (or why not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    pub agent: String,
+    pub room: String,
+    pub joined: bool,
+    pub api_url: String,
+    /// `None`: healthy; else what failed.
+    pub hermes_error: Option<String>,
+}
+
+impl Health {
+    /// Joined and Hermes healthy.
+    pub fn ok(&self) -> bool {
+        self.joined && self.hermes_error.is_none()
+    }
+}
+
+/// Run `settings.agent`'s bot until SIGTERM or SIGINT. Returns `Ok` after
+/// a graceful stop (left the room, stream closed).
+///
+/// Errors: a JID or nick the XMPP library refuses (kind `bad-input`); a
+/// runtime that cannot start or signals that cannot be watched.
+pub fn run(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
+    runtime()?.block_on(serve(bridge, settings))
+}
+
+/// Join the room once, ask Hermes's `/health`, leave: a check for a
+/// service manager (`--once`).
+///
+/// Errors as [`run`].
+pub fn check(settings: BotSettings) -> Result<Health, Failure> {
+    runtime()?.block_on(probe(settings))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::transport(format!("cannot start the bot's runtime: {e}")))
+}
+
+fn room_jid(settings: &BotSettings) -> Result<BareJid, Failure> {
+    BareJid::new(&settings.room)
+        .map_err(|e| Failure::bad_input(format!("room {:?}: {e}", settings.room)))
+}
+
+/// A client that connects (and reconnects) in the background.
+fn connect(settings: &BotSettings) -> Result<Client, Failure> {
+    let jid = BareJid::new(&settings.jid)
+        .map_err(|e| Failure::bad_input(format!("JID {:?}: {e}", settings.jid)))?;
+    let dns = match &settings.server {
+        Some(server) => {
+            let (host, port) = server.rsplit_once(':').unwrap_or((server, "5222"));
+            let port = port.parse().unwrap_or(5222);
+            DnsConfig::no_srv(host.trim_start_matches('[').trim_end_matches(']'), port)
+        }
+        None => DnsConfig::srv_default_client(jid.domain().as_str()),
+    };
+    let password = settings.password.clone();
+    Ok(match settings.tls {
+        BotTls::Starttls => {
+            // rustls needs one process-wide crypto provider; a second
+            // install (another bot in the same process) is harmless.
+            let _ = tokio_xmpp::rustls::crypto::ring::default_provider().install_default();
+            Client::new_with_connector(
+                jid,
+                password,
+                StartTlsServerConnector::from(dns),
+                Timeouts::tight(),
+            )
+        }
+        BotTls::InsecurePlaintext => Client::new_with_connector(
+            jid,
+            password,
+            TcpServerConnector::from(dns),
+            Timeouts::tight(),
+        ),
+    })
+}
+
+async fn send(client: &mut Client, stanza: Stanza, what: &str) -> bool {
+    match timeout(SEND_LIMIT, client.send_stanza(stanza)).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(e)) => {
+            tracing::warn!("{what} not sent: {e}");
+            false
+        }
+        Err(_) => {
+            tracing::warn!(
+                "{what} not sent within {} s (no connection)",
+                SEND_LIMIT.as_secs()
+            );
+            false
+        }
+    }
+}
+
+/// The room seat: whether the bot is in, when to try again, who is there.
+struct Seat {
+    room: BareJid,
+    nick: String,
+    joined: bool,
+    rejoin_at: Option<Instant>,
+    pause: Duration,
+    jids: HashMap<String, String>,
+    connections: u32,
+}
+
+impl Seat {
+    fn new(room: BareJid, nick: String) -> Self {
+        Self {
+            room,
+            nick,
+            joined: false,
+            rejoin_at: None,
+            pause: FIRST_REJOIN_PAUSE,
+            jids: HashMap::new(),
+            connections: 0,
+        }
+    }
+
+    async fn join(&mut self, client: &mut Client) {
+        self.rejoin_at = None;
+        match room::join(&self.room, &self.nick) {
+            Ok(p) => {
+                send(client, p.into(), "the join").await;
+            }
+            Err(e) => tracing::error!("cannot join: {e}"),
+        }
+    }
+
+    fn retry_later(&mut self, why: &str) {
+        self.joined = false;
+        tracing::warn!(
+            "not in {} ({why}); rejoining in {} s",
+            self.room,
+            self.pause.as_secs()
+        );
+        self.rejoin_at = Some(Instant::now() + self.pause);
+        self.pause = (self.pause * 2).min(MAX_REJOIN_PAUSE);
+    }
+
+    /// A new connection (never a resumed one): the room seat is gone.
+    async fn online(&mut self, client: &mut Client, bound: &str) {
+        self.connections += 1;
+        self.joined = false;
+        self.jids.clear();
+        if self.connections == 1 {
+            tracing::info!(
+                "connected as {bound}; joining {} as {}",
+                self.room,
+                self.nick
+            );
+        } else {
+            tracing::warn!(
+                "reconnected as {bound} (connection {}); rejoining {} as {}",
+                self.connections,
+                self.room,
+                self.nick
+            );
+        }
+        self.join(client).await;
+    }
+
+    /// Update the seat from a room event; the live message, if any.
+    fn event(&mut self, event: RoomEvent) -> Option<Incoming> {
+        match event {
+            RoomEvent::Joined if !self.joined => {
+                self.joined = true;
+                self.pause = FIRST_REJOIN_PAUSE;
+                self.rejoin_at = None;
+                tracing::info!(
+                    "joined {} as {}: answering live messages from now on",
+                    self.room,
+                    self.nick
+                );
+            }
+            RoomEvent::Left(why) => self.retry_later(&why),
+            RoomEvent::JoinRefused(why) => self.retry_later(&format!("the room refused: {why}")),
+            RoomEvent::Occupant {
+                nick,
+                jid: Some(jid),
+            } => {
+                self.jids.insert(nick, jid);
+            }
+            RoomEvent::Occupant { nick, jid: None } => {
+                self.jids.remove(&nick);
+            }
+            RoomEvent::Message(m) if !self.joined => {
+                // Before the room echoed the join, a message is history
+                // (a server that ignores maxstanzas='0').
+                tracing::debug!("{}'s message before the join echo: not answered", m.nick);
+            }
+            RoomEvent::Message(m) if m.delayed => {
+                tracing::debug!("{}'s delayed message (history): not answered", m.nick);
+            }
+            RoomEvent::Message(m) => return Some(m),
+            _ => {}
+        }
+        None
+    }
+}
+
+fn start_log(settings: &BotSettings) {
+    tracing::info!(
+        "bot of {}: {} as {} in {}; Hermes API server {} ({})",
+        settings.agent,
+        settings.jid,
+        settings.nick,
+        settings.room,
+        settings.api_url,
+        settings.api_source
+    );
+    if settings.tls == BotTls::InsecurePlaintext {
+        tracing::warn!(
+            "[bot] tls = \"insecure-plaintext\": the password and the messages cross the \
+             network unencrypted (meant for a server on loopback)"
+        );
+    }
+}
+
+async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
+    start_log(&settings);
+    let mut seat = Seat::new(room_jid(&settings)?, settings.nick.clone());
+    let watch = |kind, name| {
+        signal(kind).map_err(|e| Failure::transport(format!("cannot watch {name}: {e}")))
+    };
+    let mut term = watch(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = watch(SignalKind::interrupt(), "SIGINT")?;
+    let mut client = connect(&settings)?;
+    let hermes = HermesClient::new(
+        &settings.api_url,
+        settings.api_key.as_deref(),
+        settings.turn_timeout,
+    );
+    let (inbox, inbox_rx) = std::sync::mpsc::channel::<Incoming>();
+    let (replies_tx, mut replies) = tokio::sync::mpsc::unbounded_channel::<Reply>();
+    let decider = Decider::new(bridge, hermes, settings.clone());
+    std::thread::Builder::new()
+        .name(format!("bot-{}", settings.agent))
+        .spawn(move || decider.run(inbox_rx, replies_tx))
+        .map_err(|e| Failure::transport(format!("cannot start the decision thread: {e}")))?;
+    let mut seen = Seen::default();
+    let mut sent = 0u64;
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
+    loop {
+        tokio::select! {
+            _ = term.recv() => {
+                tracing::info!("SIGTERM: stopping");
+                break;
+            }
+            _ = int.recv() => {
+                tracing::info!("SIGINT: stopping");
+                break;
+            }
+            _ = sleep_until(seat.rejoin_at.unwrap_or(far)), if seat.rejoin_at.is_some() => {
+                seat.join(&mut client).await;
+            }
+            Some(reply) = replies.recv() => {
+                sent += 1;
+                post(&mut client, &seat, &settings, reply, sent).await;
+            }
+            event = client.next() => match event {
+                None => return Err(Failure::transport("the XMPP client ended by itself")),
+                Some(Event::Online { bound_jid, resumed: false, .. }) => {
+                    seat.online(&mut client, &bound_jid.to_string()).await;
+                }
+                Some(Event::Online { resumed: true, .. }) => {
+                    tracing::info!("connection resumed; still in {}", seat.room);
+                }
+                Some(Event::Disconnected(e)) => tracing::warn!("disconnected: {e}"),
+                Some(Event::Stanza(stanza)) => {
+                    let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
+                    if let Some(m) = seat.event(event) {
+                        if let Some(key) = &m.dedupe_key
+                            && !seen.first_time(key)
+                        {
+                            tracing::info!(
+                                "{}'s message {key} delivered again: already decided",
+                                m.nick
+                            );
+                            continue;
+                        }
+                        if inbox.send(m).is_err() {
+                            return Err(Failure::transport("the decision thread ended"));
+                        }
+                    }
+                }
+            },
+        }
+    }
+    // Turns under way may still answer: post what comes within the grace.
+    drop(inbox);
+    let deadline = Instant::now() + STOP_GRACE;
+    while let Ok(Some(reply)) = tokio::time::timeout_at(deadline, replies.recv()).await {
+        sent += 1;
+        post(&mut client, &seat, &settings, reply, sent).await;
+    }
+    if seat.joined
+        && let Ok(p) = room::leave(&seat.room, &seat.nick)
+    {
+        send(&mut client, p.into(), "the leave").await;
+    }
+    let _ = timeout(Duration::from_secs(5), client.send_end()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn post(client: &mut Client, seat: &Seat, settings: &BotSettings, reply: Reply, n: u64) {
+    let id = format!("ssw-bot-{}-{}-{n}", settings.agent, std::process::id());
+    let message = room::reply(&seat.room, &reply.body, &id);
+    if send(client, message.into(), "the reply").await {
+        tracing::info!(
+            "replied to {} from session {} ({} characters)",
+            reply.to_nick,
+            reply.session,
+            reply.body.chars().count()
+        );
+    }
+}
+
+async fn probe(settings: BotSettings) -> Result<Health, Failure> {
+    let mut seat = Seat::new(room_jid(&settings)?, settings.nick.clone());
+    let mut client = connect(&settings)?;
+    let deadline = Instant::now() + ONCE_LIMIT;
+    while !seat.joined {
+        match tokio::time::timeout_at(deadline, client.next()).await {
+            Err(_) | Ok(None) => break,
+            Ok(Some(Event::Online { bound_jid, .. })) => {
+                seat.online(&mut client, &bound_jid.to_string()).await;
+            }
+            Ok(Some(Event::Stanza(stanza))) => {
+                let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
+                if let RoomEvent::JoinRefused(why) | RoomEvent::Left(why) = &event {
+                    tracing::warn!("the room refused the join: {why}");
+                    break;
+                }
+                seat.event(event);
+            }
+            Ok(Some(Event::Disconnected(_))) => {}
+        }
+    }
+    let hermes = HermesClient::new(
+        &settings.api_url,
+        settings.api_key.as_deref(),
+        Duration::from_secs(10),
+    );
+    let hermes_error = tokio::task::spawn_blocking(move || hermes.health())
+        .await
+        .map_err(|e| Failure::transport(format!("the health check panicked: {e}")))?
+        .err()
+        .map(|e| e.to_string());
+    if seat.joined
+        && let Ok(p) = room::leave(&seat.room, &seat.nick)
+    {
+        send(&mut client, p.into(), "the leave").await;
+    }
+    let _ = timeout(Duration::from_secs(5), client.send_end()).await;
+    Ok(Health {
+        agent: settings.agent,
+        room: settings.room,
+        joined: seat.joined,
+        api_url: settings.api_url,
+        hermes_error,
+    })
+}

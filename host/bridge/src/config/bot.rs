@@ -1,0 +1,286 @@
+//! `[bot]` and `[bot.agents.NAME]`: what the agents' room bots
+//! (`xmpp-session-bridge bot --agent NAME`) need beyond the agents
+//! themselves — how to reach ejabberd's client port, the XMPP password,
+//! and the agent's Hermes API server. Every key is optional; a bot whose
+//! agent has no password source refuses to start (the bot says which keys
+//! would do), the other commands never read this section.
+//!
+//! Nothing is read from disk or the environment here: the password file,
+//! the password variable and Hermes's `.env` are read when a bot starts,
+//! so a config that loads for `send` does not need the bots' secrets.
+
+use serde::Deserialize;
+use session_switch_contract::failure::Failure;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use toml::Spanned;
+
+use super::AgentConfig;
+use super::raw::Source;
+
+/// How the bot's XMPP connection is secured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BotTls {
+    /// STARTTLS, required, the server's certificate checked against the
+    /// system's roots (the default).
+    #[default]
+    Starttls,
+    /// Plain TCP, no TLS: the password and every message cross the network
+    /// in the clear. Only for a server on loopback, such as the test
+    /// ejabberd (`tests/ejabberd/ejabberd.yml` offers no TLS).
+    InsecurePlaintext,
+}
+
+/// `[bot]`: the settings every bot shares, and each agent's own.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BotConfig {
+    /// ejabberd's client port as `host:port`; `None`: the JID's domain
+    /// (SRV `_xmpp-client._tcp`, then port 5222).
+    pub server: Option<String>,
+    pub tls: BotTls,
+    /// How long one Hermes turn may take, in seconds (default 300): past
+    /// it the bot posts nothing and logs the time-out.
+    pub turn_timeout_seconds: u32,
+    /// Each agent's bot settings, by agent name (only configured agents).
+    pub agents: BTreeMap<String, BotAgent>,
+}
+
+/// `[bot.agents.NAME]`: one agent's XMPP password and Hermes API server.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BotAgent {
+    /// Where the XMPP password comes from (at most one source).
+    pub password: Option<PasswordSource>,
+    /// Hermes's `.env` of this agent (`API_SERVER_KEY`, `API_SERVER_PORT`,
+    /// `API_SERVER_HOST`); `None`: `$HERMES_HOME/.env`.
+    pub hermes_env: Option<PathBuf>,
+    /// The API server's base URL, e.g. `http://127.0.0.1:8642`; `None`:
+    /// from the `.env` (host, port), else the agent's `gateway_port`, else
+    /// Hermes's default port 8642, on 127.0.0.1.
+    pub api_url: Option<String>,
+    /// A variable holding the API server's key; `None`: `API_SERVER_KEY`
+    /// of the `.env`.
+    pub api_key_env: Option<String>,
+}
+
+/// Where a bot reads its agent's XMPP password.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PasswordSource {
+    /// `password_file`: the file's first line (relative paths are taken
+    /// from the config file's folder by `Config::load`).
+    File(PathBuf),
+    /// `password_env`: the variable's value.
+    Env(String),
+    /// `password`: inline in the config (readable by whoever reads it).
+    Inline(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBot {
+    server: Option<Spanned<String>>,
+    tls: Option<BotTls>,
+    turn_timeout_seconds: Option<Spanned<u32>>,
+    #[serde(default)]
+    agents: BTreeMap<String, Spanned<RawBotAgent>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBotAgent {
+    password: Option<Spanned<String>>,
+    password_file: Option<Spanned<String>>,
+    password_env: Option<Spanned<String>>,
+    hermes_env: Option<Spanned<String>>,
+    api_url: Option<Spanned<String>>,
+    api_key_env: Option<Spanned<String>>,
+}
+
+/// The default of `turn_timeout_seconds`: an agent turn with tools can take
+/// minutes; a bot that waited forever would never answer again.
+pub const DEFAULT_TURN_TIMEOUT_SECONDS: u32 = 300;
+
+/// `[bot]` checked: `server` is `host:port`, the agents are configured
+/// ones, at most one password source each, URLs are http(s), no value is
+/// empty.
+pub(super) fn bot(
+    raw: Option<RawBot>,
+    agents: &[AgentConfig],
+    src: &Source<'_>,
+) -> Result<BotConfig, Failure> {
+    let Some(raw) = raw else {
+        return Ok(BotConfig {
+            turn_timeout_seconds: DEFAULT_TURN_TIMEOUT_SECONDS,
+            ..BotConfig::default()
+        });
+    };
+    let server = match raw.server {
+        Some(s) if !is_host_port(s.get_ref()) => {
+            return Err(src.at(
+                s.span(),
+                format!(
+                    "[bot] server {:?} must be host:port, e.g. 127.0.0.1:5222",
+                    s.get_ref()
+                ),
+            ));
+        }
+        Some(s) => Some(s.into_inner()),
+        None => None,
+    };
+    let turn_timeout_seconds = match raw.turn_timeout_seconds {
+        Some(t) if *t.get_ref() == 0 => {
+            return Err(src.at(
+                t.span(),
+                "[bot] turn_timeout_seconds must be at least 1".into(),
+            ));
+        }
+        Some(t) => t.into_inner(),
+        None => DEFAULT_TURN_TIMEOUT_SECONDS,
+    };
+    let mut out = BTreeMap::new();
+    for (name, table) in raw.agents {
+        let span = table.span();
+        if !agents.iter().any(|a| a.name == name) {
+            return Err(src.at(
+                span,
+                format!("[bot.agents.{name}]: {name:?} is not a configured agent"),
+            ));
+        }
+        out.insert(name.clone(), bot_agent(&name, table.into_inner(), src)?);
+    }
+    Ok(BotConfig {
+        server,
+        tls: raw.tls.unwrap_or_default(),
+        turn_timeout_seconds,
+        agents: out,
+    })
+}
+
+fn bot_agent(name: &str, raw: RawBotAgent, src: &Source<'_>) -> Result<BotAgent, Failure> {
+    let section = format!("[bot.agents.{name}]");
+    let text = |value: Option<Spanned<String>>, key: &str| -> Result<Option<String>, Failure> {
+        match value {
+            Some(v) if v.get_ref().trim().is_empty() || v.get_ref().contains('\0') => {
+                Err(src.at(v.span(), format!("{section} {key} must not be empty")))
+            }
+            Some(v) => Ok(Some(v.into_inner())),
+            None => Ok(None),
+        }
+    };
+    let sources: Vec<_> = [&raw.password, &raw.password_file, &raw.password_env]
+        .into_iter()
+        .flatten()
+        .collect();
+    if sources.len() > 1 {
+        return Err(src.at(
+            sources[1].span(),
+            format!("{section} takes one of password, password_file, password_env"),
+        ));
+    }
+    let password = if let Some(p) = text(raw.password_file, "password_file")? {
+        Some(PasswordSource::File(PathBuf::from(p)))
+    } else if let Some(e) = text(raw.password_env, "password_env")? {
+        Some(PasswordSource::Env(e))
+    } else {
+        // An inline password may have any characters, blanks included.
+        raw.password.map(|p| PasswordSource::Inline(p.into_inner()))
+    };
+    let api_url = match raw.api_url {
+        Some(u) if !(u.get_ref().starts_with("http://") || u.get_ref().starts_with("https://")) => {
+            return Err(src.at(
+                u.span(),
+                format!(
+                    "{section} api_url {:?} must start with http:// or https://",
+                    u.get_ref()
+                ),
+            ));
+        }
+        Some(u) => Some(u.into_inner().trim_end_matches('/').to_string()),
+        None => None,
+    };
+    Ok(BotAgent {
+        password,
+        hermes_env: text(raw.hermes_env, "hermes_env")?.map(PathBuf::from),
+        api_url,
+        api_key_env: text(raw.api_key_env, "api_key_env")?,
+    })
+}
+
+/// `host:port` with a non-empty host and a port number (an IPv6 host in
+/// brackets).
+fn is_host_port(text: &str) -> bool {
+    match text.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.is_empty() && !host.contains(char::is_whitespace) && port.parse::<u16>().is_ok()
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    const BASE: &str = "[xmpp]\nroom = \"room@conference.example.org\"\n\n\
+        [[agents]]\nname = \"mohe\"\njid = \"mohe@example.org\"\nsessions = [\"xmpp-mohe\"]\n";
+
+    fn parse(extra: &str) -> Result<Config, String> {
+        Config::parse(&format!("{BASE}{extra}"), "t").map_err(|f| f.message)
+    }
+
+    #[test]
+    fn no_section_means_starttls_the_default_timeout_and_no_agents() {
+        let bot = parse("").unwrap().bot;
+        assert_eq!(bot.tls, BotTls::Starttls);
+        assert_eq!(bot.turn_timeout_seconds, DEFAULT_TURN_TIMEOUT_SECONDS);
+        assert_eq!(bot.server, None);
+        assert!(bot.agents.is_empty());
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let bot = parse(
+            "[bot]\nserver = \"127.0.0.1:25222\"\ntls = \"insecure-plaintext\"\n\
+             turn_timeout_seconds = 30\n\n[bot.agents.mohe]\npassword_env = \"MOHE_PW\"\n\
+             hermes_env = \"/srv/mohe/.env\"\napi_url = \"http://127.0.0.1:8642/\"\n\
+             api_key_env = \"MOHE_KEY\"\n",
+        )
+        .unwrap()
+        .bot;
+        assert_eq!(bot.server.as_deref(), Some("127.0.0.1:25222"));
+        assert_eq!(bot.tls, BotTls::InsecurePlaintext);
+        assert_eq!(bot.turn_timeout_seconds, 30);
+        let mohe = &bot.agents["mohe"];
+        assert_eq!(mohe.password, Some(PasswordSource::Env("MOHE_PW".into())));
+        assert_eq!(mohe.hermes_env, Some(PathBuf::from("/srv/mohe/.env")));
+        assert_eq!(mohe.api_url.as_deref(), Some("http://127.0.0.1:8642"));
+        assert_eq!(mohe.api_key_env.as_deref(), Some("MOHE_KEY"));
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_their_line() {
+        let two = parse("[bot.agents.mohe]\npassword = \"x\"\npassword_file = \"pw\"\n");
+        assert_eq!(
+            two.unwrap_err(),
+            "config t, line 10: [bot.agents.mohe] takes one of password, password_file, \
+             password_env"
+        );
+        let unknown = parse("[bot.agents.nobody]\npassword = \"x\"\n").unwrap_err();
+        assert!(
+            unknown.contains("\"nobody\" is not a configured agent"),
+            "{unknown}"
+        );
+        let server = parse("[bot]\nserver = \"localhost\"\n").unwrap_err();
+        assert!(
+            server.starts_with("config t, line 9: [bot] server"),
+            "{server}"
+        );
+        let tls = parse("[bot]\ntls = \"off\"\n").unwrap_err();
+        assert!(tls.starts_with("config t, line 9: "), "{tls}");
+        let url = parse("[bot.agents.mohe]\napi_url = \"127.0.0.1:8642\"\n").unwrap_err();
+        assert!(url.contains("must start with http://"), "{url}");
+        let zero = parse("[bot]\nturn_timeout_seconds = 0\n").unwrap_err();
+        assert!(zero.contains("at least 1"), "{zero}");
+    }
+}

@@ -1,0 +1,81 @@
+//! `bot --agent NAME`: the agent's room bot (the `session-switch-bot`
+//! crate), run in this process until SIGTERM; `--once` joins the room,
+//! asks Hermes's `/health`, leaves and prints what it found.
+
+use clap::Args;
+use session_switch::{Bridge, Failure};
+use session_switch_bot::{BotSettings, Health};
+use std::sync::Arc;
+
+/// `bot`'s arguments.
+#[derive(Debug, Args)]
+pub struct BotArgs {
+    /// The agent whose bot this is (a name from the config)
+    #[arg(long, value_name = "NAME")]
+    pub agent: String,
+    /// Join the room once, ask the Hermes API server's /health, leave: exit 0
+    /// when both worked (for a service manager's check)
+    #[arg(long)]
+    pub once: bool,
+}
+
+/// Run the bot (logs on stderr, info by default), or with `--once` check
+/// once and print the result (one line, JSON with `--json`).
+///
+/// Errors: the bot's settings (no password source, an unreadable password
+/// file or `.env`: kind `bad-input`); for `--once`, a failed check (kind
+/// `transport`, after the result is printed).
+pub fn run(bridge: Bridge, args: &BotArgs, json: bool) -> Result<(), Failure> {
+    let home = session_switch_bot::settings::hermes_home();
+    let settings = BotSettings::for_agent(bridge.config(), &args.agent, &home)?;
+    if !args.once {
+        return session_switch_bot::run(Arc::new(bridge), settings);
+    }
+    let health = session_switch_bot::check(settings)?;
+    print(&health, json);
+    if health.ok() {
+        Ok(())
+    } else {
+        Err(Failure::transport(format!(
+            "bot check of {} failed: {}",
+            health.agent,
+            problem(&health)
+        )))
+    }
+}
+
+fn problem(h: &Health) -> String {
+    let mut what = Vec::new();
+    if !h.joined {
+        what.push(format!("could not join {}", h.room));
+    }
+    if let Some(e) = &h.hermes_error {
+        what.push(e.clone());
+    }
+    what.join("; ")
+}
+
+fn print(h: &Health, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "agent": h.agent,
+                "room": h.room,
+                "joined": h.joined,
+                "api_url": h.api_url,
+                "hermes": h.hermes_error.as_deref().unwrap_or("ok"),
+                "ok": h.ok(),
+            })
+        );
+    } else {
+        println!(
+            "{}: {} {}; Hermes API server {}: {}",
+            h.agent,
+            if h.joined { "joined" } else { "could not join" },
+            h.room,
+            h.api_url,
+            h.hermes_error.as_deref().unwrap_or("healthy")
+        );
+    }
+}
