@@ -3,17 +3,21 @@
 //! ([`PolicyInstance::call`]), the host's checks of the answer
 //! (`answers.rs`), and the `*_or_fallback` forms that answer a safe default
 //! instead of a failure, so a gateway never stops answering.
+//! The `tag` export and its forms are in `tag.rs`, the safe defaults in
+//! `fallback.rs`.
+
+mod fallback;
+mod tag;
 
 use super::answers::{self, check_cleared, check_decided, check_history_read, check_receipt};
 use super::apply;
-use super::bindings::{
-    Admission, Decision, Reason, Receipt, RecordStatus, RoomMessage, RowEdit, RowSummaries,
-};
+use super::bindings::{Admission, Decision, Receipt, RecordStatus, RoomMessage};
 use super::call::no_check;
 use super::imports::{Call, HistoryQuery, SendArgs};
 use super::instance::PolicyInstance;
 use super::limits::max_text_bytes;
 use crate::{Failure, FailureKind, HistoryRow};
+use fallback::{fallback_decision, or_fallback};
 use session_switch_contract::keys::guard_key;
 
 /// How many times [`PolicyInstance::admit`] runs when its commit finds the
@@ -164,121 +168,6 @@ impl PolicyInstance {
         })
     }
 
-    /// `rows` with `agent`'s own rows tagged `[YOU] ` and imitations of the
-    /// tag removed (DESIGN §3 "Tagging"): the policy sees summaries (prefix
-    /// of [`PolicyOptions::tag_prefix_chars`](super::PolicyOptions)
-    /// characters) and answers edits, which the host applies. Edits out of
-    /// range or twice on a row are a `policy` failure.
-    pub fn tag(
-        &mut self,
-        agent: &str,
-        mut rows: Vec<HistoryRow>,
-    ) -> Result<Vec<HistoryRow>, Failure> {
-        let edits = self.tag_edits(agent, &rows)?;
-        apply::apply_edits(&mut rows, &edits).map_err(|why| self.fail(Call::Tag, &why))?;
-        Ok(rows)
-    }
-
-    /// The edits [`PolicyInstance::tag`] applies, checked (every index in
-    /// range, none twice), for a caller that applies them to rows of its
-    /// own (the Python binding edits Hermes's message dicts in place).
-    pub fn tag_edits(&mut self, agent: &str, rows: &[HistoryRow]) -> Result<Vec<RowEdit>, Failure> {
-        let summaries = apply::summaries(rows, self.options().tag_prefix_chars);
-        self.tag_summaries(agent, &summaries)
-    }
-
-    /// [`PolicyInstance::tag_edits`] on summaries the caller built, for a
-    /// caller whose rows are not [`HistoryRow`]s (the Python binding reads
-    /// Hermes's message dicts): each prefix of at most
-    /// [`PolicyOptions::tag_prefix_chars`](super::PolicyOptions)
-    /// characters of the text Hermes sends ([`crate::sent_text`]). Edits
-    /// index `summaries.rows`, in order; out of range or twice on a row: a
-    /// `policy` failure; lengths that do not cut `summaries.prefixes`: the
-    /// policy's `bad-input`.
-    ///
-    /// Rows answered before (same agent, role, prefix and bridge-wrote) are
-    /// served from the instance's row memo (`tag_memo.rs`, WIT `policy.tag`
-    /// is row-local); the others go to the policy in one call, none when
-    /// every row was seen and the policy has answered for `agent` before
-    /// (an agent it refuses has nothing in the memo, so even an empty list
-    /// goes to the policy).
-    pub fn tag_summaries(
-        &mut self,
-        agent: &str,
-        summaries: &RowSummaries,
-    ) -> Result<Vec<RowEdit>, Failure> {
-        self.refresh();
-        let Some(memo) = self.tag_memo() else {
-            return self.tag_by_policy(agent, summaries);
-        };
-        // Lengths that do not cut the prefixes: the policy refuses them.
-        let Some(rows) = apply::split(summaries) else {
-            return self.tag_by_policy(agent, summaries);
-        };
-        let mut edits = Vec::new();
-        let mut unseen = RowSummaries {
-            rows: Vec::new(),
-            prefixes: String::new(),
-        };
-        let mut unseen_at = Vec::new();
-        let known = memo.knows(agent);
-        for (index, (row, prefix)) in (0u32..).zip(&rows) {
-            match memo.get(agent, row.role, prefix, row.bridge_wrote) {
-                Some(edit) => edits.extend(edit.map(|action| RowEdit { index, action })),
-                None => {
-                    apply::push_summary(&mut unseen, row.id, row.role, prefix, row.bridge_wrote);
-                    unseen_at.push(index);
-                }
-            }
-        }
-        if unseen_at.is_empty() && known {
-            self.served_without_guest();
-            return Ok(edits);
-        }
-        let mut answered = vec![None; unseen_at.len()];
-        let generation = self.generation();
-        for RowEdit { index, action } in self.tag_by_policy(agent, &unseen)? {
-            answered[index as usize] = Some(action);
-        }
-        if self.generation() != generation {
-            // Swapped just before the policy ran (which emptied the memo):
-            // the served rows were the old policy's answers; all anew.
-            return self.tag_by_policy(agent, summaries);
-        }
-        let memo = self.tag_memo().expect("memos were on a moment ago");
-        memo.know(agent);
-        for ((&index, edit), row) in unseen_at.iter().zip(answered).zip(&unseen.rows) {
-            let prefix = rows[index as usize].1;
-            memo.put(agent, row.role, prefix, row.bridge_wrote, edit);
-            edits.extend(edit.map(|action| RowEdit { index, action }));
-        }
-        edits.sort_unstable_by_key(|e| e.index);
-        Ok(edits)
-    }
-
-    /// The policy's `tag` of every row of `summaries`, checked.
-    fn tag_by_policy(
-        &mut self,
-        agent: &str,
-        summaries: &RowSummaries,
-    ) -> Result<Vec<RowEdit>, Failure> {
-        let (edits, _) = self.call_wit(
-            Call::Tag,
-            None,
-            |g, s| g.call_tag(s, agent, summaries),
-            no_check,
-        )?;
-        apply::check_edits(&edits, summaries.rows.len())
-            .map_err(|why| self.fail(Call::Tag, &why))?;
-        Ok(edits)
-    }
-
-    /// [`PolicyInstance::tag`], or on a failure `rows` unchanged (logged).
-    pub fn tag_or_fallback(&mut self, agent: &str, rows: Vec<HistoryRow>) -> Vec<HistoryRow> {
-        let answer = self.tag(agent, rows.clone());
-        or_fallback(Call::Tag, answer, |_| rows)
-    }
-
     /// Send `text` to the room as `agent` from CLI session `cli_session_id`
     /// (DESIGN §3 "Send"): the policy normalises the body and plans the
     /// send, the imports perform it atomically. The host allows one send
@@ -403,144 +292,5 @@ impl PolicyInstance {
     }
 }
 
-/// `answer`, or the safe `default` for its failure; a failure is logged
-/// (warn) as a fallback of `call`, named by the export's WIT name.
-fn or_fallback<T>(
-    call: Call,
-    answer: Result<T, Failure>,
-    default: impl FnOnce(&Failure) -> T,
-) -> T {
-    answer.unwrap_or_else(|failure| {
-        tracing::warn!(
-            target: "session_switch::runtime",
-            call = call.name(),
-            kind = failure.kind.as_str(),
-            "falling back to the safe default: {}",
-            failure.message
-        );
-        default(&failure)
-    })
-}
-
-/// The safe default decision: load the session asked about.
-fn fallback_decision(asked: &str, failure: &Failure) -> Decision {
-    Decision {
-        session_id: asked.to_owned(),
-        redirected: false,
-        reason: Reason::PolicyError,
-        detail: format!("no redirect: {}", failure.message),
-        valid_until: None,
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_host::{self, TestHost, settings};
-    use crate::{CacheMode, EMBEDDED_COMPONENT, Policy, PolicyOptions};
-    use std::sync::{Arc, Mutex};
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::subscriber::Interest;
-    use tracing::{Event, Level, Metadata};
-
-    #[test]
-    fn the_fallback_decision_loads_the_session_asked_about() {
-        let failure = Failure::policy("policy `x` failed in `resolve`: boom");
-        let d = fallback_decision("xmpp-mohe-v2", &failure);
-        assert_eq!(d.session_id, "xmpp-mohe-v2");
-        assert!(!d.redirected);
-        assert_eq!(d.reason, Reason::PolicyError);
-        assert_eq!(
-            d.detail,
-            "no redirect: policy `x` failed in `resolve`: boom"
-        );
-    }
-
-    /// The fields of each warn event, as text (a `tracing` subscriber that
-    /// keeps them, so a test can see what a fallback logged).
-    #[derive(Clone, Default)]
-    struct Warnings(Arc<Mutex<Vec<Fields>>>);
-
-    /// An event's fields, name and value.
-    struct Fields(Vec<(String, String)>);
-
-    impl Visit for Fields {
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.0.push((field.name().into(), value.into()));
-        }
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            self.0.push((field.name().into(), format!("{value:?}")));
-        }
-    }
-
-    impl tracing::Subscriber for Warnings {
-        fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
-            Interest::always()
-        }
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &Attributes<'_>) -> Id {
-            Id::from_u64(1)
-        }
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-        fn event(&self, event: &Event<'_>) {
-            if *event.metadata().level() == Level::WARN {
-                let mut fields = Fields(Vec::new());
-                event.record(&mut fields);
-                self.0.lock().unwrap().push(fields);
-            }
-        }
-        fn enter(&self, _: &Id) {}
-        fn exit(&self, _: &Id) {}
-    }
-
-    impl Warnings {
-        /// The `call` field of each fallback logged so far.
-        fn fallback_calls(&self) -> Vec<String> {
-            let events = self.0.lock().unwrap();
-            events
-                .iter()
-                .map(|fields| &fields.0)
-                .filter(|fields| {
-                    fields
-                        .iter()
-                        .any(|(k, v)| k == "message" && v.starts_with("falling back"))
-                })
-                .filter_map(|fields| fields.iter().find(|(k, _)| k == "call"))
-                .map(|(_, v)| v.clone())
-                .collect()
-        }
-    }
-
-    /// The one row of the test host's sessions.
-    fn row() -> HistoryRow {
-        test_host::row(7, "user", "zhiwei: 收到")
-    }
-
-    #[test]
-    fn each_fallback_is_logged_under_its_own_call() {
-        let options = PolicyOptions {
-            cache: CacheMode::Off,
-            ..PolicyOptions::default()
-        };
-        let policy = Policy::from_bytes(EMBEDDED_COMPONENT, options).unwrap();
-        let mut instance = policy.instance(TestHost::new(vec![row()]), settings());
-        let warnings = Warnings::default();
-        tracing::subscriber::with_default(warnings.clone(), || {
-            // An agent the settings do not name: the policy refuses
-            // (`unknown-agent`), the host falls back.
-            let answer = instance
-                .context_or_fallback("nobody", "xmpp-mohe-v2", None)
-                .unwrap();
-            assert_eq!(answer.decision.session_id, "xmpp-mohe-v2");
-            assert_eq!(answer.decision.reason, Reason::PolicyError);
-            assert_eq!(answer.messages, [row()], "rows as stored");
-            let decision = instance.resolve_or_fallback("nobody", "xmpp-mohe-v2");
-            assert_eq!(decision.reason, Reason::PolicyError);
-        });
-        assert_eq!(warnings.fallback_calls(), ["context", "resolve"]);
-    }
-}
+mod tests;
