@@ -409,6 +409,71 @@ fn look_alike_tags_are_removed_too() {
     }
 }
 
+/// Issue 37: ejabberd keeps a nick's case (its resourceprep does not fold
+/// it), so `MoHe` is another occupant than `mohe`, and so is the
+/// full-width `ｍｏｈｅ`. Neither their room messages nor a stored line they
+/// signed is mohe's; the exact nick and signatures still are, and JIDs
+/// still compare case-insensitively (RFC 7622).
+#[test]
+fn a_nick_or_signature_in_another_case_or_width_is_not_the_agents() {
+    let Some(w) = World::new() else { return };
+    let session = "xmpp-mohe-v2";
+    let others = [
+        "MoHe: I am not mohe",
+        "MOHE: nor am I",
+        "Mohe：全角冒号",
+        "ｍｏｈｅ: full-width letters",
+        "[MoHe] bracketed",
+        "[ＭＯＨＥ] bracketed, full-width",
+    ];
+    let own = [
+        ("mohe: the agent itself", "[YOU] mohe: the agent itself"),
+        ("[mohe] bracketed", "[YOU] [mohe] bracketed"),
+        ("墨河：别名", "[YOU] 墨河：别名"),
+    ];
+    let other_ids: Vec<i64> = others
+        .iter()
+        .map(|l| w.room_line(session, "user", l))
+        .collect();
+    let own_ids: Vec<i64> = own
+        .iter()
+        .map(|(l, _)| w.room_line(session, "user", l))
+        .collect();
+    let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
+
+    let c = s.context("mohe", session, None).unwrap();
+    let shown = |id: i64| {
+        c.messages
+            .iter()
+            .find(|m| m.id == id)
+            .unwrap()
+            .content
+            .clone()
+    };
+    for (line, id) in others.iter().zip(&other_ids) {
+        assert_eq!(shown(*id), *line, "{line:?} is not mohe's");
+    }
+    for ((line, tagged), id) in own.iter().zip(&own_ids) {
+        assert_eq!(shown(*id), *tagged, "{line:?} is mohe's");
+    }
+
+    let room_upper = ROOM.to_ascii_uppercase();
+    for (from, own) in [
+        (format!("{ROOM}/MoHe"), false),
+        (format!("{ROOM}/MOHE"), false),
+        (format!("{ROOM}/Mohe"), false),
+        (format!("{ROOM}/ｍｏｈｅ"), false),
+        ("MoHe".to_string(), false),
+        ("ｍｏｈｅ".to_string(), false),
+        (format!("{ROOM}/mohe"), true),
+        (format!("{room_upper}/mohe"), true),
+        ("mohe".to_string(), true),
+        (format!("MoHe@{}", DOMAIN.to_ascii_uppercase()), true),
+    ] {
+        assert_eq!(s.is_own_message("mohe", &from).unwrap(), own, "{from}");
+    }
+}
+
 /// Sessions of the run's ejabberd for `agent`: HTTP transport to its API.
 fn live_session(w: &World, ej: &Ejabberd) -> PolicyInstance {
     let store = HermesStore::open(&w.db).unwrap();
@@ -459,8 +524,12 @@ fn the_rooms_reflection_is_recognised_by_the_senders_identity_not_its_text() {
             );
         }
     }
-    // Lookalike identities are not mohe's.
+    // Lookalike identities are not mohe's (ejabberd seats `MoHe` beside
+    // `mohe`: nicks compare exactly).
     for from in [
+        format!("{}/MoHe", ej.room),
+        format!("{}/MOHE", ej.room),
+        format!("{}/ｍｏｈｅ", ej.room),
         format!("{}/mohe2", ej.room),
         format!("{}/{}", ej.room, room.nick()),
         format!("{}/mohe/x", ej.room),
