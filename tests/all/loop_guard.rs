@@ -498,6 +498,63 @@ fn the_test_clock_file_sets_now_and_a_bad_one_is_refused() {
     assert!(line.contains("not a Unix time"), "{line}");
 }
 
+/// Issue 41 through the CLI: 21 agent messages in 300 s cap the room
+/// window (`max_hops` 100, so the window is what refuses); a person's
+/// `@mohe …` then is answered with `hops` 0 (the counter after a person's
+/// message: reset), and the next agent message is counted from a fresh
+/// window and answered (`hops` 1: the one agent message since the person).
+#[test]
+fn cli_admit_a_person_after_a_capped_window_resets_it() {
+    let Some(cli) = Cli::new("\n[loop_guard]\nmax_hops = 100\n") else {
+        return;
+    };
+    let clock = cli.db.with_file_name("clock");
+    std::fs::write(&clock, "1800000000").unwrap();
+    let env = [("SESSION_SWITCH_TEST_CLOCK_FILE", clock.as_path())];
+    let admit = |args: &[&str]| -> Value {
+        let mut all = vec!["--json", "admit", "--agent", "mohe"];
+        all.extend_from_slice(args);
+        let out = cli.run(&all, &env);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let zhiwei = format!("{ROOM}/zhiwei");
+    for t in 1..=20 {
+        let d = admit(&["--from", &zhiwei, "--", &format!("mohe, turn {t}")]);
+        assert_eq!(d["reply"], true, "{t}: {d}");
+    }
+    assert_eq!(
+        admit(&["--from", &zhiwei, "--", "mohe, turn 21"]),
+        serde_json::json!({"reply": false, "reason": "loop-guard", "hops": 21,
+                           "detail": "21 agent messages in the last 300 s (at most 20)"})
+    );
+    let alice = format!("{ROOM}/alice");
+    assert_eq!(
+        admit(&[
+            "--from",
+            &alice,
+            "--jid",
+            "alice@example.org",
+            "--",
+            "@mohe are you there?"
+        ]),
+        serde_json::json!({"reply": true, "reason": "human", "hops": 0,
+                           "detail": "a person spoke: the hop counter and the room window are reset"})
+    );
+    assert_eq!(
+        admit(&["--from", &zhiwei, "--", "mohe, alice is back"]),
+        serde_json::json!({"reply": true, "reason": "addressed", "hops": 1,
+                           "detail": "'zhiwei' named 'mohe'"})
+    );
+    let stored: Value =
+        serde_json::from_str(&meta(&cli.db, &guard_key("mohe", ROOM)).unwrap()).unwrap();
+    assert_eq!(stored["window"], serde_json::json!([1800000000.0]));
+}
+
 // ------------------------------------------------------------- properties
 
 /// The shipped component, compiled once for every case.
@@ -530,6 +587,8 @@ enum Outside {
     Replay,
     /// Agent zhiwei's nick and the marker, from another JID.
     Forged,
+    /// The person says her last live line again.
+    Repeat,
 }
 
 fn outside() -> impl Strategy<Value = Outside> {
@@ -541,13 +600,35 @@ fn outside() -> impl Strategy<Value = Outside> {
     ]
 }
 
-/// One run: three bots that answer everything they are allowed to, naming
-/// the other two. `in_log_order`: every bot reads the room in the room's
-/// one order (a MUC), at its own pace; else each bot picks any unread
-/// message (any delivery order). A bot's reply is posted later than it was
-/// decided (`choices` drive who acts: read, post, or advance the clock).
-/// `first` opens the room (a person or a CLI send). Returns (replies per
-/// agent between resets, total bot messages, human messages).
+/// A bot's decision on a live human message (a person's or a CLI send),
+/// with the bot's stored guard state right after it.
+#[derive(Debug)]
+struct HumanSeen {
+    /// The receiving agent (index).
+    agent: usize,
+    what: Outside,
+    /// The same sender said the same body to this bot within
+    /// `duplicate_seconds` of the first time (the harness's own record).
+    repeat: bool,
+    reply: bool,
+    reason: AdmitReason,
+    /// `hops` and the room window's length in the stored state after it.
+    stored_hops: u64,
+    stored_window: usize,
+}
+
+/// One run of [`run_room_with`].
+struct RoomRun {
+    /// Per agent: replies since its last reset, one entry per segment.
+    segments: Vec<Vec<u32>>,
+    /// Bot messages in the room.
+    total: usize,
+    /// Human messages injected (repeats included).
+    resets: usize,
+    humans: Vec<HumanSeen>,
+}
+
+/// [`run_room_with`] with the default room window and duplicate time.
 fn run_room(
     first: Outside,
     max_hops: u32,
@@ -555,8 +636,32 @@ fn run_room(
     events: &[(u8, Outside)],
     choices: &[u16],
 ) -> (Vec<Vec<u32>>, usize, usize) {
+    let guard = LoopGuard {
+        max_hops,
+        ..sample_settings().loop_guard
+    };
+    let run = run_room_with(first, guard, in_log_order, events, choices);
+    (run.segments, run.total, run.resets)
+}
+
+/// One run: three bots that answer everything they are allowed to, naming
+/// the other two. `in_log_order`: every bot reads the room in the room's
+/// one order (a MUC), at its own pace; else each bot picks any unread
+/// message (any delivery order). A bot's reply is posted later than it was
+/// decided (`choices` drive who acts: read, post, or advance the clock).
+/// `first` opens the room (a person or a CLI send); the clock moves 1–79 s
+/// at every step.
+fn run_room_with(
+    first: Outside,
+    guard: LoopGuard,
+    in_log_order: bool,
+    events: &[(u8, Outside)],
+    choices: &[u16],
+) -> RoomRun {
     let mut settings = sample_settings();
-    settings.loop_guard.max_hops = max_hops;
+    let duplicate_seconds = f64::from(guard.duplicate_seconds);
+    settings.loop_guard = guard;
+    let names: Vec<String> = settings.agents.iter().map(|a| a.name.clone()).collect();
     let nicks: Vec<String> = settings.agents.iter().map(|a| a.nick.clone()).collect();
     let jids: Vec<String> = settings.agents.iter().map(|a| a.jid.clone()).collect();
     let n = nicks.len();
@@ -572,6 +677,13 @@ fn run_room(
     let mut segments: Vec<Vec<u32>> = vec![vec![0]; n];
     let mut resets = 0;
     let mut replies = vec![0u32; n];
+    // What each injected message was (by log index), and per bot when it
+    // first read each human line inside the duplicate window.
+    let mut kinds: std::collections::HashMap<usize, Outside> = Default::default();
+    let mut first_read: Vec<std::collections::HashMap<(String, String), f64>> =
+        vec![Default::default(); n];
+    let mut humans = Vec::new();
+    let mut serial = 0usize;
     let post = |log: &mut Vec<Posted>, unread: &mut Vec<Vec<usize>>, p: Posted| {
         log.push(p);
         for u in unread.iter_mut() {
@@ -598,6 +710,8 @@ fn run_room(
         Outside::CliSend(i) => cli(i, 0),
         _ => person(0),
     };
+    let mut last_person = person(0).body;
+    kinds.insert(0, first);
     post(&mut log, &mut unread, opening);
     resets += 1;
     let mut events = events.iter().peekable();
@@ -606,14 +720,24 @@ fn run_room(
     loop {
         step += 1;
         while let Some((_, what)) = events.next_if(|(at, _)| usize::from(*at) <= step / 4) {
+            serial += 1;
             let p = match *what {
                 Outside::Person => {
                     resets += 1;
-                    person(step)
+                    let p = person(serial);
+                    last_person = p.body.clone();
+                    p
+                }
+                Outside::Repeat => {
+                    resets += 1;
+                    Posted {
+                        body: last_person.clone(),
+                        ..person(0)
+                    }
                 }
                 Outside::CliSend(i) => {
                     resets += 1;
-                    cli(i, step)
+                    cli(i, serial)
                 }
                 Outside::Replay => Posted {
                     delayed: true,
@@ -622,12 +746,13 @@ fn run_room(
                 Outside::Forged => Posted {
                     nick: "zhiwei".into(),
                     jid: Some("mallory@example.org/x".into()),
-                    body: format!("mohe xiaoguo, a person says #{step}"),
+                    body: format!("mohe xiaoguo, a person says #{serial}"),
                     human_origin: true,
                     delayed: false,
                     by_bot: None,
                 },
             };
+            kinds.insert(log.len(), *what);
             post(&mut log, &mut unread, p);
         }
         let busy: Vec<usize> = (0..n)
@@ -665,7 +790,9 @@ fn run_room(
         } else {
             (c / 3) % unread[i].len()
         };
-        let p = log[unread[i].remove(at)].clone();
+        let index = unread[i].remove(at);
+        let p = log[index].clone();
+        let now = host.state().now;
         let d = bot
             .admit(
                 &nicks[i],
@@ -678,6 +805,32 @@ fn run_room(
                 },
             )
             .unwrap();
+        let human = match kinds.get(&index) {
+            Some(k @ (Outside::Person | Outside::Repeat | Outside::CliSend(_))) if !p.delayed => {
+                Some(*k)
+            }
+            _ => None,
+        };
+        if let Some(what) = human {
+            let sender = (p.nick.clone(), p.body.clone());
+            let repeat = first_read[i]
+                .get(&sender)
+                .is_some_and(|&t| now - t < duplicate_seconds);
+            if !repeat {
+                first_read[i].insert(sender, now);
+            }
+            let stored: Value =
+                serde_json::from_str(&host.state().meta[&guard_key(&names[i], ROOM)]).unwrap();
+            humans.push(HumanSeen {
+                agent: i,
+                what,
+                repeat,
+                reply: d.reply,
+                reason: d.reason,
+                stored_hops: stored["hops"].as_u64().unwrap(),
+                stored_window: stored["window"].as_array().unwrap().len(),
+            });
+        }
         if d.reason == AdmitReason::Human
             || (d.reason == AdmitReason::OwnMessage
                 && d.hops == 0
@@ -702,7 +855,20 @@ fn run_room(
         }
     }
     let total = log.iter().filter(|p| p.by_bot.is_some()).count();
-    (segments, total, resets)
+    RoomRun {
+        segments,
+        total,
+        resets,
+        humans,
+    }
+}
+
+/// [`outside`] with a person's repeats.
+fn outside_with_repeats() -> impl Strategy<Value = Outside> {
+    prop_oneof![
+        4 => outside(),
+        1 => Just(Outside::Repeat),
+    ]
 }
 
 fn props_config() -> ProptestConfig {
@@ -753,6 +919,61 @@ proptest! {
         }
         let bound = resets * 3 * max_hops as usize + 3 * (max_hops as usize - 1);
         prop_assert!(total <= bound, "{total} > {bound} ({resets} human messages)");
+    }
+}
+
+proptest! {
+    #![proptest_config(props_config())]
+
+    /// Issue 41: random rooms in the room's one order (people, CLI sends,
+    /// a person's repeats, replays, forgeries and the bots' own replies,
+    /// the clock moving 1–79 s a step) under loop-guard settings where the
+    /// room window may cap a chain before the hop counter does. Every bot
+    /// answers a person's message (each names all three agents) unless the
+    /// same line came within `duplicate_seconds` of its first time (then
+    /// it refuses it as a duplicate, or, once its bounded memory of recent
+    /// messages let the line go, answers it as new); after
+    /// every live human message that is no such repeat (a person's or a
+    /// CLI send) the bot's stored state has no hop and an empty room
+    /// window; and the README's bounds still hold: each agent replies at
+    /// most `max_hops` times between two human messages, the room carries
+    /// at most `(n − 1) × max_hops + 1` bot messages per human message.
+    #[test]
+    fn a_persons_message_is_answered_and_empties_the_room_window(
+        max_hops in 2u32..=12,
+        window_messages in 1u32..=12,
+        window_seconds in 20u32..=400,
+        duplicate_seconds in prop_oneof![Just(0u32), 20u32..=600],
+        events in prop::collection::vec((0u8..40, outside_with_repeats()), 0..8)
+            .prop_map(|mut v| { v.sort_by_key(|e| e.0); v }),
+        choices in prop::collection::vec(any::<u16>(), 1..64),
+    ) {
+        let guard = LoopGuard { max_hops, window_messages, window_seconds, duplicate_seconds };
+        let run = run_room_with(Outside::Person, guard, true, &events, &choices);
+        for h in &run.humans {
+            if h.repeat {
+                // Refused as a duplicate, or read as a new line once the
+                // guard's bounded memory (128 recent messages) let it go.
+                prop_assert!(
+                    matches!((h.reply, h.reason), (false, AdmitReason::Duplicate) | (true, AdmitReason::Human)),
+                    "{:?}", h
+                );
+                continue;
+            }
+            let own_cli = matches!(h.what, Outside::CliSend(i) if i == h.agent);
+            let want = if own_cli {
+                (false, AdmitReason::OwnMessage)
+            } else {
+                (true, AdmitReason::Human)
+            };
+            prop_assert_eq!((h.reply, h.reason), want, "{:?}", h);
+            prop_assert_eq!((h.stored_hops, h.stored_window), (0, 0), "{:?}", h);
+        }
+        for (agent, s) in run.segments.iter().enumerate() {
+            prop_assert!(s.iter().all(|&r| r <= max_hops), "agent {}: {:?}", agent, s);
+        }
+        let bound = run.resets * (2 * max_hops as usize + 1);
+        prop_assert!(run.total <= bound, "{} > {} ({} human messages)", run.total, bound, run.resets);
     }
 }
 
