@@ -89,6 +89,12 @@ struct World {
 
 impl World {
     fn new() -> Option<World> {
+        World::with_config("")
+    }
+
+    /// [`World::new`] with `more` (e.g. a `[loop_guard]` section) at the
+    /// end of the config.
+    fn with_config(more: &str) -> Option<World> {
         let ej = Ejabberd::from_env()?;
         let (dir, db) = fixture_copy("hermes-latest.db")?;
         let room = OwnRoom::new(&ej);
@@ -113,6 +119,7 @@ impl World {
                 ej.jid(agent)
             ));
         }
+        text.push_str(more);
         std::fs::write(&config, text).unwrap();
         let clock = dir.path().join("clock");
         std::fs::write(&clock, format!("{T0}")).unwrap();
@@ -231,6 +238,22 @@ impl World {
             .output()
             .unwrap();
         assert!(out.status.success(), "send: {out:?}");
+    }
+
+    /// `xmpp-session-bridge --json is-own FROM --agent AGENT`.
+    fn is_own(&self, from: &str, agent: &str) -> Value {
+        let out = Command::new(bin_path())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(["--json", "is-own", from, "--agent", agent])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "is-own {from}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     fn observer(&self) -> RoomObserver {
@@ -597,4 +620,157 @@ fn the_counter_survives_a_restart_replays_do_not_reset_and_duplicates_are_answer
         ["duplicate", "human", "own-message"],
         "{reasons:?}"
     );
+}
+
+/// The decisions `bot` took from its decision on the first live message
+/// from `nick` on: that one, then the rest.
+fn from_nick(bot: &Bot, nick: &str) -> (Value, Vec<Value>) {
+    let all = bot.decisions();
+    let at = all
+        .iter()
+        .position(|d| d["delayed"] == false && d["nick"] == nick)
+        .unwrap_or_else(|| panic!("{} saw nothing from {nick}: {all:?}", bot.agent));
+    (all[at].clone(), all[at + 1..].to_vec())
+}
+
+/// Issue 37: ejabberd keeps a nick's case, so it seats an outsider as
+/// `MoHe` beside the agent `mohe`. To every bot that occupant is a
+/// person: mohe's bot answers it (it is no reflection of mohe's own), and
+/// every bot resets its chain on it instead of counting a hop of mohe's
+/// (each counter stood at 2, then counts the three replies from 1).
+/// `is-own` tells `ROOM/MoHe` from `ROOM/mohe`; JIDs still compare
+/// ignoring case.
+#[test]
+fn an_outsider_seated_as_capitalised_mohe_is_a_person_to_every_bot() {
+    let _heavy = heavy();
+    let Some(w) = World::new() else {
+        return;
+    };
+    let counter = w.observer();
+    // Replies name alice, who is not in the room: no agent is addressed,
+    // so the replies to a person make no chain.
+    let bots: Vec<Bot> = AGENTS
+        .iter()
+        .map(|a| w.bot(&counter, a, &["alice"], 0, 0.0))
+        .collect();
+    let all: Vec<&Bot> = bots.iter().collect();
+    w.cli_send("zhiwei", "mohe, xiaoguo: where are we?");
+    let opening = settle(&counter, &all, 0);
+    assert_eq!(by_agents(&opening[1..]), 2, "{opening:#?}");
+    for b in &bots {
+        let last = b.decisions().last().cloned().unwrap();
+        assert_eq!(last["hops"], 2, "{}: {last}", b.agent);
+    }
+
+    let outsider = w.ej().outsider();
+    let at = counter.messages().len();
+    w.say(outsider, "MoHe", "mohe, MoHe here: who are you?", false);
+    let after = settle(&counter, &all, at);
+    assert_eq!(
+        (after[0].nick.as_str(), after[0].jid.clone()),
+        ("MoHe", Some(w.ej().jid(outsider))),
+        "{after:#?}"
+    );
+    // Every bot answered, mohe's from the nick `mohe` it holds beside `MoHe`.
+    let mut answered: Vec<&str> = after[1..].iter().map(|m| m.nick.as_str()).collect();
+    answered.sort_unstable();
+    assert_eq!(answered, ["mohe", "xiaoguo", "zhiwei"], "{after:#?}");
+    for b in &bots {
+        let (d, rest) = from_nick(b, "MoHe");
+        assert_eq!(
+            (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
+            (true.into(), "human".into(), 0.into()),
+            "{}: {d}",
+            b.agent
+        );
+        let hops: Vec<u64> = rest.iter().map(|d| d["hops"].as_u64().unwrap()).collect();
+        assert_eq!(hops, [1, 2, 3], "{}: {rest:?}", b.agent);
+    }
+
+    let room = &w.ej().room;
+    for (from, own) in [
+        (format!("{room}/MoHe"), false),
+        (format!("{room}/MOHE"), false),
+        (format!("{room}/mohe"), true),
+        (w.ej().jid("MoHe"), true),
+    ] {
+        assert_eq!(
+            w.is_own(&from, "mohe"),
+            serde_json::json!({"own": own}),
+            "{from}"
+        );
+    }
+}
+
+/// Issue 41: a person's message resets the room window as it resets the
+/// hops. With `max_hops = 100` and `window_messages = 5` the window is
+/// what caps a chain: a CLI send through mohe ends after `(n − 1) × 6` =
+/// 12 agent messages, every refusal naming the window; then a person
+/// addresses mohe in the same 300 s, mohe answers, and the chain that
+/// follows is bounded by the window again rather than refused at once:
+/// `(n − 1) × 6 + 1` = 13, as after a person's message with the default
+/// hop cap.
+#[test]
+fn a_person_after_a_capped_room_window_is_answered_and_the_next_chain_is_bounded_again() {
+    let _heavy = heavy();
+    let Some(w) = World::with_config("\n[loop_guard]\nmax_hops = 100\nwindow_messages = 5\n")
+    else {
+        return;
+    };
+    let counter = w.observer();
+    let bots: Vec<Bot> = AGENTS
+        .iter()
+        .map(|a| {
+            let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
+            w.bot(&counter, a, &others, 0, 0.0)
+        })
+        .collect();
+    let all: Vec<&Bot> = bots.iter().collect();
+    let by_window = |bots: &[&Bot], from: &[usize]| {
+        let mut refused = 0;
+        for (b, &from) in bots.iter().zip(from) {
+            for d in &b.decisions()[from..] {
+                if d["reason"] == "loop-guard" {
+                    refused += 1;
+                    let detail = d["detail"].as_str().unwrap();
+                    assert!(
+                        detail.ends_with("agent messages in the last 300 s (at most 5)"),
+                        "{}: {d}",
+                        b.agent
+                    );
+                }
+            }
+        }
+        refused
+    };
+
+    w.cli_send("mohe", "zhiwei, xiaoguo: let us begin");
+    let first = settle(&counter, &all, 0);
+    assert_eq!(by_agents(&first[1..]), 12, "{first:#?}");
+    assert!(
+        by_window(&all, &[0, 0, 0]) > 0,
+        "the window capped the chain"
+    );
+
+    let seen: Vec<usize> = bots.iter().map(|b| b.decisions().len()).collect();
+    let at = counter.messages().len();
+    w.say(
+        w.ej().outsider(),
+        "alice",
+        "@mohe are you still there?",
+        false,
+    );
+    let second = settle(&counter, &all, at);
+    let (d, _) = from_nick(&bots[0], "alice");
+    assert_eq!(
+        (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
+        (true.into(), "human".into(), 0.into()),
+        "{d}"
+    );
+    assert!(
+        second[1..].iter().any(|m| m.nick == "mohe"),
+        "mohe answered: {second:#?}"
+    );
+    assert_eq!(by_agents(&second), 13, "{second:#?}");
+    assert!(by_window(&all, &seen) > 0, "the window capped it again");
 }
