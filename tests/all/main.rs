@@ -10,6 +10,7 @@
 //! tests that load the whole machine for seconds take
 //! [`session_switch_tests::heavy`], so no two of them overlap.
 
+mod bot;
 mod chain;
 mod component;
 mod config;

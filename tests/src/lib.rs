@@ -11,9 +11,12 @@ use std::sync::{Mutex, MutexGuard};
 
 pub mod archive;
 pub mod fake_host;
+pub mod fake_llm;
 pub mod fault_proxy;
+pub mod hermes_gateway;
 pub mod hostile;
 pub mod instance;
+pub mod room_bot;
 pub mod sample;
 pub mod wit_convert;
 pub mod xmpp;

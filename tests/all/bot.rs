@@ -1,0 +1,323 @@
+//! The agent's room bot end to end (issue 39): `xmpp-session-bridge bot`
+//! processes in a room of the test's own on the real ejabberd, the real
+//! Hermes API server (hermes-agent 0.19.0 from the registry) on a copy of
+//! a real Hermes database, the fake LLM, a person posting through a real
+//! XMPP client and a real occupant (`RoomObserver`) counting what the room
+//! broadcast.
+//!
+//! Each test is heavy (a Hermes gateway, Python clients): they take
+//! [`heavy`], so they run one at a time.
+
+use session_switch_tests::fake_llm::{LOOP, REPLY};
+use session_switch_tests::heavy;
+use session_switch_tests::instance::OwnEjabberd;
+use session_switch_tests::room_bot::{BotWorld, wait_from};
+use session_switch_tests::sample::SAMPLE_CLI;
+use session_switch_tests::xmpp::Ejabberd;
+use std::time::{Duration, Instant};
+
+const ANSWER: Duration = Duration::from_secs(60);
+
+/// A body no other test posts.
+fn unique(what: &str) -> String {
+    format!("{what} {}-{:?}", std::process::id(), Instant::now())
+}
+
+#[test]
+fn a_person_is_answered_in_the_session_resolve_chose_and_own_lines_are_ignored() {
+    let _heavy = heavy();
+    let Some(world) = BotWorld::new(6) else {
+        return;
+    };
+    let observer = world.observer();
+    let mut bot = world.bot("mohe");
+
+    let first = unique("hello mohe, first");
+    world.say("anna", &first);
+    let reply = wait_from(&observer, "mohe", 0, ANSWER)
+        .unwrap_or_else(|| panic!("no reply from mohe:\n{}", bot.log()));
+    assert!(reply.body.starts_with(REPLY), "{reply:?}");
+    assert!(!reply.human_origin, "a bot's reply is an agent message");
+    assert!(reply.origin_id.is_some(), "the reply has an origin-id");
+    // The turn ran in mohe's XMPP session (no record): the room's line
+    // with the sender's nick, then the reply, both stored by Hermes.
+    let rows = world.rows("xmpp-mohe-v2");
+    let tail = &rows[rows.len() - 2..];
+    assert_eq!(tail[0], ("user".into(), format!("anna: {first}")));
+    assert_eq!(tail[1], ("assistant".into(), reply.body.clone()));
+
+    // A CLI send redirects the next turn to the CLI session; the bot's own
+    // reflection of that send is not answered.
+    let cli = unique("from mohe's CLI");
+    let out = world
+        .cli()
+        .args(["send", &cli, SAMPLE_CLI, "--agent", "mohe"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "send: {out:?}");
+    assert!(observer.wait_for_body(&cli, ANSWER).is_some());
+    let seen = observer.messages().len();
+    let second = unique("and a second question");
+    world.say("anna", &second);
+    let reply2 = wait_from(&observer, "mohe", seen, ANSWER)
+        .unwrap_or_else(|| panic!("no second reply:\n{}", bot.log()));
+    let cli_rows = world.rows(SAMPLE_CLI);
+    let tail = &cli_rows[cli_rows.len() - 2..];
+    assert_eq!(tail[0], ("user".into(), format!("anna: {second}")));
+    assert_eq!(tail[1], ("assistant".into(), reply2.body.clone()));
+    assert!(
+        !world
+            .rows("xmpp-mohe-v2")
+            .iter()
+            .any(|(_, c)| c.contains(&second)),
+        "the redirected turn stays out of the XMPP session"
+    );
+    assert!(bot.log().contains("redirected"), "{}", bot.log());
+
+    // Two turns, no more: neither the replies' echoes nor the CLI send
+    // woke the bot.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(world.llm.turn_messages().len(), 2, "{}", bot.log());
+    let from_mohe = observer
+        .messages()
+        .iter()
+        .filter(|m| m.nick == "mohe")
+        .count();
+    assert_eq!(from_mohe, 3, "two replies and the CLI send");
+
+    // SIGTERM: a clean stop.
+    assert!(bot.stop(), "the bot exits 0 on SIGTERM:\n{}", bot.log());
+    assert!(bot.log().contains("stopped"), "{}", bot.log());
+}
+
+#[test]
+fn after_a_lost_connection_the_bot_rejoins_and_answers_nothing_twice() {
+    let _heavy = heavy();
+    let Some(world) = BotWorld::new(6) else {
+        return;
+    };
+    let observer = world.observer();
+    let bot = world.bot("mohe");
+    let first = unique("@mohe before the cut");
+    world.say("anna", &first);
+    wait_from(&observer, "mohe", 0, ANSWER).unwrap_or_else(|| panic!("no reply:\n{}", bot.log()));
+
+    // The server ends every session of mohe's account (as a restart or a
+    // network cut would): the bot reconnects and rejoins by itself.
+    let kicked = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-m",
+            "10",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .arg("-d")
+        .arg(format!(
+            "{{\"user\":\"mohe\",\"host\":\"{}\"}}",
+            world.ej.domain
+        ))
+        .arg(format!("{}/kick_user", world.ej.api_url))
+        .output()
+        .unwrap();
+    assert!(kicked.status.success(), "kick_user: {kicked:?}");
+    assert!(
+        bot.wait_log("reconnected", 1, ANSWER),
+        "no reconnect:\n{}",
+        bot.log()
+    );
+    assert!(
+        bot.wait_log("joined", 2, ANSWER),
+        "no rejoin:\n{}",
+        bot.log()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        world.llm.turn_messages().len(),
+        1,
+        "nothing is answered again after the rejoin:\n{}",
+        bot.log()
+    );
+
+    let seen = observer.messages().len();
+    let after = unique("@mohe after the cut");
+    world.say("anna", &after);
+    wait_from(&observer, "mohe", seen, ANSWER)
+        .unwrap_or_else(|| panic!("no reply after the rejoin:\n{}", bot.log()));
+    assert_eq!(
+        world.llm.turn_messages(),
+        vec![format!("anna: {first}"), format!("anna: {after}")]
+    );
+}
+
+#[test]
+fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
+    let _heavy = heavy();
+    let Some(mut world) = BotWorld::new(6) else {
+        return;
+    };
+    let observer = world.observer();
+    let bot = world.bot("mohe");
+    world.gateway.stop();
+
+    let once = world
+        .cli()
+        .args(["--json", "bot", "--agent", "mohe", "--once"])
+        .output()
+        .unwrap();
+    assert!(!once.status.success(), "--once with Hermes down: {once:?}");
+    let health: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
+    assert_eq!(health["joined"], true, "{health}");
+    assert_ne!(health["hermes"], "ok", "{health}");
+
+    let lost = unique("while Hermes is down");
+    world.say("anna", &lost);
+    assert!(
+        bot.wait_log("no reply to anna: Hermes API server unreachable", 1, ANSWER),
+        "{}",
+        bot.log()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !observer.messages().iter().any(|m| m.nick == "mohe"),
+        "nothing is posted while Hermes is down"
+    );
+
+    world.gateway.restart();
+    let once = world
+        .cli()
+        .args(["bot", "--agent", "mohe", "--once"])
+        .output()
+        .unwrap();
+    assert!(once.status.success(), "--once with Hermes back: {once:?}");
+    let back = unique("Hermes is back");
+    world.say("anna", &back);
+    let reply = wait_from(&observer, "mohe", 0, ANSWER)
+        .unwrap_or_else(|| panic!("no reply once Hermes is back:\n{}", bot.log()));
+    assert!(reply.body.starts_with(REPLY), "{reply:?}");
+    assert_eq!(
+        world.llm.turn_messages(),
+        vec![format!("anna: {lost}\nanna: {back}")],
+        "the line Hermes missed goes with the next turn into the same session"
+    );
+}
+
+#[test]
+fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
+    let _heavy = heavy();
+    let max_hops = 3;
+    let Some(world) = BotWorld::new(max_hops) else {
+        return;
+    };
+    let observer = world.observer();
+    let bots: Vec<_> = ["mohe", "zhiwei", "xiaoguo"]
+        .into_iter()
+        .map(|a| world.bot(a))
+        .collect();
+    // Every reply names all three agents, so each bot is addressed by the
+    // others' replies until its hop counter reaches the bound.
+    world.say("anna", &unique(&format!("@zhiwei start {LOOP}")));
+    let quiet = |observer: &session_switch_tests::xmpp::RoomObserver| {
+        let mut last = observer.messages().len();
+        let mut still = Instant::now();
+        let started = Instant::now();
+        while still.elapsed() < Duration::from_secs(8) {
+            assert!(
+                started.elapsed() < Duration::from_secs(240),
+                "the room never went quiet"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+            let now = observer.messages().len();
+            if now != last {
+                last = now;
+                still = Instant::now();
+            }
+        }
+        last
+    };
+    let total = quiet(&observer);
+    let agent_lines = |from: usize| {
+        observer
+            .messages()
+            .iter()
+            .skip(from)
+            .filter(|m| m.nick != "anna")
+            .count()
+    };
+    let chain = agent_lines(0);
+    assert!(chain >= 2, "the bots answered each other: {chain}");
+    // Each bot answers at most `max_hops` agent messages after the person's.
+    assert!(chain <= 1 + 3 * max_hops as usize, "{chain} agent lines");
+    for bot in &bots {
+        assert!(
+            bot.log().contains("loop-guard"),
+            "{}:\n{}",
+            bot.agent,
+            bot.log()
+        );
+    }
+
+    // A person's message resets the bound: mohe answers again.
+    world.say("anna", &unique("@mohe a new question"));
+    let reply = wait_from(&observer, "mohe", total, ANSWER);
+    assert!(reply.is_some(), "{}", bots[0].log());
+}
+
+#[test]
+fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
+    let _heavy = heavy();
+    // An instance of this test's own: the run's shared one serves the
+    // other tests meanwhile.
+    if Ejabberd::from_env().is_none() {
+        return;
+    }
+    let mut own = OwnEjabberd::start_fresh("bots");
+    let Some(world) = BotWorld::on(own.ejabberd(), 6) else {
+        return;
+    };
+    let bots: Vec<_> = ["mohe", "zhiwei", "xiaoguo"]
+        .into_iter()
+        .map(|a| world.bot(a))
+        .collect();
+    let observer = world.observer();
+    let before = unique("@mohe before the restart");
+    world.say("anna", &before);
+    // A person's line is answered by every agent (reason `human`).
+    for bot in &bots {
+        wait_from(&observer, &bot.agent, 0, ANSWER)
+            .unwrap_or_else(|| panic!("no reply from {}:\n{}", bot.agent, bot.log()));
+    }
+    let answered = world.llm.turn_messages();
+    assert_eq!(answered, vec![format!("anna: {before}"); 3]);
+    drop(observer);
+
+    own.stop();
+    std::thread::sleep(Duration::from_secs(2));
+    own.start();
+    for bot in &bots {
+        assert!(
+            bot.wait_log("joined", 2, Duration::from_secs(90)),
+            "{} did not rejoin:\n{}",
+            bot.agent,
+            bot.log()
+        );
+        assert!(bot.log().contains("reconnected"), "{}", bot.log());
+    }
+    let observer = world.observer();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        world.llm.turn_messages(),
+        answered,
+        "no line is answered again after the restart"
+    );
+    let after = unique("@zhiwei after the restart");
+    world.say("anna", &after);
+    for bot in &bots {
+        wait_from(&observer, &bot.agent, 0, ANSWER)
+            .unwrap_or_else(|| panic!("no reply after the restart:\n{}", bot.log()));
+    }
+    let turns = world.llm.turn_messages();
+    assert_eq!(turns[3..], vec![format!("anna: {after}"); 3]);
+}

@@ -1,0 +1,321 @@
+//! The room bot's world for its end-to-end tests (`tests/all/bot.rs`): a
+//! room of the test's own on the real ejabberd, a Hermes home with a copy
+//! of a real Hermes database, the real Hermes API server against the fake
+//! LLM, the config the bots read, bot processes (`xmpp-session-bridge bot`)
+//! whose log the test reads, and a person who posts.
+
+use crate::fake_llm::FakeLlm;
+use crate::hermes_gateway::{HermesGateway, hermes_venv};
+use crate::xmpp::{Ejabberd, RoomMessage, RoomObserver};
+use crate::{bin_path, fixture_copy, venv_python, workspace_root};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The agents of the world, each with its XMPP session.
+pub const AGENTS: [(&str, &str); 3] = [
+    ("mohe", "xmpp-mohe-v2"),
+    ("zhiwei", "xmpp-zhiwei"),
+    ("xiaoguo", "xmpp-xiaoguo"),
+];
+
+/// Everything one test's bots run against; torn down on drop (the room
+/// destroyed, the gateway stopped, the folder removed).
+pub struct BotWorld {
+    pub dir: tempfile::TempDir,
+    /// The Hermes home: `state.db`, `.env`, `config.yaml`, the config.
+    pub home: PathBuf,
+    pub db: PathBuf,
+    pub config: PathBuf,
+    /// The instance, with `room` this test's own.
+    pub ej: Ejabberd,
+    pub llm: FakeLlm,
+    pub gateway: HermesGateway,
+}
+
+impl BotWorld {
+    /// A world on Hermes 0.19.0 (its fixture and venv), `max_hops` the loop
+    /// guard's bound; `None` when ejabberd, the fixtures or the venv are
+    /// missing (each says so).
+    pub fn new(max_hops: u32) -> Option<BotWorld> {
+        BotWorld::on(&Ejabberd::from_env()?, max_hops)
+    }
+
+    /// [`BotWorld::new`] on the ejabberd instance `base` (e.g. one the test
+    /// started for itself and may restart).
+    pub fn on(base: &Ejabberd, max_hops: u32) -> Option<BotWorld> {
+        let venv = hermes_venv("0.19.0")?;
+        let (dir, db) = fixture_copy("hermes-0.19.0.db")?;
+        let ej = own_room(base);
+        let home = dir.path().to_path_buf();
+        let llm = FakeLlm::start(&AGENTS.map(|(a, _)| a));
+        let gateway = HermesGateway::start(&venv, &home, llm.port);
+        let config = home.join("session-switch.toml");
+        std::fs::write(
+            home.join("mohe.password"),
+            format!("{}\n", ej.password("mohe")),
+        )
+        .unwrap();
+        let mut text = format!(
+            "[xmpp]\nroom = \"{}\"\ntransport = \"http\"\napi_url = \"{}\"\n\n\
+             [loop_guard]\nmax_hops = {max_hops}\n\n\
+             [bot]\nserver = \"{}:{}\"\ntls = \"insecure-plaintext\"\nturn_timeout_seconds = 60\n\n\
+             [bot.agents.mohe]\npassword_file = \"mohe.password\"\n\n\
+             [bot.agents.zhiwei]\npassword_env = \"ZHIWEI_XMPP_PASSWORD\"\n\n\
+             [bot.agents.xiaoguo]\npassword = \"{}\"\n",
+            ej.room,
+            ej.api_url,
+            ej.c2s_host,
+            ej.c2s_port,
+            ej.password("xiaoguo")
+        );
+        for (agent, session) in AGENTS {
+            text.push_str(&format!(
+                "\n[[agents]]\nname = \"{agent}\"\njid = \"{}\"\nsessions = [\"{session}\"]\n",
+                ej.jid(agent)
+            ));
+        }
+        std::fs::write(&config, text).unwrap();
+        Some(BotWorld {
+            dir,
+            home,
+            db,
+            config,
+            ej,
+            llm,
+            gateway,
+        })
+    }
+
+    /// The CLI with this world's config, database and cache.
+    pub fn cli(&self) -> Command {
+        let mut cmd = Command::new(bin_path());
+        cmd.arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--cache-dir")
+            .arg(self.home.join("cache"))
+            .env("HERMES_HOME", &self.home)
+            .env("ZHIWEI_XMPP_PASSWORD", self.ej.password("zhiwei"))
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Start `agent`'s bot and wait until it is seated (at most 60 s).
+    pub fn bot(&self, agent: &str) -> BotProcess {
+        let mut cmd = self.cli();
+        cmd.args(["bot", "--agent", agent]);
+        let bot = BotProcess::spawn(cmd, agent);
+        assert!(
+            bot.wait_log("joined", 1, Duration::from_secs(60)),
+            "{agent}'s bot did not join:\n{}",
+            bot.log()
+        );
+        bot
+    }
+
+    /// A real occupant that records what the room broadcast.
+    pub fn observer(&self) -> RoomObserver {
+        RoomObserver::join(&self.ej)
+    }
+
+    /// A person (`outsider`'s account) posts `body` as `nick`; returns once
+    /// the room reflected it.
+    pub fn say(&self, nick: &str, body: &str) {
+        let ej = &self.ej;
+        let out = Command::new(venv_python())
+            .arg(workspace_root().join("tests/ejabberd/guard_bot.py"))
+            .args(["say", "--jid", &ej.jid(ej.outsider())])
+            .args(["--password", &ej.password(ej.outsider())])
+            .args(["--room", &ej.room, "--nick", nick, "--body", body])
+            .args(["--port", &ej.c2s_port.to_string(), "--timeout", "30"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("\"said\""),
+            "say {body:?}: {out:?}"
+        );
+    }
+
+    /// `(role, content)` of `session`'s rows in `state.db`, oldest first.
+    pub fn rows(&self, session: &str) -> Vec<(String, String)> {
+        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT role, COALESCE(content, '') FROM messages WHERE session_id = ? ORDER BY id",
+            )
+            .unwrap();
+        stmt.query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+/// A room of this test's own, non-anonymous (the bots see real JIDs, as
+/// the human-origin rule needs), the agents MUC/Sub subscribers (the
+/// bridge's sender check); destroyed when the world is dropped.
+fn own_room(ej: &Ejabberd) -> Ejabberd {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "bots{}x{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let ctl = |args: &[&str]| {
+        let out = Command::new(&ej.ctl)
+            .args(args)
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ejabberdctl {args:?}: {out:?}");
+    };
+    ctl(&["create_room", &name, &ej.muc_service, &ej.domain]);
+    for (option, value) in [("anonymous", "false"), ("allow_subscription", "true")] {
+        ctl(&["change_room_option", &name, &ej.muc_service, option, value]);
+    }
+    let room = format!("{name}@{}", ej.muc_service);
+    for (agent, _) in AGENTS {
+        ctl(&[
+            "subscribe_room",
+            &ej.jid(agent),
+            agent,
+            &room,
+            "urn:xmpp:mucsub:nodes:messages",
+        ]);
+    }
+    let mut own = ej.clone();
+    own.room = room;
+    own.room_name = name;
+    own
+}
+
+impl Drop for BotWorld {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.ej.ctl)
+            .args(["destroy_room", &self.ej.room_name, &self.ej.muc_service])
+            .output();
+    }
+}
+
+/// A bot process; its stderr (the log) collected line by line. SIGTERM,
+/// then SIGKILL after 10 s, on drop.
+pub struct BotProcess {
+    pub agent: String,
+    child: Option<Child>,
+    log: Arc<(Mutex<Vec<String>>, Condvar)>,
+}
+
+impl BotProcess {
+    fn spawn(mut cmd: Command, agent: &str) -> BotProcess {
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log: Arc<(Mutex<Vec<String>>, Condvar)> = Arc::default();
+        let shared = Arc::clone(&log);
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                shared.0.lock().unwrap().push(line);
+                shared.1.notify_all();
+            }
+        });
+        BotProcess {
+            agent: agent.into(),
+            child: Some(child),
+            log,
+        }
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        self.log.0.lock().unwrap().join("\n")
+    }
+
+    /// How many log lines contain `text`.
+    pub fn count(&self, text: &str) -> usize {
+        self.log
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(text))
+            .count()
+    }
+
+    /// Wait at most `within` until `times` log lines contain `text`.
+    pub fn wait_log(&self, text: &str, times: usize, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        let (lock, cvar) = &*self.log;
+        let mut lines = lock.lock().unwrap();
+        loop {
+            if lines.iter().filter(|l| l.contains(text)).count() >= times {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            lines = cvar.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    /// SIGTERM and wait (at most 15 s); whether it exited with status 0.
+    pub fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for BotProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Wait at most `within` for a live message from `nick` among the
+/// observer's messages after the first `after`; the first such.
+pub fn wait_from(
+    observer: &RoomObserver,
+    nick: &str,
+    after: usize,
+    within: Duration,
+) -> Option<RoomMessage> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(m) = observer
+            .messages()
+            .into_iter()
+            .skip(after)
+            .find(|m| m.nick == nick)
+        {
+            return Some(m);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
