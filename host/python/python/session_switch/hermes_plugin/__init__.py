@@ -60,6 +60,14 @@ def register(ctx: Any) -> None:
             e.why,
         )
         return
+    except Exception as e:  # a Hermes the canary cannot even read
+        log.warning(
+            "session-switch %s: inert on %s (Hermes's own behaviour): its seams cannot be checked: %r",
+            __version__,
+            hermes,
+            e,
+        )
+        return
     if getattr(found.run_agent, "__session_switch__", False):
         return
     home = hermes_home()

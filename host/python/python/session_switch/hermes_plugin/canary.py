@@ -53,14 +53,15 @@ class SeamMoved(Exception):
 
 
 class Seams:
-    """What :func:`find` found: the adapter class and the functions to wrap
+    """What :func:`find` found: the classes and the functions to wrap
     (``repair`` ``None`` where Hermes's loader does not repair), and the
     optional lookups the line has (their names in :attr:`used`)."""
 
-    __slots__ = ("adapter", "run_agent", "handler", "loader", "repair", "used")
+    __slots__ = ("adapter", "session_db", "run_agent", "handler", "loader", "repair", "used")
 
-    def __init__(self, adapter, run_agent, handler, loader, repair, used) -> None:
+    def __init__(self, adapter, session_db, run_agent, handler, loader, repair, used) -> None:
         self.adapter = adapter
+        self.session_db = session_db
         self.run_agent: Callable = run_agent
         self.handler: Callable = handler
         self.loader: Callable = loader
@@ -136,7 +137,7 @@ def find() -> Seams:
     if repair is not None:
         _not_coroutine(repair, REPAIR)
         _positional(repair, REPAIR, ("agent", "messages"))
-    return Seams(adapter, run_agent, handler, loader, repair, used)
+    return Seams(adapter, session_db, run_agent, handler, loader, repair, used)
 
 
 def _imported(module: str, name: str, seam: str) -> Any:

@@ -145,14 +145,21 @@ def install(found, bridges: Bridges) -> None:
             request.plan = Plan(session_id, session_id, loader(db, session_id), False)
         return request.plan.history
 
-    from hermes_state import SessionDB
+    run_agent = wrap_run_agent(found.run_agent, bridges)
+    repair = found.repair
+    if repair is not None and not getattr(repair, "__session_switch__", False):
+        from agent import agent_runtime_helpers as helpers
 
+        repair = wrap_repair(repair)
+    else:
+        repair = None
+    # Every wrapper made: installed together, or none (a raise above).
     PREPARED.loader = loader
-    adapter._run_agent = wrap_run_agent(found.run_agent, bridges)
-    SessionDB.get_messages_as_conversation = get_messages_as_conversation
+    adapter._run_agent = run_agent
+    found.session_db.get_messages_as_conversation = get_messages_as_conversation
     adapter._handle_chat_completions = _handle_chat_completions
-    if found.repair is not None:
-        install_repair_hook(found.repair)
+    if repair is not None:
+        helpers.repair_message_sequence = repair
 
 
 # The turn whose reload the running thread's load is (see `load_during_turn`).
@@ -165,7 +172,7 @@ def load_during_turn(db, loader: Callable, args: tuple, kwargs: dict):
     compression tip of one (``Turns.continued_by``): the model gets that
     history as it gets the first load's. Rows are edited before Hermes's
     alternation repair merges consecutive user rows
-    (``repair_alternation=True``, :func:`install_repair_hook`), as on the
+    (``repair_alternation=True``, :func:`wrap_repair`), as on the
     first load, where the repair comes later; where no repair runs, after
     the load. A failure of ours: Hermes's load as it is, one log line."""
     session_id = args[0] if args else kwargs.get("session_id")
@@ -204,16 +211,12 @@ def tag_reload(plan: Plan, session_id: str, messages: list) -> None:
         )
 
 
-def install_repair_hook(repair: Callable) -> None:
-    """Wrap Hermes's ``repair_message_sequence`` (the loader imports it
-    from ``agent.agent_runtime_helpers`` when it repairs) so that a reload
-    :func:`load_during_turn` marked is edited just before the repair merges
-    its rows: a merged row's second text would keep an imitated tag inside
-    it. Only the loader's own call (``agent`` None) is edited."""
-    from agent import agent_runtime_helpers as helpers
-
-    if getattr(repair, "__session_switch__", False):
-        return
+def wrap_repair(repair: Callable) -> Callable:
+    """Hermes's ``repair_message_sequence`` (the loader imports it from
+    ``agent.agent_runtime_helpers`` when it repairs), wrapped so that a
+    reload :func:`load_during_turn` marked is edited just before the repair
+    merges its rows: a merged row's second text would keep an imitated tag
+    inside it. Only the loader's own call (``agent`` None) is edited."""
 
     @functools.wraps(repair)
     def repair_message_sequence(agent, messages, *args, **kwargs):
@@ -224,4 +227,4 @@ def install_repair_hook(repair: Callable) -> None:
         return repair(agent, messages, *args, **kwargs)
 
     repair_message_sequence.__session_switch__ = True  # type: ignore[attr-defined]
-    helpers.repair_message_sequence = repair_message_sequence
+    return repair_message_sequence
