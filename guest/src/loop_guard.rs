@@ -253,7 +253,7 @@ pub fn admit_message(
             host.log(
                 crate::LogLevel::Warn,
                 &format!(
-                    "loop-guard state {key} is not a state of ours; read as a capped chain                      ({} hops) and rewritten",
+                    "loop-guard state {key} is not a state of ours; read as a capped chain ({} hops) and rewritten",
                     guard.max_hops
                 ),
             );

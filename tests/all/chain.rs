@@ -275,7 +275,9 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
         ("no-such-session", None),
     ] {
         assert_eq!(
-            bridge.agent_for_session(&store, asked).unwrap(),
+            bridge
+                .agent_for_session(&session_switch::Reads::of(&store), asked)
+                .unwrap(),
             agent,
             "{asked}"
         );

@@ -20,6 +20,7 @@ mod hostile_input;
 mod hot_swap;
 mod idle_bridge;
 mod isolation;
+mod layout;
 mod loop_guard;
 mod loop_guard_e2e;
 mod memo;

@@ -13,13 +13,20 @@
 //! - [`limits`]: the bounds on session ids, bodies and texts;
 //! - [`ids`]: session ids Hermes's API server takes (`X-Hermes-Session-Id`);
 //! - [`role`]: Hermes's free-text `messages.role` as the contract's roles;
-//! - [`failure`]: the failure kinds and the CLI's exit statuses.
+//! - [`failure`]: the failure kinds and the CLI's exit statuses;
+//! - with feature `host` (std and serde_json, never in the guest):
+//!   [`history`], the rows a host reads as Hermes's loader returns them and
+//!   the version of what it read, and [`clock`], the host's Unix clock.
 
-#![no_std]
+#![cfg_attr(not(feature = "host"), no_std)]
 extern crate alloc;
 
+#[cfg(feature = "host")]
+pub mod clock;
 pub mod failure;
 pub mod fold;
+#[cfg(feature = "host")]
+pub mod history;
 pub mod ids;
 pub mod keys;
 pub mod limits;

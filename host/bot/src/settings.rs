@@ -211,7 +211,7 @@ pub fn parse_env(text: &str) -> HashMap<String, String> {
 
 /// `$HERMES_HOME` as Hermes reads it (default `~/.hermes`).
 pub fn hermes_home() -> PathBuf {
-    session_switch::store::hermes_home()
+    session_switch::hermes_home()
 }
 
 #[cfg(test)]

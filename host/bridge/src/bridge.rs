@@ -3,15 +3,18 @@
 //! repeats the wiring; a Rust gateway can use it too.
 
 use crate::config::Config;
+use crate::explain::{explain_followed, explain_status, lock};
 use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports};
-use crate::store::{HermesStore, PendingSend, Written, add_continuations};
+use crate::reads::Reads;
+use crate::store::{HermesStore, PendingSend, Written};
 use crate::wiring;
+use crate::wiring::add_continuations;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_runtime::{
     Admission, CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions,
-    Reason, Receipt, RecordStatus, RoomMessage, Settings,
+    Receipt, RecordStatus, RoomMessage, Settings,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where a [`Bridge`] finds its parts; `None` takes the default.
 #[derive(Clone, Debug, Default)]
@@ -92,7 +95,7 @@ impl Bridge {
     ///
     /// On schema v31 the settings' XMPP sessions of each agent include the
     /// compression continuations of its configured ones as they are now
-    /// (DESIGN §9.4, `store::add_continuations`): a child of
+    /// (DESIGN §9.4, `wiring::add_continuations`): a child of
     /// `xmpp-mohe-v2` resolves as `xmpp-mohe-v2` does. An instance kept for
     /// long learns of later compressions only with new settings
     /// ([`PolicyInstance::set_settings`]) or a new instance.
@@ -112,20 +115,35 @@ impl Bridge {
     /// The agent whose XMPP sessions include `session_id`: one its config
     /// names, or on the v31 schema a compression continuation of one
     /// (DESIGN §9.4: Hermes's API server runs a compressed session's turns
-    /// on its live tip), read on `store`. `None`: nobody's XMPP session.
+    /// on its live tip), read on `reads`. `None`: nobody's XMPP session.
     ///
     /// Errors: kind `busy` or `store` from the chain walk (only for a
     /// session no config line names).
     pub fn agent_for_session(
         &self,
-        store: &HermesStore,
+        reads: &Reads<'_>,
         session_id: &str,
     ) -> Result<Option<&str>, Failure> {
         if let Some(agent) = self.configured_agent(session_id) {
             return Ok(Some(agent));
         }
-        let root = store.continued_root(session_id, |id| self.configured_agent(id).is_some())?;
+        let root = reads.continued_root(session_id, |id| self.configured_agent(id).is_some())?;
         Ok(root.and_then(|root| self.configured_agent(&root)))
+    }
+
+    /// `f` on the reads of `instance`'s own connection when
+    /// [`Bridge::instance`] made it, else on a new connection.
+    ///
+    /// Errors: `f`'s, and opening a connection (kind `store`).
+    pub fn reads<R>(
+        &self,
+        instance: &mut PolicyInstance,
+        f: impl FnOnce(&Reads<'_>) -> Result<R, Failure>,
+    ) -> Result<R, Failure> {
+        match HermesImports::store_of(instance) {
+            Some(store) => f(&Reads(store)),
+            None => f(&Reads(&self.store()?)),
+        }
     }
 
     /// The agent whose config lists `session_id` among its XMPP sessions
@@ -324,8 +342,21 @@ impl Bridge {
     }
 }
 
-fn lock(notes: &ChainNotes) -> std::sync::MutexGuard<'_, Vec<ChainNote>> {
-    notes.lock().unwrap_or_else(|e| e.into_inner())
+/// `$HERMES_HOME/state.db`, `HERMES_HOME` defaulting to `~/.hermes`
+/// (Hermes's own rule): the database a [`Bridge`] opens by default.
+pub fn default_db_path() -> PathBuf {
+    HermesStore::default_path()
+}
+
+/// Create an empty Hermes-compatible `state.db` at `path` (the v31 schema,
+/// journal mode DELETE), and its folder when missing, as Hermes creates
+/// `HERMES_HOME` (CLI `init-db`).
+///
+/// Errors: kind `bad-input` when `path` is a folder or a file that is not
+/// empty (never overwritten); kind `store` when it cannot be created (a
+/// file this call created is removed again).
+pub fn init_db(path: &Path) -> Result<(), Failure> {
+    HermesStore::init(path).map(drop)
 }
 
 /// Refuse a session id Hermes's API server would refuse
@@ -339,53 +370,6 @@ pub fn refuse_unusable(session_id: &str) -> Result<(), Failure> {
              gateway loads it; nothing was read"
         ))),
         None => Ok(()),
-    }
-}
-
-/// A redirect to the tip of a compressed record: say which session the
-/// record itself names.
-fn explain_followed(decision: &mut Decision, notes: &ChainNotes) {
-    if !decision.redirected {
-        return;
-    }
-    for n in lock(notes).iter() {
-        if let ChainNote::RecordFollowed { key, recorded, tip } = n
-            && *tip == decision.session_id
-        {
-            decision.detail.push_str(&format!(
-                " (record {key} names {recorded}, which Hermes ended by compression; {tip} is \
-                 its live tip)"
-            ));
-            return;
-        }
-    }
-}
-
-/// `active`'s view of a record after the chain walk's notes.
-fn explain_status(status: &mut RecordStatus, notes: &[ChainNote]) {
-    for n in notes {
-        match n {
-            ChainNote::RecordFollowed { key, recorded, tip }
-                if *key == status.key && status.session_id.as_deref() == Some(tip) =>
-            {
-                status.detail.push_str(&format!(
-                    " (the record names {recorded}, which Hermes ended by compression; {tip} is \
-                     its live tip)"
-                ));
-                status.session_id = Some(recorded.clone());
-            }
-            ChainNote::Refused { session, why }
-                if status.valid && status.session_id.as_deref() == Some(session) =>
-            {
-                status.valid = false;
-                status.reason = Reason::MalformedRecord;
-                status.detail = format!(
-                    "record {} names {session}: {why}; resolve does not redirect",
-                    status.key
-                );
-            }
-            _ => {}
-        }
     }
 }
 

@@ -1,9 +1,12 @@
 //! The config turned into what the other parts take: the policy's
-//! [`Settings`] and the ejabberd [`Transport`]. Each conversion is written
-//! here once; the CLI, the Python binding and the tests use these.
+//! [`Settings`] (with the compression continuations the store finds) and
+//! the ejabberd [`Transport`]. Each conversion is written here once; the
+//! CLI, the Python binding and the tests use these.
 
 use crate::config::{Config, TransportKind};
+use crate::store::HermesStore;
 use crate::transport::{self, EjabberdCtl, HttpApi, Transport};
+use session_switch_contract::ids::api_session_id_problem;
 use session_switch_runtime::{Agent, Failure, LoopGuard, Settings};
 use std::time::Duration;
 
@@ -68,4 +71,40 @@ pub fn transport(config: &Config) -> Result<Box<dyn Transport>, Failure> {
             )?)
         }
     })
+}
+
+/// `settings` with, for each agent, the compression continuations of its
+/// configured XMPP sessions appended to its `sessions` (after the
+/// configured ones, so the first stays the one sends name): a child of
+/// `xmpp-mohe-v2` is mohe's XMPP session as `xmpp-mohe-v2` is (DESIGN
+/// §9.4). A continuation already configured anywhere, or one the policy's
+/// `configure` would refuse (an id Hermes's API server refuses), is left
+/// out. Returns the `(configured, continuation)` pairs added.
+pub fn add_continuations(
+    store: &HermesStore,
+    settings: &mut Settings,
+) -> Result<Vec<(String, String)>, Failure> {
+    let mut taken: Vec<String> = settings
+        .agents
+        .iter()
+        .flat_map(|a| a.sessions.iter().cloned())
+        .collect();
+    let mut added = Vec::new();
+    for agent in &mut settings.agents {
+        let configured = agent.sessions.clone();
+        for root in &configured {
+            for child in store.compression_continuations(root)? {
+                if taken.contains(&child)
+                    || api_session_id_problem(&child).is_some()
+                    || child.chars().any(char::is_control)
+                {
+                    continue;
+                }
+                taken.push(child.clone());
+                agent.sessions.push(child.clone());
+                added.push((root.clone(), child));
+            }
+        }
+    }
+    Ok(added)
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
 use session_switch::runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
-use session_switch::store::{PendingSend, PendingState};
+use session_switch::{PendingSend, PendingState};
 use std::path::Path;
 
 fn print_json(value: &Value) {

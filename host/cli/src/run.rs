@@ -5,7 +5,6 @@ use crate::args::{Cli, Command, Global};
 use crate::output;
 use session_switch::config::Config;
 use session_switch::runtime::{CacheMode, RoomMessage, max_text_bytes};
-use session_switch::store::HermesStore;
 use session_switch::{Bridge, BridgeOptions, Failure};
 use std::io::Read;
 use std::path::PathBuf;
@@ -22,7 +21,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::InitDb => {
             let path = db_path(g);
-            HermesStore::init(&path)?;
+            session_switch::init_db(&path)?;
             output::init_db(&path, g.json);
             Ok(())
         }
@@ -101,7 +100,7 @@ fn load_config(g: &Global) -> Result<Config, Failure> {
 }
 
 fn db_path(g: &Global) -> PathBuf {
-    g.db.clone().unwrap_or_else(HermesStore::default_path)
+    g.db.clone().unwrap_or_else(session_switch::default_db_path)
 }
 
 /// The [`Bridge`] of the global options: `--config`, `--db`, `--policy`,

@@ -3,16 +3,15 @@
 //! runs on a pooled policy instance, and converts the answer; every rule
 //! stays in the policy, every guard in the Rust host.
 
-use crate::convert::{self, PathArg, Text, to_py};
+use crate::convert::{self, PathArg, Text, row_limit, to_py};
 use crate::error::error;
 use crate::pool::Pool;
 use crate::tagging;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyList};
+use pyo3::types::{PyInt, PyList};
 use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
-use session_switch::store::{HermesStore, hermes_home};
 use session_switch::{
-    Bridge as Host, BridgeOptions, Failure, HermesImports, json, refuse_unusable, wiring,
+    Bridge as Host, BridgeOptions, Failure, Reads, hermes_home, json, refuse_unusable, wiring,
 };
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -23,7 +22,7 @@ use std::time::Instant;
 /// the policy (embedded, or a file that is hot-swapped when it changes).
 #[pyclass(frozen, module = "session_switch._native")]
 pub struct Bridge {
-    pub(crate) host: Host,
+    host: Host,
     /// Instances not in use (without a transport: `send` opens its own).
     instances: Pool<PolicyInstance>,
     watcher: Mutex<Option<Watcher>>,
@@ -42,20 +41,16 @@ impl Bridge {
         py.detach(|| self.instances.with(|| self.host.instance(false), f))
     }
 
-    /// `f` on the store of a pooled instance: a request's plain reads share
+    /// `f` on the reads of a pooled instance: a request's plain reads share
     /// the connection its policy calls use, so after Hermes's commit of a
     /// turn SQLite refills one page cache per request, not one per
-    /// connection (`HermesImports::store_of`).
+    /// connection ([`Host::reads`]).
     pub(crate) fn read<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&HermesStore) -> Result<R, Failure> + Send,
+        f: impl FnOnce(&Reads<'_>) -> Result<R, Failure> + Send,
     ) -> Result<R, Failure> {
-        self.call(py, |instance| match HermesImports::store_of(instance) {
-            Some(store) => f(store),
-            // Not made by `Bridge::instance`: a connection of its own.
-            None => f(&self.host.store()?),
-        })
+        self.call(py, |instance| self.host.reads(instance, f))
     }
 }
 
@@ -153,8 +148,8 @@ impl Bridge {
             return Ok(Some(agent.to_owned()));
         }
         let found = self
-            .read(py, |store| {
-                let agent = self.host.agent_for_session(store, &session_id)?;
+            .read(py, |reads| {
+                let agent = self.host.agent_for_session(reads, &session_id)?;
                 Ok(agent.map(str::to_owned))
             })
             .map_err(error)?;
@@ -173,7 +168,7 @@ impl Bridge {
     /// `session_id` itself, so the plugin need not ask them. Raises
     /// `SessionSwitchError` (kind `busy`/`store`) when it cannot be read.
     fn has_child_sessions(&self, py: Python<'_>, session_id: Text) -> PyResult<bool> {
-        self.read(py, |store| store.has_child_sessions(&session_id))
+        self.read(py, |reads| reads.has_child_sessions(&session_id))
             .map_err(error)
     }
 
@@ -364,7 +359,13 @@ impl Bridge {
         messages: &Bound<'_, PyList>,
     ) -> PyResult<usize> {
         refuse_unusable(&session_id).map_err(error)?;
-        tagging::tag_messages(self, py, &agent, &session_id, messages)
+        let ours = self
+            .read(py, |reads| reads.bridge_rows(&session_id, &agent))
+            .map_err(error)?;
+        let chars = self.host.policy().options().tag_prefix_chars;
+        tagging::tag_messages(py, &ours, chars, messages, |summaries| {
+            self.call(py, |i| i.tag_summaries(&agent, summaries))
+        })
     }
 
     /// What this `Bridge` reads, as a value only compared for equality:
@@ -383,7 +384,7 @@ impl Bridge {
         let swaps = self.host.policy().generation();
         let renewals = self.instances.generation();
         let (serial, version) = self
-            .read(py, |store| Ok((store.serial(), store.data_version()?)))
+            .read(py, |reads| Ok((reads.serial(), reads.data_version()?)))
             .map_err(error)?;
         Ok((serial, version.0, version.1, swaps, renewals))
     }
@@ -408,22 +409,4 @@ impl Bridge {
         })
         .map_err(error)
     }
-}
-
-/// A history limit given as a Python int: a number of rows, or `bad-input`
-/// in the CLI's words for `--limit` (a negative or huge int would otherwise
-/// be Python's `OverflowError`).
-fn row_limit(n: &Bound<'_, PyInt>) -> PyResult<u32> {
-    // `True` is an int to Python; the CLI's `--limit` takes no such thing.
-    let rows = if n.is_instance_of::<PyBool>() {
-        None
-    } else {
-        n.extract::<u32>().ok()
-    };
-    rows.ok_or_else(|| {
-        error(Failure::bad_input(format!(
-            "limit {n} is not a number of rows (0 to {})",
-            u32::MAX
-        )))
-    })
 }

@@ -6,7 +6,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 use serde_json::Value;
 use session_switch::Failure;
 use session_switch::runtime::Decision;
@@ -119,4 +119,22 @@ impl FromPyObject<'_, '_> for PathArg {
             Err(why) => Err(why),
         }
     }
+}
+
+/// A history limit given as a Python int: a number of rows, or `bad-input`
+/// in the CLI's words for `--limit` (a negative or huge int would otherwise
+/// be Python's `OverflowError`).
+pub fn row_limit(n: &Bound<'_, PyInt>) -> PyResult<u32> {
+    // `True` is an int to Python; the CLI's `--limit` takes no such thing.
+    let rows = if n.is_instance_of::<PyBool>() {
+        None
+    } else {
+        n.extract::<u32>().ok()
+    };
+    rows.ok_or_else(|| {
+        crate::error::error(Failure::bad_input(format!(
+            "limit {n} is not a number of rows (0 to {})",
+            u32::MAX
+        )))
+    })
 }

@@ -25,7 +25,7 @@ fn build_info<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
     let value = serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "sqlite": "system",
-        "sqlite_version": session_switch::store::sqlite_version(),
+        "sqlite_version": session_switch::sqlite_version(),
     });
     convert::to_py(py, &value)
 }

@@ -9,16 +9,15 @@
 //! recognised by its role and stored timestamp (the bridge's own list,
 //! `session_switch_sent`).
 
-use crate::bridge::Bridge;
 use crate::error::error;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyString};
 use pyo3::{ffi, intern};
-use session_switch::Failure;
 use session_switch::runtime::{
     EditAction, RowEdit, RowSummaries, YOU_TAG, could_hide_marker, prefix, push_summary, role_of,
     sent_text, untag,
 };
+use session_switch::{BridgeRow, Failure};
 use std::mem::MaybeUninit;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
@@ -102,19 +101,13 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
 struct Ours(Vec<(u64, String)>);
 
 impl Ours {
-    fn read(
-        bridge: &Bridge,
-        py: Python<'_>,
-        session_id: &str,
-        agent: &str,
-    ) -> Result<Self, Failure> {
-        let rows = bridge.read(py, |store| store.bridge_rows(session_id, agent))?;
+    fn new(rows: &[BridgeRow]) -> Self {
         let mut ours: Vec<_> = rows
-            .into_iter()
-            .map(|(_, role, ts)| (ts.to_bits(), role))
+            .iter()
+            .map(|(_, role, ts)| (ts.to_bits(), role.clone()))
             .collect();
         ours.sort_unstable();
-        Ok(Self(ours))
+        Self(ours)
     }
 
     fn is_empty(&self) -> bool {
@@ -132,8 +125,11 @@ impl Ours {
     }
 }
 
-/// [`Bridge::tag_messages`](crate::bridge::Bridge): the policy's edits on
-/// `messages` in place; how many messages changed.
+/// `Bridge.tag_messages`: the policy's edits on `messages` in place; how
+/// many messages changed. `ours`: the rows the bridge wrote into the
+/// session for the agent ([`session_switch::Reads::bridge_rows`]); `chars`:
+/// the prefix the policy sees of each text; `edit`: the policy's
+/// `tag-summaries` for the agent.
 ///
 /// The policy sees, per message, a prefix of the text Hermes would send
 /// (`api_content` when it is a non-empty string on a user or assistant
@@ -144,14 +140,13 @@ impl Ours {
 /// (tag or untag) is then applied to the full texts, `content`'s text and
 /// `api_content` alike, so it holds whichever of the two Hermes sends.
 pub fn tag_messages(
-    bridge: &Bridge,
     py: Python<'_>,
-    agent: &str,
-    session_id: &str,
+    ours: &[BridgeRow],
+    chars: u32,
     messages: &Bound<'_, PyList>,
+    edit: impl FnOnce(&RowSummaries) -> Result<Vec<RowEdit>, Failure>,
 ) -> PyResult<usize> {
-    let ours = Ours::read(bridge, py, session_id, agent).map_err(error)?;
-    let chars = bridge.host.policy().options().tag_prefix_chars;
+    let ours = Ours::new(ours);
     let mut summaries = RowSummaries {
         rows: Vec::with_capacity(messages.len()),
         prefixes: String::new(),
@@ -192,9 +187,7 @@ pub fn tag_messages(
         );
         places.push(place);
     }
-    let edits = bridge
-        .call(py, |i| i.tag_summaries(agent, &summaries))
-        .map_err(error)?;
+    let edits = edit(&summaries).map_err(error)?;
     let mut changed = 0;
     for RowEdit { index, action } in edits {
         let index = index as usize;

@@ -21,8 +21,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::HermesStore;
 use super::loader::Loader;
+use session_switch_contract::failure::Failure;
 use session_switch_contract::ids::api_session_id_problem;
-use session_switch_runtime::{Failure, Settings};
 
 /// Hermes's bound on the forward walk (`_CHAIN_CAP`, 1000 hops).
 pub const CHAIN_CAP: usize = 1000;
@@ -379,40 +379,4 @@ pub fn target_problem(
         Some(t) => api_session_id_problem(t).map(|p| refused(t, p)),
         None => tip.problem(id),
     })
-}
-
-/// `settings` with, for each agent, the compression continuations of its
-/// configured XMPP sessions appended to its `sessions` (after the
-/// configured ones, so the first stays the one sends name): a child of
-/// `xmpp-mohe-v2` is mohe's XMPP session as `xmpp-mohe-v2` is (DESIGN
-/// §9.4). A continuation already configured anywhere, or one the policy's
-/// `configure` would refuse (an id Hermes's API server refuses), is left
-/// out. Returns the `(configured, continuation)` pairs added.
-pub fn add_continuations(
-    store: &HermesStore,
-    settings: &mut Settings,
-) -> Result<Vec<(String, String)>, Failure> {
-    let mut taken: Vec<String> = settings
-        .agents
-        .iter()
-        .flat_map(|a| a.sessions.iter().cloned())
-        .collect();
-    let mut added = Vec::new();
-    for agent in &mut settings.agents {
-        let configured = agent.sessions.clone();
-        for root in &configured {
-            for child in store.compression_continuations(root)? {
-                if taken.contains(&child)
-                    || api_session_id_problem(&child).is_some()
-                    || child.chars().any(char::is_control)
-                {
-                    continue;
-                }
-                taken.push(child.clone());
-                agent.sessions.push(child.clone());
-                added.push((root.clone(), child));
-            }
-        }
-    }
-    Ok(added)
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use rusqlite::LoadExtensionGuard;
 
 use super::HermesStore;
-use session_switch_runtime::Failure;
+use session_switch_contract::failure::Failure;
 
 /// Environment variable naming the tokenizer extension, as Hermes reads it.
 pub const CJK_EXTENSION_ENV: &str = "HERMES_FTS5_CJK_SO";

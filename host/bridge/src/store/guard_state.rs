@@ -16,8 +16,8 @@
 use super::HermesStore;
 use super::write_tx::BRIEF_BUSY;
 use super::write_tx::check_our_key;
+use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::GUARD_KEY_PREFIX;
-use session_switch_runtime::{Failure, FailureKind};
 use std::time::{Duration, Instant};
 
 /// Hermes's DDL for `state_meta` (early databases lack the table; Hermes

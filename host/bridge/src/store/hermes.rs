@@ -1,5 +1,6 @@
-//! The connection to Hermes's `state.db` and its reads: `state_meta`,
-//! `sessions`, and the history Hermes's loader gives the model.
+//! The connection to Hermes's `state.db` and its reads of `sessions` and
+//! of the history Hermes's loader gives the model (`state_meta`:
+//! `meta.rs`; read snapshots and the data version: `snapshot.rs`).
 //!
 //! Hermes (or its gateway) holds the same file while we use it, so every
 //! function here takes the locks SQLite's journal mode asks for and nothing
@@ -14,16 +15,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags};
 
+use super::BridgeRow;
 use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
 use super::read_memo::ReadMemo;
 use super::schema::{TableSeen, check_exists};
 use super::sqlite_failure::sqlite_failure;
-use super::write_tx::{check_our_key, commit_with_retry};
-use session_switch_runtime::HistoryRow;
-use session_switch_runtime::{DataVersion, Failure};
+use session_switch_contract::failure::Failure;
+use session_switch_contract::history::HistoryRow;
 
 /// Busy timeout set on every connection: how long one statement waits for
 /// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
@@ -67,7 +68,7 @@ pub struct HermesStore {
     /// The file's change counter, read without SQLite's lock
     /// ([`HermesStore::data_version`]); `None` when the file could not be
     /// opened a second time (SQLite's own reads still work).
-    counter: Option<ChangeCounter>,
+    pub(super) counter: Option<ChangeCounter>,
     /// How many rows the last history read selected: room reserved for the
     /// next one (a gateway reads the same session again and again; growing
     /// the list by doubling copied each message about twice).
@@ -76,15 +77,11 @@ pub struct HermesStore {
     /// [`HermesStore::bridge_rows`] at the current data version.
     pub(super) reads: ReadMemo,
     /// This connection among the process's ([`HermesStore::serial`]).
-    serial: u64,
+    pub(super) serial: u64,
 }
 
 /// The serial of the next connection opened ([`HermesStore::serial`]).
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
-
-/// A row the bridge wrote: `(messages.id, role, timestamp)`
-/// ([`HermesStore::bridge_rows`]).
-pub type BridgeRow = (i64, String, f64);
 
 impl HermesStore {
     /// `$HERMES_HOME/state.db`, `HERMES_HOME` defaulting to `~/.hermes`
@@ -197,82 +194,6 @@ impl HermesStore {
     /// keeping it as the newer one.
     pub fn set_future_skew(&mut self, seconds: u32) {
         self.future_skew_seconds = seconds;
-    }
-
-    /// The value of `state_meta` key `key`; `None` when the key, or the
-    /// whole `state_meta` table (early Hermes databases), is absent, or the
-    /// stored value is NULL. Non-text values are returned as SQLite's text
-    /// form (`CAST(value AS TEXT)`); bytes that are not UTF-8 (anyone can
-    /// write a blob there) become U+FFFD, so the policy sees a malformed
-    /// record it can report and `clear` can remove, not a read error.
-    ///
-    /// SQL (autocommit, read only): `SELECT CAST(value AS TEXT) FROM
-    /// state_meta WHERE key = ?1`. On `SQLITE_BUSY` past the busy timeout
-    /// (a DELETE-mode writer mid-commit): kind `busy`.
-    pub fn meta_get(&self, key: &str) -> Result<Option<String>, Failure> {
-        if !self.table_exists("state_meta")? {
-            return Ok(None);
-        }
-        self.conn
-            .prepare_cached("SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1")
-            .and_then(|mut stmt| stmt.query_row([key], |row| lossy_text(row, 0)))
-            .optional()
-            .map(Option::flatten)
-            .map_err(|e| self.fail(&format!("read state_meta key {key:?}"), e))
-    }
-
-    /// Delete `state_meta` key `key`; `true` when a row was removed.
-    ///
-    /// Only our keys may be deleted: those starting with
-    /// [`OUR_KEY_PREFIX`] (`session_switch:`) and the seed's
-    /// [`LEGACY_KEY`]; any other key is refused with kind `bad-input`
-    /// before the database is touched (Hermes's own keys, e.g. `fts_*` that
-    /// its triggers read, are not ours: DESIGN §4).
-    ///
-    /// SQL: `BEGIN IMMEDIATE` (retried as in [`HermesStore::send_write`]),
-    /// `DELETE FROM state_meta WHERE key = ?1`, `COMMIT`. When the table is
-    /// missing, nothing runs and the answer is `false` (the file stays
-    /// untouched). `SQLITE_BUSY` past the retries: kind `busy`, nothing
-    /// deleted.
-    pub fn meta_delete(&self, key: &str) -> Result<bool, Failure> {
-        check_our_key(key, true)?;
-        if !self.table_exists("state_meta")? {
-            return Ok(false);
-        }
-        let doing = format!("delete state_meta key {key:?}");
-        let tx = self.begin_write(&doing)?;
-        let removed = tx
-            .execute("DELETE FROM state_meta WHERE key = ?1", [key])
-            .map_err(|e| sqlite_failure(&self.path, self.busy_timeout, &doing, e))?;
-        commit_with_retry(tx, &self.path, self.busy_timeout, &doing)?;
-        Ok(removed > 0)
-    }
-
-    /// Our keys (prefix `session_switch:`) with their values, sorted by key
-    /// (byte order). NULL values read as `""`. Empty when `state_meta` is
-    /// missing.
-    ///
-    /// SQL (autocommit, read only): `SELECT key, COALESCE(CAST(value AS
-    /// TEXT), '') FROM state_meta WHERE key >= 'session_switch:' AND key <
-    /// 'session_switch;' ORDER BY key` (a range, not `LIKE`, which ignores
-    /// ASCII case and treats `_` as a wildcard). `SQLITE_BUSY`: kind `busy`.
-    pub fn meta_list_ours(&self) -> Result<Vec<(String, String)>, Failure> {
-        if !self.table_exists("state_meta")? {
-            return Ok(Vec::new());
-        }
-        let doing = "list our state_meta keys";
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT key, COALESCE(CAST(value AS TEXT), '') FROM state_meta \
-                 WHERE key >= 'session_switch:' AND key < 'session_switch;' ORDER BY key",
-            )
-            .map_err(|e| self.fail(doing, e))?;
-        stmt.query_map([], |row| {
-            Ok((row.get(0)?, lossy_text(row, 1)?.unwrap_or_default()))
-        })
-        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| self.fail(doing, e))
     }
 
     /// Whether `sessions` has a row with id `id`.
@@ -411,100 +332,6 @@ impl HermesStore {
         .map_err(|e| self.fail(&doing, e))
     }
 
-    /// What this connection reads, as a version compared for equality
-    /// (`session_switch_runtime::DataVersion`): the file change counter of
-    /// a rollback-journal database, read without SQLite's lock (one
-    /// `pread`; why that suffices: `change_counter.rs`), in WAL mode
-    /// SQLite's `PRAGMA data_version`, which changes when another
-    /// connection has committed
-    /// (<https://sqlite.org/pragma.html#pragma_data_version>); and
-    /// `sqlite3_total_changes`, this connection's own rows changed. The
-    /// counter is kept negative, so the two never compare equal. Inside a
-    /// read snapshot, the snapshot's version (the pragma runs first, so the
-    /// snapshot holds its lock when the counter is read); outside, the
-    /// pragma takes and drops the shared lock once (one statement, no table
-    /// read), the counter takes none: a lock held without a commit changes
-    /// nothing.
-    pub fn data_version(&self) -> Result<DataVersion, Failure> {
-        let pragma = match (&self.counter, self.conn.is_autocommit()) {
-            (Some(_), true) => None,
-            _ => Some(self.pragma_data_version()?),
-        };
-        if let Some(counter) = self.counter.as_ref().and_then(|c| c.read().ok().flatten()) {
-            return Ok(DataVersion(
-                -1 - i64::from(counter),
-                self.conn.total_changes(),
-            ));
-        }
-        let version = match pragma {
-            Some(version) => version,
-            None => self.pragma_data_version()?,
-        };
-        Ok(DataVersion(version, self.conn.total_changes()))
-    }
-
-    /// This connection's number, unique in the process: a
-    /// [`HermesStore::data_version`] is only compared with another of the
-    /// same connection (`PRAGMA data_version` counts per connection).
-    pub fn serial(&self) -> u64 {
-        self.serial
-    }
-
-    /// `PRAGMA data_version`.
-    fn pragma_data_version(&self) -> Result<i64, Failure> {
-        self.conn
-            .prepare_cached("PRAGMA data_version")
-            .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
-            .map_err(|e| self.fail("read PRAGMA data_version", e))
-    }
-
-    /// Start a read snapshot: the reads that follow, until
-    /// [`HermesStore::end_read`], see one consistent state of the file and
-    /// take SQLite's lock once instead of once per statement. A lock cycle
-    /// is several system calls (in DELETE mode a shared `fcntl` lock, a
-    /// look for a hot journal, a read of the change counter, the unlock):
-    /// measured on this machine kind it is most of a short read's cost
-    /// (`make bench`, README "Performance"). The runtime opens one around
-    /// each read-only policy call, so the record, the target's existence and
-    /// the history a decision rests on come from the same snapshot.
-    ///
-    /// SQL: `BEGIN` (deferred: no lock until the first read). Returns
-    /// `false` and does nothing when a transaction is already open. While
-    /// the snapshot holds its shared lock a DELETE-mode writer waits (up to
-    /// its busy timeout); in WAL mode writers go on. Keep it to one call.
-    pub fn begin_read(&self) -> Result<bool, Failure> {
-        if !self.conn.is_autocommit() {
-            return Ok(false);
-        }
-        self.conn
-            .prepare_cached("BEGIN")
-            .and_then(|mut stmt| stmt.execute([]))
-            .map(|_| true)
-            .map_err(|e| self.fail("begin a read transaction", e))
-    }
-
-    /// End the snapshot [`HermesStore::begin_read`] opened: `COMMIT` (the
-    /// transaction wrote nothing; this releases the shared lock), or
-    /// `ROLLBACK` when that fails, so the connection is never left inside a
-    /// transaction. Does nothing when no transaction is open.
-    pub fn end_read(&self) -> Result<(), Failure> {
-        if self.conn.is_autocommit() {
-            return Ok(());
-        }
-        let commit = self
-            .conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut stmt| stmt.execute([]));
-        match commit {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let failure = self.fail("end a read transaction", e);
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(failure)
-            }
-        }
-    }
-
     /// Map a SQLite error raised while `doing` to a [`Failure`].
     pub(super) fn fail(&self, doing: &str, error: rusqlite::Error) -> Failure {
         sqlite_failure(&self.path, self.busy_timeout, doing, error)
@@ -522,12 +349,3 @@ impl HermesStore {
 pub const BRIDGE_ROWS: &str = "SELECT m.id, m.role, m.timestamp \
      FROM session_switch_sent s CROSS JOIN messages m ON m.id = s.message_id \
      WHERE s.agent = ?2 AND m.session_id = ?1 ORDER BY s.message_id";
-
-/// Column `i` as text, bytes that are not UTF-8 replaced by U+FFFD; `None`
-/// for NULL.
-fn lossy_text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
-    Ok(row
-        .get_ref(i)?
-        .as_bytes_or_null()?
-        .map(|b| loader::lossy(b).into_owned()))
-}

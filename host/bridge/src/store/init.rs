@@ -11,7 +11,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use super::HermesStore;
 use super::hermes::BUSY_TIMEOUT;
 use super::sqlite_failure::sqlite_failure;
-use session_switch_runtime::Failure;
+use session_switch_contract::failure::Failure;
 
 /// Current Hermes's DDL, schema v31 (see the file's header for its source).
 const HERMES_V31_DDL: &str = include_str!("hermes_v31.sql");

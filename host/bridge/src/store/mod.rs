@@ -24,25 +24,31 @@ mod guard_state;
 mod hermes;
 mod init;
 mod loader;
+mod meta;
 mod pending;
 mod read_memo;
 mod schema;
 mod send_write;
+mod snapshot;
 mod sqlite_failure;
 mod write_tx;
 
 use std::path::PathBuf;
 
-use session_switch_runtime::Failure;
+use session_switch_contract::failure::Failure;
 use write_tx::check_our_key;
 
-pub use chain::{CHAIN_CAP, Tip, add_continuations, target_problem};
+pub use chain::{CHAIN_CAP, Tip, target_problem};
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
-pub use hermes::{BRIDGE_ROWS, BUSY_TIMEOUT, BridgeRow, HermesStore};
+pub use hermes::{BRIDGE_ROWS, BUSY_TIMEOUT, HermesStore};
 pub use init::HERMES_SCHEMA_VERSION;
 pub use loader::{Loader, is_py_space, py_strip, sanitize_context};
 pub use pending::{PendingSend, PendingState};
 pub use write_tx::{BRIEF_BUSY, BRIEF_DEADLINE, RETRY_JITTER_MS, WRITE_ATTEMPTS};
+
+/// A row the bridge wrote: `(messages.id, role, timestamp)`
+/// ([`HermesStore::bridge_rows`]).
+pub type BridgeRow = (i64, String, f64);
 
 /// Hermes's home folder: `$HERMES_HOME` when set and not empty, else
 /// `~/.hermes` (Hermes's own rule), else `.hermes` in the current folder

@@ -2,8 +2,8 @@
 //! `active`, completed once when the room took them, forgotten by `clear`.
 //! The intents live in `state_meta` under `session_switch:pending:`.
 
+use session_switch_contract::failure::Failure;
 use session_switch_contract::keys::pending_key_agent;
-use session_switch_runtime::Failure;
 
 use super::{HermesStore, SendWrite, Written};
 

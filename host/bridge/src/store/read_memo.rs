@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use session_switch_runtime::DataVersion;
+use session_switch_contract::history::DataVersion;
 
 use super::BridgeRow;
 

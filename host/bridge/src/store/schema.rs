@@ -4,7 +4,8 @@
 use std::cell::Cell;
 use std::path::Path;
 
-use session_switch_runtime::{DataVersion, Failure};
+use session_switch_contract::failure::Failure;
+use session_switch_contract::history::DataVersion;
 
 use super::HermesStore;
 

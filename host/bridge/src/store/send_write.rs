@@ -40,8 +40,9 @@ use rusqlite::params;
 
 use super::pending::{PendingState, intent_json};
 use super::{HermesStore, SendWrite, Written};
+use session_switch_contract::clock::unix_now;
+use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::pending_key;
-use session_switch_runtime::{Failure, FailureKind, unix_now};
 
 /// Hermes's DDL for `state_meta` (missing in early databases; Hermes
 /// creates it the same way). The intent step creates nothing else.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rusqlite::ErrorCode;
 
-use session_switch_runtime::{Failure, FailureKind};
+use session_switch_contract::failure::{Failure, FailureKind};
 
 /// Turn `error`, raised while `doing` (e.g. `"read the history"`) on the
 /// database at `path`, into a [`Failure`].

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use rusqlite::{Transaction, TransactionBehavior};
+use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX, is_our_meta_key, is_prefixed_key};
-use session_switch_runtime::{Failure, FailureKind};
 use std::path::Path;
 
 use super::HermesStore;

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 
 use rusqlite::types::ValueRef;
 use serde_json::Value;
-use session_switch_runtime::{HistoryRow, LoadedMessage};
+use session_switch_contract::history::{HistoryRow, LoadedMessage};
 
 pub use content::{is_py_space, py_strip, sanitize_context};
 pub use sql::{LoaderSql, lossy};
