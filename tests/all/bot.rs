@@ -321,3 +321,48 @@ fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
     let turns = world.llm.turn_messages();
     assert_eq!(turns[3..], vec![format!("anna: {after}"); 3]);
 }
+
+#[test]
+fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session() {
+    let _heavy = heavy();
+    let Some(world) = BotWorld::new(6) else {
+        return;
+    };
+    let observer = world.observer();
+    let bot = world.bot("mohe");
+    world.llm.set_failing(true);
+    let failed = unique("while the LLM fails");
+    world.say("anna", &failed);
+    // Hermes retries the LLM before it gives up (about 20 s).
+    assert!(
+        bot.wait_log(
+            "no reply to anna: Hermes's turn failed",
+            1,
+            Duration::from_secs(120)
+        ),
+        "{}",
+        bot.log()
+    );
+    assert!(
+        !observer.messages().iter().any(|m| m.nick == "mohe"),
+        "Hermes's error text is not posted to the room"
+    );
+    assert!(
+        world
+            .rows("xmpp-mohe-v2")
+            .contains(&("user".into(), format!("anna: {failed}"))),
+        "Hermes stored the line of the failed turn"
+    );
+
+    world.llm.set_failing(false);
+    let next = unique("the LLM answers again");
+    world.say("anna", &next);
+    wait_from(&observer, "mohe", 0, ANSWER)
+        .unwrap_or_else(|| panic!("no reply once the LLM answers:\n{}", bot.log()));
+    // The LLM sees the failed turn's line once, from the session (Hermes
+    // joins the two user rows in a row into one message).
+    let turns = world.llm.turn_messages();
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert_eq!(turns[0].matches(&failed).count(), 1, "{turns:?}");
+    assert_eq!(turns[0].matches(&next).count(), 1, "{turns:?}");
+}

@@ -21,6 +21,7 @@ pub const REPLY: &str = "FAKE-REPLY";
 #[derive(Default)]
 struct State {
     turns: Vec<Value>,
+    failing: bool,
 }
 
 /// The fake LLM; its thread ends with the process (the listener is leaked
@@ -56,6 +57,12 @@ impl FakeLlm {
     /// request's body.
     pub fn turns(&self) -> Vec<Value> {
         self.state.lock().unwrap().turns.clone()
+    }
+
+    /// While `failing`, every chat completion is answered HTTP 500 (and not
+    /// counted as a turn): Hermes's turn fails after its retries.
+    pub fn set_failing(&self, failing: bool) {
+        self.state.lock().unwrap().failing = failing;
     }
 
     /// The last user message of each agent turn so far, as text.
@@ -114,6 +121,18 @@ fn serve(stream: TcpStream, state: &Mutex<State>, mentions: &str) -> std::io::Re
             continue;
         }
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if state.lock().unwrap().failing {
+            let error = json!({"error": {"message": "fake LLM failing", "type": "server_error"}});
+            let data = error.to_string();
+            write!(
+                writer,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{data}",
+                data.len()
+            )?;
+            writer.flush()?;
+            continue;
+        }
         let stream_reply = body["stream"] == true;
         let text = if stream_reply {
             let mut s = state.lock().unwrap();

@@ -132,10 +132,7 @@ impl Decider {
         let mut text: Vec<&str> = waiting.iter().map(String::as_str).collect();
         text.push(&line);
         let text = text.join("\n");
-        // A session Hermes has not seen yet is created only when it is one
-        // of the agent's own XMPP sessions; a redirect's target exists.
-        let create = self.settings.sessions.contains(&session);
-        match self.hermes.turn(&session, &text, create) {
+        match self.hermes.turn(&session, &text) {
             Ok(reply) => {
                 self.backlog.remove(&session);
                 let body = normalise(&reply, self.settings.max_body_chars);
@@ -151,6 +148,15 @@ impl Decider {
                     to_nick: m.nick.clone(),
                     session,
                 })
+            }
+            Err(e) if e.line_stored() => {
+                // Hermes has the line (and the lines passed with it).
+                self.backlog.remove(&session);
+                tracing::warn!(
+                    "no reply to {}: {e}; the line is in session {session}",
+                    m.nick
+                );
+                None
             }
             Err(e) => {
                 let waiting = self.backlog.entry(session.clone()).or_default();

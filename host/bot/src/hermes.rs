@@ -1,13 +1,17 @@
 //! The agent's Hermes API server, as the bot drives it: one turn in a
-//! stored session (`POST /api/sessions/{id}/chat`, Hermes 0.17 and later,
-//! 0.19.0 and the v31 line alike), creating the agent's own XMPP session
-//! first when Hermes has never seen it (`POST /api/sessions`), and
-//! `GET /health` for `--once`.
+//! session (`POST /v1/chat/completions` with `X-Hermes-Session-Id`, which
+//! loads the session's history with Hermes's own loader, stores the turn
+//! there and creates a session Hermes has not seen), and `GET /health`
+//! for `--once`.
 //!
-//! That route needs no private seam of Hermes's: the API server loads the
-//! session's history with its own loader and stores the turn there. With
-//! the session-switch plugin loaded, its `_run_agent` wrapper still
-//! applies the policy's `[YOU]` edits to the history of an XMPP session.
+//! Not `POST /api/sessions/{id}/chat`: on 0.19.0 and the v31 line it
+//! answers a failed turn (the LLM unreachable, credits exhausted) with
+//! HTTP 200 and Hermes's error text as the assistant's message, which the
+//! bot would post to the room; chat completions flag it
+//! (`finish_reason: "error"`, `hermes.failed`). Both are public routes:
+//! no private seam of Hermes's is used. With the session-switch plugin
+//! loaded, its `_run_agent` wrapper applies the policy's `[YOU]` edits to
+//! the history of an XMPP session.
 //!
 //! Blocking (ureq): the bot calls it from its decision thread, never from
 //! the XMPP task.
@@ -34,8 +38,21 @@ pub enum TurnError {
     /// Hermes answered with an error status (the status and the start of
     /// its answer).
     Status(u16, String),
+    /// Hermes ran the turn and it failed (its error, e.g. the LLM
+    /// unreachable); Hermes may have stored its error text in the session.
+    Failed(String),
     /// Hermes answered 200 with something that is not a turn's reply.
     BadAnswer(String),
+}
+
+impl TurnError {
+    /// Whether Hermes has the turn's line in the session anyway: a failed
+    /// turn stores the user's message (Hermes persists it before the LLM
+    /// call), and a timed-out one is still running there. Otherwise the
+    /// line never reached Hermes.
+    pub fn line_stored(&self) -> bool {
+        matches!(self, TurnError::Failed(_) | TurnError::TimedOut(_))
+    }
 }
 
 impl fmt::Display for TurnError {
@@ -48,6 +65,7 @@ impl fmt::Display for TurnError {
             TurnError::Status(status, text) => {
                 write!(f, "Hermes answered HTTP {status}: {text}")
             }
+            TurnError::Failed(why) => write!(f, "Hermes's turn failed: {why}"),
             TurnError::BadAnswer(why) => write!(f, "Hermes's answer is not a reply: {why}"),
         }
     }
@@ -91,35 +109,37 @@ impl HermesClient {
     }
 
     /// Run one turn: `message` as the user's line in `session_id`; the
-    /// assistant's reply text (Hermes stores both in the session). When
-    /// Hermes does not have the session and `create` is set (the agent's
-    /// own XMPP session, which Hermes has not seen yet), it is created
-    /// empty first and the turn asked again once.
+    /// assistant's reply text (Hermes stores both in the session, creating
+    /// it when it has none of that id).
     ///
-    /// Errors: [`TurnError`]; an empty reply is [`TurnError::BadAnswer`].
-    pub fn turn(&self, session_id: &str, message: &str, create: bool) -> Result<String, TurnError> {
-        let url = format!("{}/api/sessions/{}/chat", self.base, encode(session_id));
-        let body = json!({ "message": message });
-        let (status, text) = self.post(&url, &body)?;
-        let (status, text) = if status == 404 && create && not_found(&text) {
-            self.create(session_id)?;
-            self.post(&url, &body)?
-        } else {
-            (status, text)
-        };
+    /// Errors: [`TurnError`]; a reply Hermes flags as failed is
+    /// [`TurnError::Failed`], an empty one [`TurnError::BadAnswer`].
+    pub fn turn(&self, session_id: &str, message: &str) -> Result<String, TurnError> {
+        let url = format!("{}/v1/chat/completions", self.base);
+        let body = json!({
+            "model": "hermes-agent",
+            "stream": false,
+            "messages": [{"role": "user", "content": message}],
+        });
+        let mut request = self
+            .agent
+            .post(&url)
+            .header("X-Hermes-Session-Id", session_id);
+        if let Some(auth) = &self.authorization {
+            request = request.header("Authorization", auth);
+        }
+        let mut response = request.send_json(&body).map_err(|e| self.unanswered(e))?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| self.unanswered(e))?;
         if status != 200 {
             return Err(TurnError::Status(status, quote(&text)));
         }
         let answer: Value = serde_json::from_str(&text)
             .map_err(|e| TurnError::BadAnswer(format!("not JSON ({e}): {}", quote(&text))))?;
-        match answer["message"]["content"].as_str() {
-            Some(reply) if !reply.trim().is_empty() => Ok(reply.to_owned()),
-            Some(_) => Err(TurnError::BadAnswer("the reply is empty".into())),
-            None => Err(TurnError::BadAnswer(format!(
-                "no message.content: {}",
-                quote(&text)
-            ))),
-        }
+        reply_of(&answer)
     }
 
     /// `GET /health`: `Ok` on 200, else why not.
@@ -138,31 +158,6 @@ impl HermesClient {
         }
     }
 
-    /// `POST /api/sessions {"id": session_id}`; 409 (created meanwhile) is
-    /// success too.
-    fn create(&self, session_id: &str) -> Result<(), TurnError> {
-        let url = format!("{}/api/sessions", self.base);
-        let (status, text) = self.post(&url, &json!({ "id": session_id }))?;
-        match status {
-            200 | 201 | 409 => Ok(()),
-            _ => Err(TurnError::Status(status, quote(&text))),
-        }
-    }
-
-    fn post(&self, url: &str, body: &Value) -> Result<(u16, String), TurnError> {
-        let mut request = self.agent.post(url);
-        if let Some(auth) = &self.authorization {
-            request = request.header("Authorization", auth);
-        }
-        let mut response = request.send_json(body).map_err(|e| self.unanswered(e))?;
-        let status = response.status().as_u16();
-        let text = response
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| self.unanswered(e))?;
-        Ok((status, text))
-    }
-
     fn unanswered(&self, error: ureq::Error) -> TurnError {
         match error {
             ureq::Error::Timeout(_) => TurnError::TimedOut(self.turn_timeout),
@@ -171,26 +166,25 @@ impl HermesClient {
     }
 }
 
-/// Hermes's 404 for a session it does not have (`session_not_found`), not
-/// a route it lacks (an API server before 0.17).
-fn not_found(text: &str) -> bool {
-    serde_json::from_str::<Value>(text)
-        .map(|v| v["error"]["code"] == "session_not_found")
-        .unwrap_or(false)
-}
-
-/// A path segment: every byte but RFC 3986's unreserved ones
-/// percent-encoded (session ids may hold `:`, `#`, `?`, spaces).
-fn encode(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
+/// The reply of a chat completion, or why it is none.
+fn reply_of(answer: &Value) -> Result<String, TurnError> {
+    let choice = &answer["choices"][0];
+    let content = choice["message"]["content"].as_str();
+    if choice["finish_reason"] == "error" || answer["hermes"]["failed"] == true {
+        let why = answer["hermes"]["error"]
+            .as_str()
+            .or(content)
+            .unwrap_or("no reason given");
+        return Err(TurnError::Failed(quote(why)));
     }
-    out
+    match content {
+        Some(reply) if !reply.trim().is_empty() => Ok(reply.to_owned()),
+        Some(_) => Err(TurnError::BadAnswer("the reply is empty".into())),
+        None => Err(TurnError::BadAnswer(format!(
+            "no choices[0].message.content: {}",
+            quote(&answer.to_string())
+        ))),
+    }
 }
 
 /// The start of an answer, on one line.
@@ -212,18 +206,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_ids_are_one_path_segment() {
-        assert_eq!(encode("xmpp-mohe-v2"), "xmpp-mohe-v2");
-        assert_eq!(encode("20260619_190821_7c0afe"), "20260619_190821_7c0afe");
-        assert_eq!(encode("a b/c?d#é"), "a%20b%2Fc%3Fd%23%C3%A9");
-    }
-
-    #[test]
-    fn only_a_missing_session_is_created() {
-        assert!(not_found(
-            r#"{"error": {"message": "Session not found: x", "code": "session_not_found"}}"#
-        ));
-        assert!(!not_found("404: Not Found"));
+    fn a_failed_turn_is_no_reply() {
+        let failed = json!({"choices": [{"message": {"role": "assistant",
+            "content": "API call failed after 3 retries: Connection error."},
+            "finish_reason": "error"}],
+            "hermes": {"failed": true, "error": "Connection error."}});
+        assert_eq!(
+            reply_of(&failed),
+            Err(TurnError::Failed("Connection error.".into()))
+        );
+        let ok = json!({"choices": [{"message": {"role": "assistant", "content": "hi"},
+            "finish_reason": "stop"}]});
+        assert_eq!(reply_of(&ok), Ok("hi".into()));
+        let empty = json!({"choices": [{"message": {"content": " "}, "finish_reason": "stop"}]});
+        assert!(matches!(reply_of(&empty), Err(TurnError::BadAnswer(_))));
     }
 
     #[test]
@@ -238,7 +234,7 @@ mod tests {
             None,
             Duration::from_secs(2),
         );
-        match client.turn("xmpp-mohe", "hi", true) {
+        match client.turn("xmpp-mohe", "hi") {
             Err(TurnError::Unreachable(why)) => assert!(why.contains("127.0.0.1"), "{why}"),
             other => panic!("{other:?}"),
         }
