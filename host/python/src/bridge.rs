@@ -376,7 +376,7 @@ impl Bridge {
     /// continuation renewed the instances. Read on one pooled connection: a
     /// value read on another compares unequal (a change is never missed;
     /// one may be seen where there was none). For the plugin's history
-    /// prepared after a turn (`hermes_plugin._Prepared`). Raises
+    /// prepared after a turn (`hermes_plugin.refresh.Prepared`). Raises
     /// `SessionSwitchError` (`busy`, `store`).
     fn data_version(&self, py: Python<'_>) -> PyResult<(u64, i64, u64, u64, u64)> {
         // The generations first: a swap or renewal during the read makes
