@@ -366,3 +366,48 @@ fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session(
     assert_eq!(turns[0].matches(&failed).count(), 1, "{turns:?}");
     assert_eq!(turns[0].matches(&next).count(), 1, "{turns:?}");
 }
+
+#[test]
+fn a_banned_bot_keeps_asking_and_takes_its_seat_again_once_let_in() {
+    let _heavy = heavy();
+    let Some(world) = BotWorld::new(6) else {
+        return;
+    };
+    let bot = world.bot("mohe");
+    let affiliation = |what: &str| {
+        let out = std::process::Command::new(&world.ej.ctl)
+            .args([
+                "set_room_affiliation",
+                &world.ej.room_name,
+                &world.ej.muc_service,
+            ])
+            .arg(world.ej.jid("mohe"))
+            .arg(what)
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "set_room_affiliation {what}: {out:?}");
+    };
+    affiliation("outcast");
+    assert!(bot.wait_log("banned (301)", 1, ANSWER), "{}", bot.log());
+    assert!(
+        bot.wait_log("the room refused", 1, ANSWER),
+        "the bot asks again and is refused:\n{}",
+        bot.log()
+    );
+    // Back as a member: ejabberd 23.01 seats a JID whose ban was lifted to
+    // `none` as a visitor, whom a moderated room does not let speak (the
+    // bot logs "refused the bot's message: forbidden").
+    affiliation("member");
+    assert!(
+        bot.wait_log("joined", 2, ANSWER),
+        "the bot takes its seat again:\n{}",
+        bot.log()
+    );
+    let observer = world.observer();
+    let back = unique("@mohe welcome back");
+    world.say("anna", &back);
+    wait_from(&observer, "mohe", 0, ANSWER)
+        .unwrap_or_else(|| panic!("no reply after the rejoin:\n{}", bot.log()));
+    assert_eq!(world.llm.turn_messages(), vec![format!("anna: {back}")]);
+}

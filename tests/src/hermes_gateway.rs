@@ -29,10 +29,16 @@ pub struct HermesGateway {
 
 /// The venv of Hermes `version`, or `None` (printing why) when `make
 /// hermes-venvs` has not built it.
+///
+/// # Panics
+/// When it is missing under `make test` (`SESSION_SWITCH_REQUIRE_EJABBERD=1`,
+/// which also builds the venvs), so the bot's tests are never skipped there.
 pub fn hermes_venv(version: &str) -> Option<PathBuf> {
     let venv = workspace_root().join("target/hermes-venv").join(version);
     if venv.join("bin/python").is_file() {
         Some(venv)
+    } else if std::env::var(crate::xmpp::REQUIRE_ENV).as_deref() == Ok("1") {
+        panic!("{} is missing: run `make hermes-venvs`", venv.display());
     } else {
         eprintln!("SKIPPED: {} is missing (make hermes-venvs)", venv.display());
         None

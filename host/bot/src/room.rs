@@ -51,6 +51,8 @@ pub enum RoomEvent {
     Left(String),
     /// The room refused the join (the error condition, for the log).
     JoinRefused(String),
+    /// The room refused a message the bot posted (the error condition).
+    MessageRefused(String),
     /// Another occupant's presence: its real JID when shown, `None` when
     /// it left.
     Occupant { nick: String, jid: Option<String> },
@@ -114,6 +116,9 @@ fn from_room(from: Option<&Jid>, room: &BareJid) -> Option<String> {
 }
 
 fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEvent {
+    if m.type_ == MessageType::Error && m.from.as_ref().is_some_and(|f| f.to_bare() == *room) {
+        return RoomEvent::MessageRefused(error_condition(&m.payloads));
+    }
     if m.type_ != MessageType::Groupchat {
         return RoomEvent::Other;
     }

@@ -217,6 +217,9 @@ impl Seat {
                 );
             }
             RoomEvent::Left(why) => self.retry_later(&why),
+            RoomEvent::MessageRefused(why) => {
+                tracing::warn!("{} refused the bot's message: {why}", self.room);
+            }
             RoomEvent::JoinRefused(why) => self.retry_later(&format!("the room refused: {why}")),
             RoomEvent::Occupant {
                 nick,
@@ -404,4 +407,42 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
         api_url: settings.api_url,
         hermes_error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(nick: &str, delayed: bool) -> RoomEvent {
+        RoomEvent::Message(Incoming {
+            occupant: format!("room@conference.example.org/{nick}"),
+            nick: nick.into(),
+            jid: None,
+            body: "hi".into(),
+            delayed,
+            human_origin: false,
+            dedupe_key: None,
+        })
+    }
+
+    #[test]
+    fn only_live_messages_after_the_join_echo_are_handed_on() {
+        let room = BareJid::new("room@conference.example.org").unwrap();
+        let mut seat = Seat::new(room, "mohe".into());
+        // A server that replays history despite maxstanzas='0' sends it
+        // before the join echo, or marks it delayed.
+        assert_eq!(seat.event(message("anna", false)), None);
+        assert_eq!(seat.event(RoomEvent::Joined), None);
+        assert_eq!(seat.event(message("anna", true)), None);
+        assert!(seat.event(message("anna", false)).is_some());
+        // A kick: nothing is handed on until the seat is taken again, and
+        // the pause doubles.
+        assert_eq!(seat.event(RoomEvent::Left("kicked (307)".into())), None);
+        assert!(seat.rejoin_at.is_some());
+        assert_eq!(seat.pause, FIRST_REJOIN_PAUSE * 2);
+        assert_eq!(seat.event(message("anna", false)), None);
+        seat.event(RoomEvent::Joined);
+        assert_eq!(seat.pause, FIRST_REJOIN_PAUSE);
+        assert!(seat.event(message("anna", false)).is_some());
+    }
 }
