@@ -29,6 +29,24 @@ fn a_person_is_answered_in_the_session_resolve_chose_and_own_lines_are_ignored()
     let Some(world) = BotWorld::new(6) else {
         return;
     };
+    answered_redirected_and_stopped(&world);
+}
+
+#[test]
+fn on_the_v31_line_too() {
+    let _heavy = heavy();
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let Some(world) = BotWorld::with_hermes(&ej, "v31", "hermes-latest.db", 6) else {
+        return;
+    };
+    answered_redirected_and_stopped(&world);
+}
+
+/// A person answered in the agent's XMPP session, a CLI send moving the
+/// next turn to the CLI session, the bot's own lines not answered, SIGTERM.
+fn answered_redirected_and_stopped(world: &BotWorld) {
     let observer = world.observer();
     let mut bot = world.bot("mohe");
 

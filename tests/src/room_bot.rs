@@ -47,8 +47,19 @@ impl BotWorld {
     /// [`BotWorld::new`] on the ejabberd instance `base` (e.g. one the test
     /// started for itself and may restart).
     pub fn on(base: &Ejabberd, max_hops: u32) -> Option<BotWorld> {
-        let venv = hermes_venv("0.19.0")?;
-        let (dir, db) = fixture_copy("hermes-0.19.0.db")?;
+        BotWorld::with_hermes(base, "0.19.0", "hermes-0.19.0.db", max_hops)
+    }
+
+    /// A world on Hermes `version` (its venv under `target/hermes-venv`)
+    /// with a copy of `fixture` as its `state.db`.
+    pub fn with_hermes(
+        base: &Ejabberd,
+        version: &str,
+        fixture: &str,
+        max_hops: u32,
+    ) -> Option<BotWorld> {
+        let venv = hermes_venv(version)?;
+        let (dir, db) = fixture_copy(fixture)?;
         let ej = own_room(base);
         let home = dir.path().to_path_buf();
         let llm = FakeLlm::start(&AGENTS.map(|(a, _)| a));
