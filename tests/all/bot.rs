@@ -336,8 +336,15 @@ fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
         wait_from(&observer, &bot.agent, 0, ANSWER)
             .unwrap_or_else(|| panic!("no reply after the restart:\n{}", bot.log()));
     }
+    // Each bot's turn also carries the two other bots' replies it heard
+    // and did not answer (not addressed), and nothing from before.
     let turns = world.llm.turn_messages();
-    assert_eq!(turns[3..], vec![format!("anna: {after}"); 3]);
+    assert_eq!(turns.len(), 6, "{turns:?}");
+    for turn in &turns[3..] {
+        assert!(turn.ends_with(&format!("anna: {after}")), "{turn}");
+        assert_eq!(turn.matches(&format!(": {REPLY}")).count(), 2, "{turn}");
+        assert!(!turn.contains(&before), "{turn}");
+    }
 }
 
 #[test]

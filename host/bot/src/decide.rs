@@ -2,23 +2,25 @@
 //! its own (the Bridge's calls are synchronous: wasmtime and SQLite; a
 //! Hermes turn takes seconds): `admit` (the loop guard, DESIGN §9.3) sees
 //! every live message; `is-own` → ignore; a refusal → silence, the reason
-//! logged; `resolve` →
-//! the session the turn runs in; the turn in the agent's Hermes API
-//! server; the reply handed back to the XMPP task.
+//! logged; `resolve` → the session the turn runs in; the turn in the
+//! agent's Hermes API server, with the room lines Hermes has not seen yet
+//! (heard and not answered, or whose own turn never reached Hermes); the
+//! reply handed back to the XMPP task.
 
 use crate::hermes::HermesClient;
 use crate::room::Incoming;
 use crate::settings::BotSettings;
 use session_switch::Bridge;
-use session_switch::runtime::RoomMessage;
+use session_switch::runtime::{AdmitReason, RoomMessage};
 use session_switch_contract::marker::untag;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// How many unanswered lines are kept per session for its next turn (a
-/// Hermes that stays down for a long chat would grow the turn past use).
+/// How many room lines are kept for the next turn: lines the bot heard
+/// but did not answer, and lines whose turn never reached Hermes (a Hermes
+/// that stays down for a long chat would grow the turn past use).
 pub const BACKLOG_LINES: usize = 20;
 
 /// What the decision thread hands back to the XMPP task.
@@ -33,12 +35,15 @@ pub struct Reply {
 }
 
 /// The decision thread's state: the façade, the Hermes client, and the
-/// lines a failed turn left per session.
+/// room lines Hermes has not seen yet, oldest first: `(None, line)` one
+/// the bot heard and did not answer (it goes with the next turn, in the
+/// session that turn runs in), `(Some(session), line)` one whose turn
+/// never reached Hermes (it goes with the next turn in that session).
 pub struct Decider {
     bridge: Arc<Bridge>,
     hermes: HermesClient,
     settings: BotSettings,
-    backlog: HashMap<String, VecDeque<String>>,
+    backlog: VecDeque<(Option<String>, String)>,
 }
 
 impl Decider {
@@ -47,7 +52,7 @@ impl Decider {
             bridge,
             hermes,
             settings,
-            backlog: HashMap::new(),
+            backlog: VecDeque::new(),
         }
     }
 
@@ -109,6 +114,14 @@ impl Decider {
                 admission.hops,
                 admission.detail
             );
+            // The agent still learns what was said to others; a repeat
+            // (`duplicate`) adds nothing.
+            if matches!(
+                admission.reason,
+                AdmitReason::NotAddressed | AdmitReason::LoopGuard
+            ) {
+                self.keep(None, format!("{}: {}", m.nick, m.body));
+            }
             return None;
         }
         let default_session = self.settings.sessions[0].clone();
@@ -128,13 +141,20 @@ impl Decider {
             decision.detail
         );
         let line = format!("{}: {}", m.nick, m.body);
-        let waiting = self.backlog.entry(session.clone()).or_default();
-        let mut text: Vec<&str> = waiting.iter().map(String::as_str).collect();
+        let taken = |(for_session, _): &(Option<String>, String)| {
+            for_session.as_ref().is_none_or(|s| *s == session)
+        };
+        let mut text: Vec<&str> = self
+            .backlog
+            .iter()
+            .filter(|e| taken(e))
+            .map(|(_, l)| l.as_str())
+            .collect();
         text.push(&line);
         let text = text.join("\n");
         match self.hermes.turn(&session, &text) {
             Ok(reply) => {
-                self.backlog.remove(&session);
+                self.backlog.retain(|e| !taken(e));
                 let body = normalise(&reply, self.settings.max_body_chars);
                 if body.is_empty() {
                     tracing::warn!(
@@ -151,7 +171,7 @@ impl Decider {
             }
             Err(e) if e.line_stored() => {
                 // Hermes has the line (and the lines passed with it).
-                self.backlog.remove(&session);
+                self.backlog.retain(|e| !taken(e));
                 tracing::warn!(
                     "no reply to {}: {e}; the line is in session {session}",
                     m.nick
@@ -159,19 +179,24 @@ impl Decider {
                 None
             }
             Err(e) => {
-                let waiting = self.backlog.entry(session.clone()).or_default();
-                waiting.push_back(line);
-                while waiting.len() > BACKLOG_LINES {
-                    waiting.pop_front();
-                }
+                self.keep(Some(session.clone()), line);
                 tracing::warn!(
                     "no reply to {}: {e}; the line goes to session {session} with the next turn \
-                     there ({} waiting)",
+                     there ({} lines waiting)",
                     m.nick,
-                    waiting.len()
+                    self.backlog.len()
                 );
                 None
             }
+        }
+    }
+
+    /// Keep a line for a later turn, the oldest dropped past
+    /// [`BACKLOG_LINES`].
+    fn keep(&mut self, session: Option<String>, line: String) {
+        self.backlog.push_back((session, line));
+        while self.backlog.len() > BACKLOG_LINES {
+            self.backlog.pop_front();
         }
     }
 }
