@@ -15,9 +15,16 @@ HERMES_HOME=$(mktemp -d /tmp/session-switch-demo.XXXXXX)
 export HERMES_HOME
 BOT=
 GUARD_BOTS=()
+ROOM_BOT=
+GATEWAY=
+LLM=
 cleanup() {
   [ -n "$BOT" ] && kill "$BOT" 2>/dev/null
   for pid in "${GUARD_BOTS[@]}"; do kill "$pid" 2>/dev/null; done
+  [ -n "$ROOM_BOT" ] && kill "$ROOM_BOT" 2>/dev/null
+  # The gateway runs in a process group of its own (setsid).
+  [ -n "$GATEWAY" ] && kill -- "-$GATEWAY" 2>/dev/null
+  [ -n "$LLM" ] && kill "$LLM" 2>/dev/null
   rm -rf "$HERMES_HOME"
 }
 trap cleanup EXIT
@@ -156,5 +163,45 @@ SEEN=$(grep -c '"decision"' "$HERMES_HOME/mohe.decisions" || true)
 run "$PY" "$ROOT/tests/ejabberd/guard_bot.py" say --jid "outsider@$EJ_DOMAIN" --password pw-outsider \
   --room "$EJ_ROOM" --nick alice --port "$EJ_C2S_PORT" --body "mohe, zhiwei, xiaoguo: one more round, please" >/dev/null
 settle "$SEEN"
+
+step "10. The real room bot: mohe's bot drives a real Hermes API server (v31 line, a fake LLM)"
+VENV=$ROOT/target/hermes-venv/v31
+FAKE_LLM=$ROOT/../shared/hermes/fake_llm.py
+if [ ! -x "$VENV/bin/python" ] || [ ! -f "$FAKE_LLM" ]; then
+  echo "  (skipped: needs $VENV from \`make hermes-venvs\` and $FAKE_LLM)"
+else
+  for pid in "${GUARD_BOTS[@]}"; do kill "$pid" 2>/dev/null; done
+  GUARD_BOTS=()
+  python3 "$FAKE_LLM" --port 0 --log "$HERMES_HOME/llm.jsonl" --port-file "$HERMES_HOME/llm.port" >/dev/null 2>&1 &
+  LLM=$!
+  until [ -s "$HERMES_HOME/llm.port" ]; do sleep 0.1; done
+  API_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  printf 'model:\n  provider: custom\n  base_url: http://127.0.0.1:%s/v1\n  default: fake-model\n  api_key: sk-fake\n' \
+    "$(cat "$HERMES_HOME/llm.port")" >"$HERMES_HOME/config.yaml"
+  printf 'API_SERVER_ENABLED=true\nAPI_SERVER_KEY=sk-demo-0123456789abcdef\nAPI_SERVER_HOST=127.0.0.1\nAPI_SERVER_PORT=%s\n' \
+    "$API_PORT" >"$HERMES_HOME/.env"
+  printf '\n[bot]\nserver = "127.0.0.1:%s"\ntls = "insecure-plaintext"   # the test ejabberd offers no TLS\n\n[bot.agents.mohe]\npassword = "pw-mohe"\n' \
+    "$EJ_C2S_PORT" >>"$HERMES_HOME/session-switch.toml"
+  echo "  [bot] added to session-switch.toml; Hermes's .env names its API server (port $API_PORT)"
+  setsid "$VENV/bin/python" -c 'import sys; from hermes_cli.main import main; sys.argv[0] = "hermes"; sys.exit(main())' \
+    gateway run >"$HERMES_HOME/gateway.log" 2>&1 &
+  GATEWAY=$!
+  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$API_PORT/health" >/dev/null && break; sleep 0.2; done
+  "$BIN" bot --agent mohe 2>"$HERMES_HOME/bot.log" &
+  ROOM_BOT=$!
+  for _ in $(seq 300); do grep -q "joined" "$HERMES_HOME/bot.log" && break; sleep 0.2; done
+  sed 's/^/  bot: /' "$HERMES_HOME/bot.log"
+  run "$BIN" send "Reminder: the design review is at 3pm." "$CLI" --agent mohe >/dev/null
+  run "$PY" "$ROOT/tests/ejabberd/guard_bot.py" say --jid "outsider@$EJ_DOMAIN" --password pw-outsider \
+    --room "$EJ_ROOM" --nick alice --port "$EJ_C2S_PORT" --body "mohe, what time is the review?" >/dev/null
+  for _ in $(seq 600); do grep -q "replied to alice" "$HERMES_HOME/bot.log" && break; sleep 0.2; done
+  echo "  ... what the bot decided:"
+  grep "decide\|replied" "$HERMES_HOME/bot.log" | sed 's/^/  bot: /'
+  echo "  ... the turn ran in the CLI session (the send above recorded it), where Hermes stored it:"
+  xsb context "$CLI" --agent mohe --limit 2
+  kill "$ROOM_BOT" && wait "$ROOM_BOT" || true
+  ROOM_BOT=
+  echo "  SIGTERM: $(tail -1 "$HERMES_HOME/bot.log")"
+fi
 
 step "Done: the ejabberd instance is stopped and removed next"
