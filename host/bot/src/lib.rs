@@ -9,6 +9,7 @@
 //! reply back to the room. [`settings`] gathers what one bot needs from
 //! the config, the password source and Hermes's `.env`.
 
+pub mod check;
 pub mod decide;
 pub mod hermes;
 pub mod room;
@@ -16,5 +17,6 @@ pub mod runner;
 pub mod seen;
 pub mod settings;
 
-pub use runner::{Health, check, run};
+pub use check::{Health, check};
+pub use runner::run;
 pub use settings::BotSettings;

@@ -6,6 +6,7 @@
 //! again with a doubling pause (1 s up to 30 s) and logs each failed try;
 //! every new connection is logged here and rejoins the room. A kick or a
 //! refused join is retried here, also with a doubling pause (up to 60 s).
+//! `--once` is [`crate::check`].
 
 use crate::decide::{Decider, Reply};
 use crate::hermes::HermesClient;
@@ -34,27 +35,6 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How long one stanza may wait to be written (the connection may be down
 /// and reconnecting meanwhile).
 const SEND_LIMIT: Duration = Duration::from_secs(30);
-/// How long `--once` waits to be seated in the room.
-const ONCE_LIMIT: Duration = Duration::from_secs(30);
-
-/// What `--once` found: the bot could join, and the Hermes API server
-/// answered `/health` (or why not).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Health {
-    pub agent: String,
-    pub room: String,
-    pub joined: bool,
-    pub api_url: String,
-    /// `None`: healthy; else what failed.
-    pub hermes_error: Option<String>,
-}
-
-impl Health {
-    /// Joined and Hermes healthy.
-    pub fn ok(&self) -> bool {
-        self.joined && self.hermes_error.is_none()
-    }
-}
 
 /// Run `settings.agent`'s bot until SIGTERM or SIGINT. Returns `Ok` after
 /// a graceful stop (left the room, stream closed).
@@ -65,28 +45,20 @@ pub fn run(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
     runtime()?.block_on(serve(bridge, settings))
 }
 
-/// Join the room once, ask Hermes's `/health`, leave: a check for a
-/// service manager (`--once`).
-///
-/// Errors as [`run`].
-pub fn check(settings: BotSettings) -> Result<Health, Failure> {
-    runtime()?.block_on(probe(settings))
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::transport(format!("cannot start the bot's runtime: {e}")))
 }
 
-fn room_jid(settings: &BotSettings) -> Result<BareJid, Failure> {
+pub(crate) fn room_jid(settings: &BotSettings) -> Result<BareJid, Failure> {
     BareJid::new(&settings.room)
         .map_err(|e| Failure::bad_input(format!("room {:?}: {e}", settings.room)))
 }
 
 /// A client that connects (and reconnects) in the background.
-fn connect(settings: &BotSettings) -> Result<Client, Failure> {
+pub(crate) fn connect(settings: &BotSettings) -> Result<Client, Failure> {
     let jid = BareJid::new(&settings.jid)
         .map_err(|e| Failure::bad_input(format!("JID {:?}: {e}", settings.jid)))?;
     let dns = match &settings.server {
@@ -119,7 +91,7 @@ fn connect(settings: &BotSettings) -> Result<Client, Failure> {
     })
 }
 
-async fn send(client: &mut Client, stanza: Stanza, what: &str) -> bool {
+pub(crate) async fn send(client: &mut Client, stanza: Stanza, what: &str) -> bool {
     match timeout(SEND_LIMIT, client.send_stanza(stanza)).await {
         Ok(Ok(_)) => true,
         Ok(Err(e)) => {
@@ -137,18 +109,18 @@ async fn send(client: &mut Client, stanza: Stanza, what: &str) -> bool {
 }
 
 /// The room seat: whether the bot is in, when to try again, who is there.
-struct Seat {
-    room: BareJid,
-    nick: String,
-    joined: bool,
+pub(crate) struct Seat {
+    pub(crate) room: BareJid,
+    pub(crate) nick: String,
+    pub(crate) joined: bool,
     rejoin_at: Option<Instant>,
     pause: Duration,
-    jids: HashMap<String, String>,
+    pub(crate) jids: HashMap<String, String>,
     connections: u32,
 }
 
 impl Seat {
-    fn new(room: BareJid, nick: String) -> Self {
+    pub(crate) fn new(room: BareJid, nick: String) -> Self {
         Self {
             room,
             nick,
@@ -182,7 +154,7 @@ impl Seat {
     }
 
     /// A new connection (never a resumed one): the room seat is gone.
-    async fn online(&mut self, client: &mut Client, bound: &str) {
+    pub(crate) async fn online(&mut self, client: &mut Client, bound: &str) {
         self.connections += 1;
         self.joined = false;
         self.jids.clear();
@@ -204,7 +176,7 @@ impl Seat {
     }
 
     /// Update the seat from a room event; the live message, if any.
-    fn event(&mut self, event: RoomEvent) -> Option<Incoming> {
+    pub(crate) fn event(&mut self, event: RoomEvent) -> Option<Incoming> {
         match event {
             RoomEvent::Joined if !self.joined => {
                 self.joined = true;
@@ -255,6 +227,13 @@ fn start_log(settings: &BotSettings) {
         settings.api_url,
         settings.api_source
     );
+    if settings.api_key.is_none() {
+        tracing::warn!(
+            "no API server key (API_SERVER_KEY in Hermes's .env, or [bot.agents.{}] \
+             api_key_env): Hermes refuses a turn in a named session without one",
+            settings.agent
+        );
+    }
     if settings.tls == BotTls::InsecurePlaintext {
         tracing::warn!(
             "[bot] tls = \"insecure-plaintext\": the password and the messages cross the \
@@ -361,52 +340,6 @@ async fn post(client: &mut Client, seat: &Seat, settings: &BotSettings, reply: R
             reply.body.chars().count()
         );
     }
-}
-
-async fn probe(settings: BotSettings) -> Result<Health, Failure> {
-    let mut seat = Seat::new(room_jid(&settings)?, settings.nick.clone());
-    let mut client = connect(&settings)?;
-    let deadline = Instant::now() + ONCE_LIMIT;
-    while !seat.joined {
-        match tokio::time::timeout_at(deadline, client.next()).await {
-            Err(_) | Ok(None) => break,
-            Ok(Some(Event::Online { bound_jid, .. })) => {
-                seat.online(&mut client, &bound_jid.to_string()).await;
-            }
-            Ok(Some(Event::Stanza(stanza))) => {
-                let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
-                if let RoomEvent::JoinRefused(why) | RoomEvent::Left(why) = &event {
-                    tracing::warn!("the room refused the join: {why}");
-                    break;
-                }
-                seat.event(event);
-            }
-            Ok(Some(Event::Disconnected(_))) => {}
-        }
-    }
-    let hermes = HermesClient::new(
-        &settings.api_url,
-        settings.api_key.as_deref(),
-        Duration::from_secs(10),
-    );
-    let hermes_error = tokio::task::spawn_blocking(move || hermes.health())
-        .await
-        .map_err(|e| Failure::transport(format!("the health check panicked: {e}")))?
-        .err()
-        .map(|e| e.to_string());
-    if seat.joined
-        && let Ok(p) = room::leave(&seat.room, &seat.nick)
-    {
-        send(&mut client, p.into(), "the leave").await;
-    }
-    let _ = timeout(Duration::from_secs(5), client.send_end()).await;
-    Ok(Health {
-        agent: settings.agent,
-        room: settings.room,
-        joined: seat.joined,
-        api_url: settings.api_url,
-        hermes_error,
-    })
 }
 
 #[cfg(test)]
