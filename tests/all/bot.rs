@@ -44,6 +44,18 @@ fn on_the_v31_line_too() {
     answered_redirected_and_stopped(&world);
 }
 
+#[test]
+fn on_the_axisrow_line_too() {
+    let _heavy = heavy();
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let Some(world) = BotWorld::with_hermes(&ej, "axisrow", "hermes-0.19.0.db", 6) else {
+        return;
+    };
+    answered_redirected_and_stopped(&world);
+}
+
 /// A person answered in the agent's XMPP session, a CLI send moving the
 /// next turn to the CLI session, the bot's own lines not answered, SIGTERM.
 fn answered_redirected_and_stopped(world: &BotWorld) {
