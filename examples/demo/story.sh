@@ -187,6 +187,12 @@ else
     gateway run >"$HERMES_HOME/gateway.log" 2>&1 &
   GATEWAY=$!
   for _ in $(seq 300); do curl -sf "http://127.0.0.1:$API_PORT/health" >/dev/null && break; sleep 0.2; done
+  # v31 warms its turn machinery (import run_agent) after /health answers; a
+  # turn before that ends can meet the half-imported module (a 500).
+  for _ in $(seq 300); do
+    grep -qs "Turn machinery warmed\|Turn-machinery warm-up failed" "$HERMES_HOME/gateway.log" "$HERMES_HOME"/logs/*.log && break
+    sleep 0.2
+  done
   "$BIN" bot --agent mohe 2>"$HERMES_HOME/bot.log" &
   ROOM_BOT=$!
   for _ in $(seq 300); do grep -q "joined" "$HERMES_HOME/bot.log" && break; sleep 0.2; done

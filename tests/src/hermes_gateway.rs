@@ -122,6 +122,8 @@ impl HermesGateway {
         .stdout(log.try_clone().unwrap())
         .stderr(log);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let warmed_before = warm_ups(&self.output());
+        let warms_up = warms_up(&self.venv);
         self.child = Some(cmd.spawn().expect("start hermes gateway"));
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
@@ -129,13 +131,17 @@ impl HermesGateway {
                 self.child = None;
                 panic!("hermes gateway exited {status}:\n{}", self.output());
             }
-            if self.healthy() {
+            // v31 warms its turn machinery (`import run_agent`) on an
+            // executor thread while /health already answers; a turn in that
+            // window can meet the half-imported module (500 "cannot import
+            // name 'AIAgent' from 'run_agent'", seen under load).
+            if self.healthy() && (!warms_up || warm_ups(&self.output()) > warmed_before) {
                 return;
             }
             if Instant::now() > deadline {
                 let output = self.output();
                 self.stop();
-                panic!("hermes gateway: no /health within 90 s:\n{output}");
+                panic!("hermes gateway: not ready (/health, the warm-up) within 90 s:\n{output}");
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -206,4 +212,24 @@ fn ureq_get(url: &str) -> bool {
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
     answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+}
+
+/// What v31's gateway logs when its boot warm-up ends
+/// (`gateway/run_startup.py`).
+const WARMED: [&str; 2] = ["Turn machinery warmed", "Turn-machinery warm-up failed"];
+
+/// How many boot warm-ups `output` says ended.
+fn warm_ups(output: &str) -> usize {
+    WARMED.iter().map(|line| output.matches(line).count()).sum()
+}
+
+/// Whether the Hermes in `venv` warms its turn machinery after start.
+fn warms_up(venv: &Path) -> bool {
+    let Ok(libs) = std::fs::read_dir(venv.join("lib")) else {
+        return false;
+    };
+    libs.flatten().any(|lib| {
+        std::fs::read_to_string(lib.path().join("site-packages/gateway/run_startup.py"))
+            .is_ok_and(|text| text.contains(WARMED[0]))
+    })
 }

@@ -9,6 +9,7 @@ ejabberd. Every process started here is stopped by its PID, also on failure.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -178,6 +179,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# What v31's gateway logs when its boot warm-up ends (gateway/run_startup.py).
+WARMED = ("Turn machinery warmed", "Turn-machinery warm-up failed")
+
+
+@functools.lru_cache(maxsize=None)
+def warms_up(venv: Path) -> bool:
+    """Whether the Hermes in `venv` warms its turn machinery after start."""
+    return any(WARMED[0] in f.read_text(errors="replace")
+               for f in venv.glob("lib/python3*/site-packages/gateway/run_startup.py"))
+
+
 class Gateway:
     """`hermes gateway run -v` on a Hermes home; stopped by PID."""
 
@@ -219,6 +231,16 @@ class Gateway:
                 if time.monotonic() > deadline:
                     self.stop()
                     raise AssertionError(f"no /health in 90 s:\n{self.output()}")
+                time.sleep(0.2)
+        # v31 warms its turn machinery (`import run_agent`) on an executor
+        # thread while /health already answers; a request in that window can
+        # meet the half-imported module (500 "cannot import name 'AIAgent'
+        # from 'run_agent'", seen under load). Hermes logs the warm-up's end.
+        if warms_up(venv):
+            while not any(line in self.output() for line in WARMED):
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise AssertionError(f"no end of the warm-up in 90 s:\n{self.output()}")
                 time.sleep(0.2)
 
     def output(self) -> str:
@@ -874,7 +896,8 @@ class HermesV31(_TurnLeaseCase, _HermesCase, unittest.TestCase):
             return agent_log.read_text(errors="replace") if agent_log.is_file() else ""
 
         self.cli_send(home, support.unique("redirect"))
-        self.assertEqual(gw.chat(support.unique("warm"), XMPP)[0], 200)
+        status, _, body = gw.chat(support.unique("warm"), XMPP)
+        self.assertEqual(status, 200, f"{body}\n{gw.output()[-4000:]}")
         holding = threading.Thread(target=gw.chat, args=(support.unique(f"{FakeLlm.HOLD} compressed"), XMPP))
         holding.start()
         self.assertTrue(self.llm.held.wait(60), gw.output()[-3000:])
