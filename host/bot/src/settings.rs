@@ -183,30 +183,14 @@ fn read_password(source: &PasswordSource, section: &str) -> Result<String, Failu
     Ok(password)
 }
 
-/// `KEY=VALUE` lines as Hermes's `.env` holds them (python-dotenv's
-/// common forms: `export KEY=…`, `#` comments, single or double quotes).
+/// `KEY=VALUE` lines as Hermes's `.env` holds them, read by `dotenvy` (the
+/// dotenv format python-dotenv, which Hermes uses, reads: `export KEY=…`,
+/// `#` comments, single or double quotes). A line it cannot read is left
+/// out, as python-dotenv skips it.
 pub fn parse_env(text: &str) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim();
-        let value = match value.chars().next() {
-            Some(q @ ('"' | '\'')) if value.len() >= 2 && value.ends_with(q) => {
-                &value[1..value.len() - 1]
-            }
-            // An unquoted value ends at a comment.
-            _ => value.split(" #").next().unwrap_or(value).trim_end(),
-        };
-        out.insert(key.trim().to_owned(), value.to_owned());
-    }
-    out
+    dotenvy::from_read_iter(text.as_bytes())
+        .filter_map(Result::ok)
+        .collect()
 }
 
 /// `$HERMES_HOME` as Hermes reads it (default `~/.hermes`).
