@@ -135,7 +135,7 @@ endef
 # Hermes fixtures, policy failures, hot swap under threads, the real Hermes
 # API server (every line of `make hermes-venvs`) against a fake LLM.
 # Needs the EJ_* variables of with-ejabberd.sh (`make test`).
-python-test: test-wheel hermes-venvs
+python-test: test-wheel hermes-venvs variants
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(TEST_WHEELS)/session_switch-*.whl
 	SESSION_SWITCH_WHEEL=$$(ls $(TEST_WHEELS)/session_switch-*.whl) \
 	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python

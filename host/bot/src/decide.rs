@@ -8,6 +8,7 @@
 //! reply handed back to the XMPP task.
 
 use crate::hermes::HermesClient;
+use crate::line::room_line;
 use crate::room::Incoming;
 use crate::settings::BotSettings;
 use session_switch::Bridge;
@@ -120,7 +121,8 @@ impl Decider {
                 admission.reason,
                 AdmitReason::NotAddressed | AdmitReason::LoopGuard
             ) {
-                self.keep(None, format!("{}: {}", m.nick, m.body));
+                let line = room_line(&self.bridge, agent, &m.nick, &m.body);
+                self.keep(None, line);
             }
             return None;
         }
@@ -140,7 +142,7 @@ impl Decider {
             decision.reason.as_str(),
             decision.detail
         );
-        let line = format!("{}: {}", m.nick, m.body);
+        let line = room_line(&self.bridge, agent, &m.nick, &m.body);
         let taken = |(for_session, _): &(Option<String>, String)| {
             for_session.as_ref().is_none_or(|s| *s == session)
         };

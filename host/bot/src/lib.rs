@@ -12,6 +12,7 @@
 pub mod check;
 pub mod decide;
 pub mod hermes;
+pub mod line;
 pub mod room;
 pub mod runner;
 pub mod seen;
