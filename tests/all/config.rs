@@ -464,8 +464,8 @@ fn jids_and_session_ids_the_policy_would_refuse_are_refused_with_their_line() {
 
 /// JIDs are kept as the server compares them (nodeprep and nameprep fold
 /// case): ejabberd's commands find a room by its prepared name only (a
-/// fresh-user trial's send to `CoreGroup@Conference…` reached the room and
-/// was then refused as "room does not exist").
+/// send to `CoreGroup@Conference…` would reach the room and then be
+/// refused as "room does not exist").
 #[test]
 fn jids_are_kept_prepared() {
     let c = Config::parse(

@@ -2,8 +2,7 @@
 //! real store: a decision is served again only while `state.db` says the
 //! same, every change another connection commits is seen by the very next
 //! call, and a lock is waited out once, not once for the memo's check and
-//! again for the call (found by the fresh-user trial: 10 s for a 5 s busy
-//! timeout).
+//! again for the call (twice would make a 5 s busy timeout a 10 s wait).
 
 use rusqlite::Connection;
 use session_switch::HermesImports;

@@ -613,8 +613,7 @@ class _HermesCase:
     def test_a_clear_while_the_request_body_arrives_is_followed(self):
         """The prepared turn is checked at the request's history load, not
         when its headers arrive: a `clear` committed while a slow client
-        still sends the body moves the turn back to the XMPP session
-        (found by the fresh-user trial of this round)."""
+        still sends the body moves the turn back to the XMPP session."""
         home = self.home("slow")
         db = home / "state.db"
         gw = self.gateway(home, log_level="DEBUG")
