@@ -74,6 +74,17 @@ impl Home {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// The Rust API on this home (the façade a gateway and the binding use).
+    fn bridge(&self) -> session_switch::Bridge {
+        session_switch::Bridge::open(session_switch::BridgeOptions {
+            config: Some(self.config.clone()),
+            db: Some(self.db.clone()),
+            policy: None,
+            cache: session_switch::runtime::CacheMode::Off,
+        })
+        .unwrap()
+    }
+
     /// Run `args` without `--json`, which must succeed; its stdout.
     fn plain(&self, args: &[&str]) -> String {
         let out = Command::new(bin_path())
@@ -257,13 +268,7 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
 
     // The gateway's question (the plugin asks it for the session Hermes's
     // API server runs a turn on, the live tip): whose XMPP session is it?
-    let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
-        config: Some(home.config.clone()),
-        db: Some(home.db.clone()),
-        policy: None,
-        cache: session_switch::runtime::CacheMode::Off,
-    })
-    .unwrap();
+    let bridge = home.bridge();
     let store = bridge.store().unwrap();
     for (asked, agent) in [
         (child.as_str(), Some("mohe")),
@@ -333,13 +338,7 @@ fn two_live_children_fail_closed_and_active_says_what_it_found() {
         "{plain}"
     );
     // The Rust API, and a kept instance as the Python binding's pool uses.
-    let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
-        config: Some(home.config.clone()),
-        db: Some(home.db.clone()),
-        policy: None,
-        cache: session_switch::runtime::CacheMode::Off,
-    })
-    .unwrap();
+    let bridge = home.bridge();
     let d = bridge.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert!(!d.redirected && d.session_id == "xmpp-mohe-v2", "{d:?}");
     assert!(names_the_fork(&d.detail, &forked, &a, &b), "{d:?}");

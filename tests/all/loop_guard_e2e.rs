@@ -12,69 +12,18 @@
 //! (20 agent messages per 300 s) only matters where a test says so.
 
 use serde_json::Value;
+use session_switch_tests::own_room::OwnRoom;
 use session_switch_tests::sample::SAMPLE_CLI;
 use session_switch_tests::xmpp::{Ejabberd, RoomMessage, RoomObserver};
 use session_switch_tests::{bin_path, fixture_copy, heavy, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
 const T0: f64 = 1_800_000_000.0;
-
-/// A room of this test's own, made non-anonymous with the three agents as
-/// MUC/Sub subscribers (the bridge's sender check); destroyed on drop.
-struct OwnRoom {
-    ej: Ejabberd,
-}
-
-impl OwnRoom {
-    fn new(ej: &Ejabberd) -> OwnRoom {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "guard{}x{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let ctl = |args: &[&str]| {
-            let out = Command::new(&ej.ctl)
-                .args(args)
-                .env("LC_ALL", "C.UTF-8")
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "ejabberdctl {args:?}: {out:?}");
-        };
-        ctl(&["create_room", &name, &ej.muc_service, &ej.domain]);
-        for (option, value) in [("anonymous", "false"), ("allow_subscription", "true")] {
-            ctl(&["change_room_option", &name, &ej.muc_service, option, value]);
-        }
-        let room = format!("{name}@{}", ej.muc_service);
-        for agent in AGENTS {
-            ctl(&[
-                "subscribe_room",
-                &ej.jid(agent),
-                agent,
-                &room,
-                "urn:xmpp:mucsub:nodes:messages",
-            ]);
-        }
-        let mut own = ej.clone();
-        own.room = room;
-        own.room_name = name;
-        OwnRoom { ej: own }
-    }
-}
-
-impl Drop for OwnRoom {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.ej.ctl)
-            .args(["destroy_room", &self.ej.room_name, &self.ej.muc_service])
-            .output();
-    }
-}
 
 /// The bridge's files: a fixture copy, the config (the three agents and
 /// `dalang`, an agent whose bot never runs: a forger can take its nick),
@@ -97,7 +46,7 @@ impl World {
     fn with_config(more: &str) -> Option<World> {
         let ej = Ejabberd::from_env()?;
         let (dir, db) = fixture_copy("hermes-latest.db")?;
-        let room = OwnRoom::new(&ej);
+        let room = OwnRoom::new(&ej, "guard", &AGENTS);
         let ej = &room.ej;
         let config = dir.path().join("session-switch.toml");
         let mut text = format!(

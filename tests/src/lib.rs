@@ -16,6 +16,7 @@ pub mod fault_proxy;
 pub mod hermes_gateway;
 pub mod hostile;
 pub mod instance;
+pub mod own_room;
 pub mod room_bot;
 pub mod sample;
 pub mod wit_convert;

@@ -6,12 +6,12 @@
 
 use crate::fake_llm::FakeLlm;
 use crate::hermes_gateway::{HermesGateway, hermes_venv};
+use crate::own_room::OwnRoom;
 use crate::xmpp::{Ejabberd, RoomMessage, RoomObserver};
 use crate::{bin_path, fixture_copy, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,8 @@ pub struct BotWorld {
     pub ej: Ejabberd,
     pub llm: FakeLlm,
     pub gateway: HermesGateway,
+    /// Destroys the room when the world is dropped.
+    _room: OwnRoom,
 }
 
 impl BotWorld {
@@ -60,7 +62,8 @@ impl BotWorld {
     ) -> Option<BotWorld> {
         let venv = hermes_venv(version)?;
         let (dir, db) = fixture_copy(fixture)?;
-        let ej = own_room(base);
+        let room = OwnRoom::new(base, "bots", &AGENTS.map(|(a, _)| a));
+        let ej = room.ej.clone();
         let home = dir.path().to_path_buf();
         let llm = FakeLlm::start(&AGENTS.map(|(a, _)| a));
         let gateway = HermesGateway::start(&venv, &home, llm.port);
@@ -98,6 +101,7 @@ impl BotWorld {
             ej,
             llm,
             gateway,
+            _room: room,
         })
     }
 
@@ -164,52 +168,6 @@ impl BotWorld {
             .unwrap()
             .map(Result::unwrap)
             .collect()
-    }
-}
-
-/// A room of this test's own, non-anonymous (the bots see real JIDs, as
-/// the human-origin rule needs), the agents MUC/Sub subscribers (the
-/// bridge's sender check); destroyed when the world is dropped.
-fn own_room(ej: &Ejabberd) -> Ejabberd {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "bots{}x{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    let ctl = |args: &[&str]| {
-        let out = Command::new(&ej.ctl)
-            .args(args)
-            .env("LC_ALL", "C.UTF-8")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ejabberdctl {args:?}: {out:?}");
-    };
-    ctl(&["create_room", &name, &ej.muc_service, &ej.domain]);
-    for (option, value) in [("anonymous", "false"), ("allow_subscription", "true")] {
-        ctl(&["change_room_option", &name, &ej.muc_service, option, value]);
-    }
-    let room = format!("{name}@{}", ej.muc_service);
-    for (agent, _) in AGENTS {
-        ctl(&[
-            "subscribe_room",
-            &ej.jid(agent),
-            agent,
-            &room,
-            "urn:xmpp:mucsub:nodes:messages",
-        ]);
-    }
-    let mut own = ej.clone();
-    own.room = room;
-    own.room_name = name;
-    own
-}
-
-impl Drop for BotWorld {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.ej.ctl)
-            .args(["destroy_room", &self.ej.room_name, &self.ej.muc_service])
-            .output();
     }
 }
 

@@ -220,14 +220,7 @@ fn is_host_port(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-
-    const BASE: &str = "[xmpp]\nroom = \"room@conference.example.org\"\n\n\
-        [[agents]]\nname = \"mohe\"\njid = \"mohe@example.org\"\nsessions = [\"xmpp-mohe\"]\n";
-
-    fn parse(extra: &str) -> Result<Config, String> {
-        Config::parse(&format!("{BASE}{extra}"), "t").map_err(|f| f.message)
-    }
+    use crate::config::tests::parse;
 
     #[test]
     fn no_section_means_starttls_the_default_timeout_and_no_agents() {

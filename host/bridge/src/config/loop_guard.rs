@@ -56,14 +56,8 @@ pub(super) fn loop_guard(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Config, LoopGuardConfig};
-
-    const BASE: &str = "[xmpp]\nroom = \"room@conference.example.org\"\n\n\
-        [[agents]]\nname = \"mohe\"\njid = \"mohe@example.org\"\nsessions = [\"xmpp-mohe\"]\n";
-
-    fn parse(extra: &str) -> Result<Config, String> {
-        Config::parse(&format!("{BASE}{extra}"), "t").map_err(|f| f.message)
-    }
+    use crate::config::LoopGuardConfig;
+    use crate::config::tests::parse;
 
     #[test]
     fn no_section_means_the_designs_defaults() {

@@ -200,11 +200,17 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const BASE: &str = "[xmpp]\nroom = \"room@conference.example.org\"\n\n\
+    /// A config of one agent, the sections' tests' base.
+    pub(crate) const BASE: &str = "[xmpp]\nroom = \"room@conference.example.org\"\n\n\
         [[agents]]\nname = \"mohe\"\njid = \"mohe@example.org\"\nsessions = [\"xmpp-mohe\"]\n";
+
+    /// [`BASE`] and `extra` parsed; the failure's message.
+    pub(crate) fn parse(extra: &str) -> Result<Config, String> {
+        Config::parse(&format!("{BASE}{extra}"), "t").map_err(|f| f.message)
+    }
 
     fn file(dir: &Path, extra: &str) -> PathBuf {
         let path = dir.join("session-switch.toml");
