@@ -7,18 +7,21 @@ use crate::Failure;
 use crate::settings::ValidSettings;
 
 /// Whether a room message from `sender` is `agent`'s own (WIT
-/// `policy.is-own-message`). `sender` is trimmed and split at the first `/`
-/// into a bare part and a resource:
-/// - bare part = the room's JID → own iff the resource (trimmed) is the
-///   agent's nick (an occupant JID `room/nick`, XEP-0045);
+/// `policy.is-own-message`). `sender` is split at the first `/` into a bare
+/// part (blanks around it ignored: a JID has none) and a resource (kept
+/// exactly: a nick's blanks are part of it):
+/// - bare part = the room's JID → own iff the resource is the agent's nick
+///   (an occupant JID `room/nick`, XEP-0045);
 /// - else a bare part with `@` → own iff it is the agent's bare JID (any
 ///   resource: the agent's client sent it);
-/// - else, with no `/` at all, a bare nick → own iff it is the agent's nick;
+/// - else, with no `/` at all, a bare nick → own iff it is the agent's nick
+///   (exactly, blanks included);
 /// - anything else (empty, a domain, `domain/resource`) → not own.
 ///
 /// JIDs compare ASCII-case-insensitively (RFC 7622 case-folds the local part
-/// and domain); nicks compare exactly, as ejabberd seats them (its
-/// resourceprep keeps case: `MoHe` is another occupant than `mohe`).
+/// and domain); nicks compare exactly, as ejabberd seats them: its
+/// resourceprep keeps case and blanks, so `MoHe`, `mohe ` and ` mohe` are
+/// other occupants than `mohe`.
 /// Errors: `unknown-agent`.
 pub fn is_own_message(
     settings: &ValidSettings,
@@ -27,18 +30,14 @@ pub fn is_own_message(
 ) -> Result<bool, Failure> {
     let entry = settings.agent(agent)?;
     let nick = &entry.agent.nick;
-    let sender = sender.trim();
-    if sender.is_empty() {
-        return Ok(false);
-    }
     let (bare, resource) = match sender.split_once('/') {
-        Some((bare, resource)) => (bare, Some(resource.trim())),
+        Some((bare, resource)) => (bare.trim(), Some(resource)),
         None => (sender, None),
     };
     Ok(if bare.eq_ignore_ascii_case(settings.room()) {
         resource.is_some_and(|r| r == nick)
     } else if bare.contains('@') {
-        bare.eq_ignore_ascii_case(&entry.agent.jid)
+        bare.trim().eq_ignore_ascii_case(&entry.agent.jid)
     } else {
         resource.is_none() && bare == nick
     })
@@ -55,7 +54,11 @@ mod tests {
         let s = ValidSettings::new(sample_settings()).unwrap();
         let cases = [
             ("coregroup@conference.example.org/mohe", true),
-            ("  CoreGroup@Conference.Example.org/ mohe ", true),
+            ("  CoreGroup@Conference.Example.org/mohe", true),
+            ("coregroup@conference.example.org/ mohe ", false),
+            ("coregroup@conference.example.org/mohe ", false),
+            ("coregroup@conference.example.org/ mohe", false),
+            ("coregroup@conference.example.org/mohe\u{200b}", false),
             ("coregroup@conference.example.org/MOHE", false),
             ("coregroup@conference.example.org/MoHe", false),
             ("coregroup@conference.example.org/ｍｏｈｅ", false),
@@ -71,7 +74,9 @@ mod tests {
             ("mohe@example.org.evil", false),
             ("mohe2@example.org", false),
             ("mohe", true),
-            (" mohe ", true),
+            (" mohe ", false),
+            ("mohe ", false),
+            (" mohe@example.org ", true),
             ("MOHE", false),
             ("Mohe", false),
             ("mohe2", false),

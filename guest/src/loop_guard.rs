@@ -195,10 +195,11 @@ pub fn admit(
 }
 
 /// Whether `message` comes from `agent`: its nick in the room (exactly, as
-/// ejabberd seats nicks: `MoHe` is another occupant than `mohe`) or its real
+/// ejabberd seats nicks: `MoHe` and `mohe ` are other occupants than
+/// `mohe`) or its real
 /// bare JID (either suffices: a room may hide real JIDs).
 fn is_agent(agent: &AgentEntry, message: &RoomMessage<'_>) -> bool {
-    message.nick.trim() == agent.agent.nick
+    message.nick == agent.agent.nick
         || message
             .jid
             .is_some_and(|jid| jid_matches(&agent.agent.jid, jid))
@@ -231,7 +232,9 @@ pub fn admit_message(
     message: &WitMessage,
 ) -> Result<Admission, Failure> {
     let receiver = settings.agent(agent)?;
-    let occupant = message.occupant.trim();
+    // Blanks before the room's JID are no one's; after the `/` they are
+    // the nick's own.
+    let occupant = message.occupant.trim_start();
     let nick = match occupant.split_once('/') {
         Some((room, nick)) if room.eq_ignore_ascii_case(settings.room()) && !nick.is_empty() => {
             nick

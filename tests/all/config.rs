@@ -117,6 +117,38 @@ fn duplicate_jid_and_nick_are_refused() {
         "\n[[agents]]\nname = \"x\"\njid = \"x@example.org\"\nnick = \"mohe\"\nsessions = [\"s\"]\n",
     ));
     assert!(e.message.contains("line 13: duplicate nick 'mohe'"), "{e}");
+    let e = err(&with(
+        "\n[[agents]]\nname = \"x\"\njid = \"x@example.org\"\nnick = \"MoHe\"\nsessions = [\"s\"]\n",
+    ));
+    assert!(
+        e.message
+            .contains("line 13: duplicate nick 'MoHe' (first at line 6, compared ignoring case)"),
+        "{e}"
+    );
+}
+
+/// ejabberd seats a nick as its resourceprep makes it (NFKC, characters
+/// mapped to nothing removed): a nick written otherwise would never match
+/// the agent's own reflection, so the config refuses it and names the
+/// form to write.
+#[test]
+fn a_nick_the_room_would_seat_under_another_form_is_refused() {
+    for (nick, seated) in [
+        ("\u{ff4d}\u{ff4f}\u{ff48}\u{ff45}", "mohe"),
+        ("zhi\u{200b}wei", "zhiwei"),
+        ("\u{fb01}x", "fix"),
+    ] {
+        let e = err(&two_agents(&format!("nick = \"{nick}\"\n")));
+        assert!(
+            e.message.contains(&format!(
+                "line 14: nick {nick:?} is not the nick the room would seat: ejabberd \
+                 prepares it (resourceprep) to {seated:?}"
+            )) && e.message.ends_with(&format!("write nick = {seated:?}")),
+            "{nick:?}: {e}"
+        );
+    }
+    let c = Config::parse(&two_agents("nick = \"知微 zw\"\n"), "t").unwrap();
+    assert_eq!(c.agent("zhiwei").unwrap().nick, "知微 zw");
 }
 
 #[test]
@@ -324,7 +356,7 @@ fn names_a_signature_could_be_confused_by_are_refused_with_their_line() {
     ));
     assert_eq!(
         e.message,
-        "config test.toml, line 11: duplicate agent name 'mohe' (first at line 6)"
+        "config test.toml, line 11: duplicate agent name 'Mohe' (first at line 6, compared ignoring case)"
     );
     // The tag itself, as alias, nick or JID local part, in any case.
     let e = err(&two_agents("aliases = [\"You\"]\n"));

@@ -582,15 +582,16 @@ fn from_nick(bot: &Bot, nick: &str) -> (Value, Vec<Value>) {
     (all[at].clone(), all[at + 1..].to_vec())
 }
 
-/// Issue 37: ejabberd keeps a nick's case, so it seats an outsider as
-/// `MoHe` beside the agent `mohe`. To every bot that occupant is a
-/// person: mohe's bot answers it (it is no reflection of mohe's own), and
-/// every bot resets its chain on it instead of counting a hop of mohe's
-/// (each counter stood at 2, then counts the three replies from 1).
-/// `is-own` tells `ROOM/MoHe` from `ROOM/mohe`; JIDs still compare
+/// Issue 37: ejabberd keeps a nick's case and its blanks, so it seats an
+/// outsider as `MoHe`, `mohe ` or ` mohe` beside the agent `mohe`. To
+/// every bot each such occupant is a person: mohe's bot answers it (it is
+/// no reflection of mohe's own), and every bot resets its chain on it
+/// instead of counting a hop of mohe's (each counter stood at 2, or at 3
+/// after the last lookalike's replies, then counts the three replies from
+/// 1). `is-own` tells those occupants from `ROOM/mohe`; JIDs still compare
 /// ignoring case.
 #[test]
-fn an_outsider_seated_as_capitalised_mohe_is_a_person_to_every_bot() {
+fn an_outsider_seated_as_a_lookalike_of_mohe_is_a_person_to_every_bot() {
     let _heavy = heavy();
     let Some(w) = World::new() else {
         return;
@@ -612,41 +613,57 @@ fn an_outsider_seated_as_capitalised_mohe_is_a_person_to_every_bot() {
     }
 
     let outsider = w.ej().outsider();
-    let at = counter.messages().len();
-    w.say(outsider, "MoHe", "mohe, MoHe here: who are you?", false);
-    let after = settle(&counter, &all, at);
-    assert_eq!(
-        (after[0].nick.as_str(), after[0].jid.clone()),
-        ("MoHe", Some(w.ej().jid(outsider))),
-        "{after:#?}"
-    );
-    // Every bot answered, mohe's from the nick `mohe` it holds beside `MoHe`.
-    let mut answered: Vec<&str> = after[1..].iter().map(|m| m.nick.as_str()).collect();
-    answered.sort_unstable();
-    assert_eq!(answered, ["mohe", "xiaoguo", "zhiwei"], "{after:#?}");
-    for b in &bots {
-        let (d, rest) = from_nick(b, "MoHe");
+    // Bodies that differ after normalisation: one sender's repeat would
+    // meet the duplicate rule.
+    for (nick, body) in [
+        ("MoHe", "mohe, MoHe here: who are you?"),
+        ("mohe ", "mohe, a second one here: are you real?"),
+        (" mohe", "mohe, and a third: which of us is you?"),
+    ] {
+        let at = counter.messages().len();
+        w.say(outsider, nick, body, false);
+        let after = settle(&counter, &all, at);
         assert_eq!(
-            (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
-            (true.into(), "human".into(), 0.into()),
-            "{}: {d}",
-            b.agent
+            (after[0].nick.as_str(), after[0].jid.clone()),
+            (nick, Some(w.ej().jid(outsider))),
+            "{after:#?}"
         );
-        let hops: Vec<u64> = rest.iter().map(|d| d["hops"].as_u64().unwrap()).collect();
-        assert_eq!(hops, [1, 2, 3], "{}: {rest:?}", b.agent);
+        // Every bot answered, mohe's from the nick `mohe` it holds beside
+        // the lookalike.
+        let mut answered: Vec<&str> = after[1..].iter().map(|m| m.nick.as_str()).collect();
+        answered.sort_unstable();
+        assert_eq!(
+            answered,
+            ["mohe", "xiaoguo", "zhiwei"],
+            "{nick:?}: {after:#?} {:?}",
+            bots.iter().map(|b| b.decisions()).collect::<Vec<_>>()
+        );
+        for b in &bots {
+            let (d, rest) = from_nick(b, nick);
+            assert_eq!(
+                (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
+                (true.into(), "human".into(), 0.into()),
+                "{} on {nick:?}: {d}",
+                b.agent
+            );
+            let hops: Vec<u64> = rest.iter().map(|d| d["hops"].as_u64().unwrap()).collect();
+            assert_eq!(hops, [1, 2, 3], "{} on {nick:?}: {rest:?}", b.agent);
+        }
     }
 
     let room = &w.ej().room;
     for (from, own) in [
         (format!("{room}/MoHe"), false),
         (format!("{room}/MOHE"), false),
+        (format!("{room}/mohe "), false),
+        (format!("{room}/ mohe"), false),
         (format!("{room}/mohe"), true),
         (w.ej().jid("MoHe"), true),
     ] {
         assert_eq!(
             w.is_own(&from, "mohe"),
             serde_json::json!({"own": own}),
-            "{from}"
+            "{from:?}"
         );
     }
 }

@@ -130,15 +130,22 @@ fn the_marker_counts_only_from_an_agents_real_jid() {
     assert_eq!(d[1].hops, 0, "but its chain is reset too");
 }
 
-/// ejabberd seats `MoHe` beside `mohe`: that occupant is a person to
-/// every bot, not mohe (nicks compare exactly).
+/// ejabberd seats `MoHe`, `mohe ` and ` mohe` beside `mohe` (its
+/// resourceprep keeps case and blanks): each is a person to every bot, not
+/// mohe (nicks compare exactly).
 #[test]
 fn a_nick_in_another_case_is_another_occupant() {
     let mut room = Room::new();
     for t in 0..6 {
         room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
     }
-    for (t, nick) in [(7.0, "MoHe"), (8.0, "MOHE"), (9.0, "ｍｏｈｅ")] {
+    for (t, nick) in [
+        (7.0, "MoHe"),
+        (8.0, "MOHE"),
+        (9.0, "ｍｏｈｅ"),
+        (10.0, "mohe "),
+        (11.0, " mohe"),
+    ] {
         let d = room.deliver(
             &msg(nick, None, &format!("mohe and zhiwei, {nick} here")),
             t,

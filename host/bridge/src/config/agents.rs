@@ -58,6 +58,7 @@ fn agent(a: RawAgent, taken: &mut Taken, src: &Source<'_>) -> Result<AgentConfig
     unique(
         &mut taken.names,
         name.to_ascii_lowercase(),
+        name,
         a.name.span(),
         "agent name",
         src,
@@ -66,6 +67,7 @@ fn agent(a: RawAgent, taken: &mut Taken, src: &Source<'_>) -> Result<AgentConfig
     unique(
         &mut taken.jids,
         jid.to_lowercase(),
+        &jid,
         a.jid.span(),
         "jid",
         src,
@@ -75,9 +77,11 @@ fn agent(a: RawAgent, taken: &mut Taken, src: &Source<'_>) -> Result<AgentConfig
         None => name.to_string(),
     };
     let nick_span = a.nick.as_ref().map_or(a.name.span(), Spanned::span);
+    seated_as_written(&nick, nick_span.clone(), src)?;
     unique(
         &mut taken.nicks,
         nick.to_lowercase(),
+        &nick,
         nick_span.clone(),
         "nick",
         src,
@@ -114,6 +118,31 @@ fn agent(a: RawAgent, taken: &mut Taken, src: &Source<'_>) -> Result<AgentConfig
             None => None,
         },
     })
+}
+
+/// Refuse a nick that ejabberd would seat under another form: it prepares
+/// a nick with resourceprep (RFC 6122 §A: NFKC, characters mapped to
+/// nothing removed), so `ｍｏｈｅ` and `mo\u{200b}he` take the seat `mohe`,
+/// and the agent's reflection would come from a nick the policy, which
+/// compares nicks exactly, does not know as the agent's.
+fn seated_as_written(nick: &str, span: Span, src: &Source<'_>) -> Result<(), Failure> {
+    match jid::ResourcePart::new(nick) {
+        Ok(seated) if seated.as_str() == nick => Ok(()),
+        Ok(seated) => Err(src.at(
+            span,
+            format!(
+                "nick {nick:?} is not the nick the room would seat: ejabberd prepares it \
+                 (resourceprep) to {:?}, so the agent's own lines would come back from \
+                 another nick; write nick = {:?}",
+                seated.as_str(),
+                seated.as_str()
+            ),
+        )),
+        Err(e) => Err(src.at(
+            span,
+            format!("nick {nick:?} is not a nick a room accepts ({e})"),
+        )),
+    }
 }
 
 /// The agent's XMPP session ids: at least one, each a valid Hermes id that

@@ -80,17 +80,24 @@ pub(super) fn bare_jid(
     Ok(parsed.to_string())
 }
 
-/// Record `key` as seen at `span`; a second sighting is an error naming both lines.
+/// Record `key` (`shown` as written, folded to `key`) as seen at `span`; a
+/// second sighting is an error naming both lines.
 pub(super) fn unique(
     seen: &mut HashMap<String, usize>,
     key: String,
+    shown: &str,
     span: Span,
     what: &str,
     src: &Source<'_>,
 ) -> Result<(), Failure> {
     if let Some(&first) = seen.get(&key) {
+        let folded = if shown == key {
+            String::new()
+        } else {
+            ", compared ignoring case".to_owned()
+        };
         let msg = format!(
-            "duplicate {what} '{key}' (first at line {})",
+            "duplicate {what} '{shown}' (first at line {}{folded})",
             src.line(first)
         );
         return Err(src.at(span, msg));
