@@ -48,7 +48,7 @@ fuzz_target!(|input: Input| {
                 Some(1) => "assistant".into(),
                 Some(2) => "tool".into(),
                 Some(_) => "system".into(),
-                None => r.raw_role,
+                None => r.raw_role.into(),
             },
             content: r.content,
             tool_calls: r.tool_calls,

@@ -320,7 +320,7 @@ fn history_row() -> impl Strategy<Value = HistoryRow> {
     )
         .prop_map(|(role, content, calls, name, bridge_wrote)| HistoryRow {
             id: 0,
-            role: role.to_string(),
+            role: role.to_string().into(),
             content,
             tool_calls: calls.map(str::to_string),
             tool_call_id: None,
@@ -392,7 +392,7 @@ fn rows_other_writers_left_in_a_real_database_load_and_tag_safely() {
             // blanks a bare `[marker]` answer that has tool calls.
             let stored = if *null_content {
                 String::new()
-            } else if matches!(row.role.as_str(), "user" | "assistant") {
+            } else if matches!(&*row.role, "user" | "assistant") {
                 py_strip(&sanitize_context(&row.content)).to_owned()
             } else {
                 row.content.clone()

@@ -236,7 +236,7 @@ fn history_limit_keeps_the_last_rows_in_id_order() {
         let tail = store
             .history("20260619_193000_a1b2c3", "mohe", Some(2))
             .unwrap();
-        let roles: Vec<&str> = tail.iter().map(|r| r.role.as_str()).collect();
+        let roles: Vec<&str> = tail.iter().map(|r| &*r.role).collect();
         assert_eq!(roles, ["tool", "assistant"], "{name}");
         assert_eq!(tail[1].content, "It is 19:30 in Shanghai right now.");
     }

@@ -23,11 +23,22 @@
 //! - `tag-<db>/component`: `PolicyInstance::tag_edits` on the CLI
 //!   session's loaded rows, the plugin's `tag_messages` without its Python.
 //!
+//! - `SSW_BENCH_ALTERNATE=PATH`: `context`'s component, native and SQLite
+//!   alone also timed in alternating rounds (a batch of each, in rotating
+//!   order, every round), so that the machine's drift over minutes falls on
+//!   all three alike; the medians of each round's ratios are written to
+//!   PATH as JSON (`bench/driver.py` judges the `context` targets on them).
+//!
 //! Every variant is checked to give the same answer (a redirect, the same
 //! tagged rows) before it is timed. `bench/driver.py` reads the medians
 //! from `$CRITERION_HOME`. `SSW_BENCH_QUICK=1` shortens the runs;
 //! `SSW_BENCH_COMPONENT=PATH` times that component instead of the embedded
 //! one; `SSW_BENCH_LOOP=ID:N` runs one variant N times for a profiler.
+
+/// The allocator of the CLI (`host/cli/src/main.rs`), whose calls these
+/// figures stand for.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod common;
 
@@ -38,7 +49,7 @@ use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
 use session_switch::store::{BRIDGE_ROWS, HermesStore};
 use session_switch::{HermesImports, wiring};
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How an instance runs: a new store every call, the policy every call,
 /// or (the default) the memo too.
@@ -99,6 +110,8 @@ fn benches(c: &mut Criterion) {
         )
     });
 
+    let alternate = std::env::var_os("SSW_BENCH_ALTERNATE");
+    let mut alternated = serde_json::Map::new();
     for db in &run.dbs {
         let mut component = session(&run, &reused, db);
         let mut uncached = session(&run, &no_memo, db);
@@ -229,6 +242,21 @@ fn benches(c: &mut Criterion) {
         g.bench_function("sqlite-alone", |b| b.iter(|| black_box(sqlite_alone())));
         g.finish();
 
+        if alternate.is_some() {
+            let mut variants: [(&str, &mut dyn FnMut()); 3] = [
+                ("component", &mut || {
+                    black_box(component.context(agent, black_box(asked), None).unwrap());
+                }),
+                ("native", &mut || {
+                    black_box(native_context(&mut native, agent, black_box(asked)));
+                }),
+                ("sqlite_alone", &mut || {
+                    black_box(sqlite_alone());
+                }),
+            ];
+            alternated.insert(db.name.clone(), alternating(&mut variants));
+        }
+
         // The plugin's tagging (`session_switch.Bridge.tag_messages`) minus
         // its Python: the summaries of Hermes's loaded rows crossing into
         // the policy's `tag`, the edits back.
@@ -247,6 +275,59 @@ fn benches(c: &mut Criterion) {
         });
         g.finish();
     }
+    if let Some(path) = alternate {
+        let text = serde_json::to_string_pretty(&alternated).expect("JSON");
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Time `variants` in alternating rounds: each round runs a batch of each
+/// (about 2 ms, found by a first call), in an order that rotates round by
+/// round. Gives each variant's median time per call (µs) and, for each pair
+/// `a`/`b`, the median over rounds of the round's ratio (`a_over_b`): what
+/// the machine's drift does to a round it does to all its variants.
+fn alternating(variants: &mut [(&str, &mut dyn FnMut())]) -> serde_json::Value {
+    let quick = std::env::var_os("SSW_BENCH_QUICK").is_some();
+    let rounds = if quick { 15 } else { 101 };
+    let batches: Vec<u32> = variants
+        .iter_mut()
+        .map(|(_, call)| {
+            let start = Instant::now();
+            call();
+            let once = start.elapsed().as_secs_f64();
+            (0.002 / once.max(1e-7)).ceil().clamp(1.0, 10_000.0) as u32
+        })
+        .collect();
+    let n = variants.len();
+    let mut per_call: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); n];
+    for round in 0..rounds {
+        for k in 0..n {
+            let v = (round + k) % n;
+            let start = Instant::now();
+            for _ in 0..batches[v] {
+                (variants[v].1)();
+            }
+            per_call[v].push(start.elapsed().as_secs_f64() * 1e6 / f64::from(batches[v]));
+        }
+    }
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("rounds".into(), rounds.into());
+    for (v, (name, _)) in variants.iter().enumerate() {
+        out.insert(format!("{name}_us"), median(per_call[v].clone()).into());
+        for (w, (other, _)) in variants.iter().enumerate().skip(v + 1) {
+            let ratios = per_call[v]
+                .iter()
+                .zip(&per_call[w])
+                .map(|(a, b)| a / b)
+                .collect();
+            out.insert(format!("{name}_over_{other}"), median(ratios).into());
+        }
+    }
+    out.into()
 }
 
 fn config() -> Criterion {

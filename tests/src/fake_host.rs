@@ -106,7 +106,7 @@ impl FakeRow {
     pub fn for_agent(&self, agent: &str) -> HistoryRow {
         HistoryRow {
             id: self.id,
-            role: self.role.clone(),
+            role: self.role.clone().into(),
             content: self.content.clone(),
             tool_calls: self.tool_calls.clone(),
             tool_call_id: self.tool_call_id.clone(),

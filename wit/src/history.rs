@@ -3,9 +3,14 @@
 //! version of what a host reads. Host side only (feature `host`): the
 //! runtime builds them, the store reads them off `state.db`.
 
-use alloc::borrow::ToOwned;
+use alloc::borrow::{Cow, ToOwned};
 use alloc::string::String;
-use alloc::vec::Vec;
+
+/// The keys of one loaded message besides `role`, `content` and a text
+/// `api_content`, in the loader's order. Most messages have one to three
+/// (`timestamp`; on v31 `_db_persisted` first; an assistant's
+/// `finish_reason`): kept inline, so a row costs no allocation for them.
+pub type LoadedFields = smallvec::SmallVec<[(&'static str, serde_json::Value); 3]>;
 
 /// One history row as Hermes's loader returns it for the model
 /// (`SessionDB.get_messages_as_conversation`: 0.19.0 `hermes_state.py`,
@@ -14,8 +19,9 @@ use alloc::vec::Vec;
 pub struct HistoryRow {
     /// `messages.id`; history order.
     pub id: i64,
-    /// `messages.role`: `user`, `assistant`, `tool`, `system`, … as stored.
-    pub role: String,
+    /// `messages.role`: `user`, `assistant`, `tool`, `system`, … as stored
+    /// (Hermes's own roles borrowed, any other text owned).
+    pub role: Cow<'static, str>,
     /// The text of the message as the loader gives it: string content after
     /// the loader's own cleaning (`sanitize_context(…).strip()` on user and
     /// assistant rows), NULL read as empty. When the content is not a
@@ -46,7 +52,7 @@ pub struct LoadedMessage {
     /// three come from the row ([`HistoryRow::role`],
     /// [`HistoryRow::content`] with [`Self::structured`],
     /// [`Self::api_content`]), so tag edits show and nothing is kept twice.
-    pub fields: Vec<(&'static str, serde_json::Value)>,
+    pub fields: LoadedFields,
     /// Content that is not a string: what `"\x00json:"` decoded to (a
     /// multimodal list of parts, or any other JSON value) or JSON null for
     /// a NULL column. `None`: the content is [`HistoryRow::content`].
@@ -114,7 +120,7 @@ impl HistoryRow {
     pub fn message_json(&self) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::Value;
         let mut m = serde_json::Map::new();
-        m.insert("role".into(), Value::String(self.role.clone()));
+        m.insert("role".into(), Value::String(self.role.clone().into_owned()));
         m.insert("content".into(), self.content_json());
         if let Some(loaded) = &self.loaded {
             if let Some(api) = &loaded.api_content {

@@ -162,7 +162,7 @@ mod tests {
     fn an_empty_api_content_stays_empty_under_a_tag() {
         let loaded = |api: &str| {
             Some(crate::LoadedMessage {
-                fields: Vec::new(),
+                fields: Default::default(),
                 structured: None,
                 text_part: None,
                 api_content: Some(api.into()),

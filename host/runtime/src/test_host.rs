@@ -104,7 +104,7 @@ impl HostImports for TestHost {
 pub(crate) fn row(id: i64, role: &str, content: &str) -> HistoryRow {
     HistoryRow {
         id,
-        role: role.into(),
+        role: role.to_owned().into(),
         content: content.into(),
         tool_calls: None,
         tool_call_id: None,

@@ -8,8 +8,8 @@ use regex::Regex;
 use rusqlite::types::ValueRef;
 use serde_json::Value;
 
-use super::Loader;
 use super::sql::{json_cell, json_loads, lossy};
+use super::version::Loader;
 
 /// `_CONTENT_JSON_PREFIX` (0.19.0 `hermes_state.py`, v31
 /// `hermes_state_messages.py`).
@@ -25,7 +25,21 @@ pub fn is_py_space(c: char) -> bool {
 
 /// Python's `str.strip()`.
 pub fn py_strip(text: &str) -> &str {
-    text.trim_matches(is_py_space)
+    // Most texts start and end with an ASCII character that is no space:
+    // nothing to strip, and no character decoded (an edge byte that is not
+    // ASCII may belong to a space such as U+3000).
+    let bytes = text.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(&first), Some(&last))
+            if first.is_ascii()
+                && last.is_ascii()
+                && !is_py_space(char::from(first))
+                && !is_py_space(char::from(last)) =>
+        {
+            text
+        }
+        _ => text.trim_matches(is_py_space),
+    }
 }
 
 /// A pattern letter as Python's `re.IGNORECASE` matches it on `str`: both
@@ -113,32 +127,45 @@ fn sanitized(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// A row's content as the loader hands it on.
+pub(super) enum Content {
+    /// A string (the common case), cleaned as the loader cleans it.
+    Text(String),
+    /// Anything else: what `"\x00json:"` decoded to (a multimodal list of
+    /// parts, or any other JSON value), or a value that is not text.
+    Other(Value),
+}
+
 /// The loader's content: `_decode_content`, then, on user and assistant
 /// strings, `sanitize_context(content).strip()` (0.19.0
 /// `_rows_to_conversation`, v31 `_loaded_view_content`). Early Hermes: as
 /// stored.
-pub(super) fn loaded_content(loader: Loader, role: &str, cell: ValueRef<'_>) -> Value {
+pub(super) fn loaded_content(loader: Loader, role: &str, cell: ValueRef<'_>) -> Content {
     let cleaned = |text: &str| {
         if matches!(role, "user" | "assistant") {
-            Value::String(py_strip(&sanitized(text)).to_owned())
+            Content::Text(py_strip(&sanitized(text)).to_owned())
         } else {
-            Value::String(text.to_owned())
+            Content::Text(text.to_owned())
         }
     };
+    let other = |value: Value| match value {
+        Value::String(text) => Content::Text(text),
+        value => Content::Other(value),
+    };
     match cell {
-        _ if loader == Loader::Early => json_cell(cell),
+        _ if loader == Loader::Early => other(json_cell(cell)),
         ValueRef::Text(bytes) => {
             let text = lossy(bytes);
             // A reserved-prefix string that is not JSON stays the raw string.
             match text.strip_prefix(CONTENT_JSON_PREFIX).and_then(json_loads) {
                 Some(Value::String(decoded)) => cleaned(&decoded),
-                Some(decoded) => decoded,
+                Some(decoded) => Content::Other(decoded),
                 None => cleaned(&text),
             }
         }
         // Bytes read as (lossy) text, as `json_cell` gives them.
         ValueRef::Blob(bytes) => cleaned(&lossy(bytes)),
-        other => json_cell(other),
+        cell => other(json_cell(cell)),
     }
 }
 
@@ -194,5 +221,19 @@ mod tests {
         );
         assert_eq!(py_strip("\u{1c} a \u{3000}\n"), "a");
         assert_eq!(py_strip("\u{200b}a"), "\u{200b}a");
+        for (text, stripped) in [
+            ("", ""),
+            (" ", ""),
+            ("a", "a"),
+            ("a b", "a b"),
+            ("\u{3000}a", "a"),
+            ("a\u{3000}", "a"),
+            ("\u{1f}a\u{1c}", "a"),
+            ("é", "é"),
+            (" é ", "é"),
+            ("a\n", "a"),
+        ] {
+            assert_eq!(py_strip(text), stripped, "{text:?}");
+        }
     }
 }

@@ -1,11 +1,10 @@
 //! The rows the loader drops or blanks after reading: background-review
 //! harness turns (0.19.0 and v31) and, on v31, stale tool-call markers.
 
-use serde_json::Value;
-
 use super::content::{is_py_space, py_strip};
+use super::message::{Keys, Message};
 use super::sql::truthy;
-use super::{Loader, Message};
+use super::version::Loader;
 
 /// Openings of the background-review harness prompts (0.19.0 and v31
 /// `hermes_state.py` `_REVIEW_HARNESS_PREFIXES`).
@@ -18,8 +17,8 @@ const REVIEW_HARNESS_PREFIXES: [&str; 2] = [
 /// string content, left-stripped, starts with a harness prefix
 /// (case-sensitive).
 fn is_harness(msg: &Message) -> bool {
-    matches!(msg.role.as_str(), "user" | "system")
-        && msg.content.as_str().is_some_and(|c| {
+    matches!(&*msg.role, "user" | "system")
+        && msg.text().is_some_and(|c| {
             let head = c.trim_start_matches(is_py_space);
             REVIEW_HARNESS_PREFIXES.iter().any(|p| head.starts_with(p))
         })
@@ -59,15 +58,14 @@ pub(super) fn background_review_harness_kept(loader: Loader, messages: &[Message
 /// bare marker (`^\[[A-Za-z_][A-Za-z0-9_.-]*\]$`, e.g. `[memory]`) gets
 /// empty content.
 pub(super) fn strip_stale_tool_call_marker(msg: &mut Message) {
-    if msg.role != "assistant" || !msg.get("tool_calls").is_some_and(truthy) {
+    if msg.role != "assistant" || !msg.key("tool_calls").is_some_and(truthy) {
         return;
     }
     if msg
-        .content
-        .as_str()
+        .text()
         .is_some_and(|content| is_stale_marker(py_strip(content)))
     {
-        msg.content = Value::String(String::new());
+        msg.clear_text();
     }
 }
 

@@ -4,7 +4,7 @@
 use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 
-use super::Message;
+use super::message::{Keys, Message};
 use super::sql::{Cells, Col, json_cell, json_loads, json_or, lossy, truthy_cell};
 
 /// v1: the tool fields when set (research/hermes-state.md §6).
@@ -19,7 +19,7 @@ pub(super) fn early_fields(msg: &mut Message, cells: &Cells<'_>) {
 /// loader's `if row[col]: msg[col] = row[col]`).
 fn copy_if_truthy(msg: &mut Message, cells: &Cells<'_>, col: Col) {
     if cells.truthy(col) {
-        msg.push(col.name(), cells.json(col));
+        msg.add_key(col.name(), cells.json(col));
     }
 }
 
@@ -27,7 +27,7 @@ fn copy_if_truthy(msg: &mut Message, cells: &Cells<'_>, col: Col) {
 /// loader adds it.
 fn tool_calls_field(msg: &mut Message, cells: &Cells<'_>) {
     if cells.truthy(Col::ToolCalls) {
-        msg.push(
+        msg.add_key(
             "tool_calls",
             json_or(cells.get(Col::ToolCalls), Value::Array(vec![])),
         );
@@ -58,17 +58,17 @@ fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
     }
     tool_calls_field(msg, cells);
     if cells.truthy(Col::PlatformMessageId) {
-        msg.push("message_id", cells.json(Col::PlatformMessageId));
+        msg.add_key("message_id", cells.json(Col::PlatformMessageId));
     }
     if cells.truthy(Col::Observed) {
-        msg.push("observed", Value::Bool(true));
+        msg.add_key("observed", Value::Bool(true));
     }
     if msg.role == "assistant" {
         for col in [Col::FinishReason, Col::Reasoning] {
             copy_if_truthy(msg, cells, col);
         }
         if !matches!(cells.get(Col::ReasoningContent), ValueRef::Null) {
-            msg.push(
+            msg.add_key(
                 Col::ReasoningContent.name(),
                 cells.json(Col::ReasoningContent),
             );
@@ -79,7 +79,7 @@ fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
             Col::CodexMessageItems,
         ] {
             if cells.truthy(col) {
-                msg.push(col.name(), json_or(cells.get(col), Value::Null));
+                msg.add_key(col.name(), json_or(cells.get(col), Value::Null));
             }
         }
     }
@@ -90,10 +90,10 @@ fn common_tail(msg: &mut Message, cells: &Cells<'_>) {
 fn api_content_field(msg: &mut Message, cell: ValueRef<'_>) {
     match cell {
         ValueRef::Text(bytes) if !bytes.is_empty() => {
-            msg.api_content = Some(lossy(bytes).into_owned());
+            msg.set_api_content(lossy(bytes).into_owned());
         }
         // Not text (Python would pass it on as it is): the value itself.
-        other if truthy_cell(other) => msg.push("api_content", json_cell(other)),
+        other if truthy_cell(other) => msg.add_key("api_content", json_cell(other)),
         _ => {}
     }
 }
@@ -102,22 +102,22 @@ fn api_content_field(msg: &mut Message, cell: ValueRef<'_>) {
 /// (plain call: no `_db_row_snapshot`, `_row_id` or `_compressed_summary`).
 pub(super) fn v31_fields(msg: &mut Message, cells: &Cells<'_>) {
     // `_DB_PERSISTED_MARKER` (`agent/context_compressor.py`).
-    msg.push("_db_persisted", Value::Bool(true));
+    msg.add_key("_db_persisted", Value::Bool(true));
     // `hermes_state_identity.py` `_restore_identity_columns`.
     copy_if_truthy(msg, cells, Col::MessageUid);
     if cells.truthy(Col::ToolCallUids) {
         let map = uid_map(cells.get(Col::ToolCallUids));
         if !map.is_empty() {
-            msg.push("_tool_call_uids", Value::Object(map));
+            msg.add_key("_tool_call_uids", Value::Object(map));
         }
     }
     if cells.truthy(Col::ToolCallUid) {
-        msg.push("_tool_call_uid", cells.json(Col::ToolCallUid));
+        msg.add_key("_tool_call_uid", cells.json(Col::ToolCallUid));
     }
     if cells.truthy(Col::AbsorbedMessageUids) {
         let uids = uid_list(&json_or(cells.get(Col::AbsorbedMessageUids), Value::Null));
         if !uids.is_empty() {
-            msg.push("_absorbed_message_uids", Value::Array(uids));
+            msg.add_key("_absorbed_message_uids", Value::Array(uids));
         }
     }
     api_content_field(msg, cells.get(Col::ApiContent));
@@ -125,7 +125,7 @@ pub(super) fn v31_fields(msg: &mut Message, cells: &Cells<'_>) {
     if cells.truthy(Col::DisplayMetadata)
         && let Some(meta) = display_metadata(cells.get(Col::DisplayMetadata))
     {
-        msg.push("display_metadata", meta);
+        msg.add_key("display_metadata", meta);
     }
     common_tail(msg, cells);
 }

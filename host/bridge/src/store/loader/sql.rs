@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use rusqlite::types::ValueRef;
 use serde_json::Value;
 
-use super::Loader;
+use super::version::Loader;
 
 /// The `messages` columns a loader reads besides `id`, `role` and `content`
 /// (`ToolCallUid` stays last: [`COLS`] counts from it).
@@ -36,6 +36,22 @@ pub(super) enum Col {
     AbsorbedMessageUids,
     ToolCallUids,
     ToolCallUid,
+}
+
+impl Col {
+    /// Read by the loader on assistant rows only (`common_tail`'s
+    /// `if role == "assistant"` keys).
+    pub(super) fn assistant_only(self) -> bool {
+        matches!(
+            self,
+            Col::FinishReason
+                | Col::Reasoning
+                | Col::ReasoningContent
+                | Col::ReasoningDetails
+                | Col::CodexReasoningItems
+                | Col::CodexMessageItems
+        )
+    }
 }
 
 /// Number of [`Col`] variants (the last one's index, plus one).
@@ -167,14 +183,19 @@ impl LoaderSql {
     }
 
     /// The cells of `row`, whose columns `first..` are the select list's.
+    /// The columns the loader reads on assistant rows only are read when
+    /// `assistant`, else left NULL.
     pub(super) fn cells<'r>(
         &self,
         row: &'r rusqlite::Row<'_>,
         first: usize,
+        assistant: bool,
     ) -> rusqlite::Result<Cells<'r>> {
         let mut values = [ValueRef::Null; COLS];
         for (i, col) in self.selected.iter().enumerate() {
-            values[*col as usize] = row.get_ref(first + i)?;
+            if assistant || !col.assistant_only() {
+                values[*col as usize] = row.get_ref(first + i)?;
+            }
         }
         Ok(Cells { values })
     }
@@ -201,6 +222,21 @@ impl<'r> Cells<'r> {
     /// The cell as JSON.
     pub(super) fn json(&self, col: Col) -> Value {
         json_cell(self.get(col))
+    }
+}
+
+/// `messages.role` as the loader keeps it: Hermes's own roles without an
+/// allocation, any other text as it is (lossy), NULL or a number as empty.
+pub(super) fn role_cell(value: ValueRef<'_>) -> Cow<'static, str> {
+    match value {
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => match bytes {
+            b"user" => Cow::Borrowed("user"),
+            b"assistant" => Cow::Borrowed("assistant"),
+            b"tool" => Cow::Borrowed("tool"),
+            b"system" => Cow::Borrowed("system"),
+            _ => Cow::Owned(lossy(bytes).into_owned()),
+        },
+        _ => Cow::Borrowed(""),
     }
 }
 

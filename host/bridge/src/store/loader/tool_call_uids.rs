@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::Message;
 use super::content::py_strip;
+use super::message::{Keys, Message};
 use super::sql::{Cells, Col};
 
 /// `agent/message_sanitization.py` `_expand_tool_id_variants`: the stripped
@@ -61,7 +61,7 @@ pub(super) fn pair_tool_call_uid(
     index: &mut HashMap<String, String>,
     owners: &mut Vec<usize>,
 ) {
-    match msg.role.as_str() {
+    match &*msg.role {
         "user" => {
             index.clear();
             owners.clear();
@@ -80,7 +80,7 @@ pub(super) fn pair_tool_call_uid(
                 .iter()
                 .find_map(|v| index.get(v).filter(|u| !u.is_empty()).cloned());
             if let Some(uid) = uid {
-                msg.push("_tool_call_uid", Value::String(uid));
+                msg.add_key("_tool_call_uid", Value::String(uid));
             }
         }
         _ => {}
@@ -89,7 +89,7 @@ pub(super) fn pair_tool_call_uid(
 
 /// `agent/message_metadata.py` `index_tool_call_uids`.
 fn index_tool_call_uids(index: &mut HashMap<String, String>, assistant: &Message) {
-    let calls: Vec<&Value> = match assistant.get("tool_calls") {
+    let calls: Vec<&Value> = match assistant.key("tool_calls") {
         Some(Value::Array(calls)) => calls.iter().collect(),
         _ => Vec::new(),
     };
@@ -103,7 +103,7 @@ fn index_tool_call_uids(index: &mut HashMap<String, String>, assistant: &Message
     for v in variants.iter().flatten() {
         index.remove(v);
     }
-    let Some(Value::Object(uids)) = assistant.get("_tool_call_uids") else {
+    let Some(Value::Object(uids)) = assistant.key("_tool_call_uids") else {
         return;
     };
     let mut occurrence: HashMap<String, usize> = HashMap::new();
