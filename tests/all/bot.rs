@@ -234,6 +234,88 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
     );
 }
 
+/// `--once` fails where the bot could not work: a room that does not
+/// exist (the join would create it: the bot destroys it again, so no room
+/// is left that a later `send` would find) and an API server key that
+/// Hermes refuses (its `/health` asks for none).
+#[test]
+fn once_fails_on_a_room_that_does_not_exist_and_on_a_refused_api_key() {
+    let _heavy = heavy();
+    let Some(world) = BotWorld::new(6) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&world.config).unwrap();
+    let (name, service) = world.ej.room.split_once('@').unwrap();
+    let missing = format!("{name}-missing@{service}");
+    let bad_room = world.home.join("missing-room.toml");
+    let room_line = format!("room = \"{}\"", world.ej.room);
+    assert!(text.contains(&room_line), "{text}");
+    std::fs::write(
+        &bad_room,
+        text.replace(&room_line, &format!("room = \"{missing}\"")),
+    )
+    .unwrap();
+    let once = world
+        .cli_with(&bad_room)
+        .args(["--json", "bot", "--agent", "mohe", "--once"])
+        .output()
+        .unwrap();
+    assert!(!once.status.success(), "--once in a missing room: {once:?}");
+    let health: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
+    assert_eq!(health["joined"], false, "{health}");
+    let stderr = String::from_utf8_lossy(&once.stderr);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    let rooms = std::process::Command::new(&world.ej.ctl_argv()[0])
+        .args(["muc_online_rooms", "global"])
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .unwrap();
+    let rooms = String::from_utf8_lossy(&rooms.stdout);
+    assert!(
+        rooms.contains(&world.ej.room),
+        "the test's own room is listed: {rooms}"
+    );
+    assert!(
+        !rooms.contains(&missing),
+        "the room the join created is gone: {rooms}"
+    );
+
+    // Hermes's key: a wrong one in the agent's `.env`.
+    let home = world.home.join("wrong-key");
+    std::fs::create_dir_all(&home).unwrap();
+    let env = std::fs::read_to_string(world.home.join(".env")).unwrap();
+    let wrong: String = env
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some(("API_SERVER_KEY", _)) => "API_SERVER_KEY=sk-wrong-0123456789abcdef\n".to_owned(),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    assert_ne!(wrong, env, "the .env has a key to get wrong");
+    std::fs::write(home.join(".env"), wrong).unwrap();
+    let once = world
+        .cli()
+        .env("HERMES_HOME", &home)
+        .args(["--json", "bot", "--agent", "mohe", "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        !once.status.success(),
+        "--once with a refused key: {once:?}"
+    );
+    let health: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
+    assert_eq!(health["joined"], true, "{health}");
+    let hermes = health["hermes"].as_str().unwrap_or_default();
+    assert!(
+        hermes.contains("401") && hermes.contains("refused the API server key"),
+        "{health}"
+    );
+}
+
+/// Three bots whose replies name each other stop at `max_hops`; a CLI send
+/// through mohe resets every counter (mohe's own from its reflection) and
+/// the next chain stops at the bound again; a person's message is
+/// answered after it.
 #[test]
 fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
     let _heavy = heavy();
@@ -288,6 +370,36 @@ fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
             bot.log()
         );
     }
+
+    // A CLI send through mohe resets every counter, mohe's own too: its
+    // bot sees its reflection with the human-origin marker, from mohe's
+    // own real JID, which the guard trusts. So mohe answers the replies
+    // that name it again, and the chain stops at the bound again.
+    let send = unique(&format!("@zhiwei over to you {LOOP}"));
+    let out = world
+        .cli()
+        .args(["send", &send, SAMPLE_CLI, "--agent", "mohe"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "send: {out:?}");
+    assert!(observer.wait_for_body(&send, ANSWER).is_some());
+    let sent_at = observer
+        .messages()
+        .iter()
+        .position(|m| m.body == send)
+        .unwrap();
+    let answer = wait_from(&observer, "mohe", sent_at + 1, ANSWER);
+    assert!(
+        answer.is_some(),
+        "mohe answers after its own CLI send:\n{}",
+        bots[0].log()
+    );
+    let total = quiet(&observer);
+    let chain = agent_lines(sent_at + 1);
+    assert!(
+        chain <= 3 * max_hops as usize,
+        "{chain} agent lines after the send"
+    );
 
     // A person's message resets the bound: mohe answers again.
     world.say("anna", &unique("@mohe a new question"));

@@ -107,9 +107,14 @@ impl BotWorld {
 
     /// The CLI with this world's config, database and cache.
     pub fn cli(&self) -> Command {
+        self.cli_with(&self.config)
+    }
+
+    /// The CLI with the config at `config`, this world's database and cache.
+    pub fn cli_with(&self, config: &std::path::Path) -> Command {
         let mut cmd = Command::new(bin_path());
         cmd.arg("--config")
-            .arg(&self.config)
+            .arg(config)
             .arg("--db")
             .arg(&self.db)
             .arg("--cache-dir")

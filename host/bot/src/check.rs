@@ -3,7 +3,7 @@
 
 use crate::hermes::HermesClient;
 use crate::room::{self, RoomEvent};
-use crate::runner::{Seat, connect, room_jid, runtime, send};
+use crate::runner::{Seat, connect, room_jid, runtime, send, undo_creation};
 use crate::settings::BotSettings;
 use futures::StreamExt;
 use session_switch::Failure;
@@ -42,7 +42,11 @@ pub fn check(settings: BotSettings) -> Result<Health, Failure> {
 }
 
 async fn probe(settings: BotSettings) -> Result<Health, Failure> {
-    let mut seat = Seat::new(room_jid(&settings)?, settings.nick.clone());
+    let mut seat = Seat::new(
+        room_jid(&settings)?,
+        settings.nick.clone(),
+        settings.jid.clone(),
+    );
     let mut client = connect(&settings)?;
     let deadline = Instant::now() + ONCE_LIMIT;
     while !seat.joined {
@@ -55,6 +59,11 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
                 let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                 if let RoomEvent::JoinRefused(why) | RoomEvent::Left(why) = &event {
                     tracing::warn!("the room refused the join: {why}");
+                    break;
+                }
+                if event == RoomEvent::Created {
+                    undo_creation(&mut client, &seat.room).await;
+                    seat.event(event);
                     break;
                 }
                 seat.event(event);

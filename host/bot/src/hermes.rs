@@ -142,19 +142,33 @@ impl HermesClient {
         reply_of(&answer)
     }
 
-    /// `GET /health`: `Ok` on 200, else why not.
+    /// `GET /health`, then `GET /v1/models` with the key: `Ok` when both
+    /// answer 200, else why not. The health route asks for no key; the
+    /// models route checks it as a turn does, so a wrong key shows here
+    /// (HTTP 401) rather than at the first turn.
     pub fn health(&self) -> Result<(), TurnError> {
-        let url = format!("{}/health", self.base);
-        let mut response = self
-            .agent
-            .get(&url)
-            .call()
-            .map_err(|e| self.unanswered(e))?;
+        self.get_ok("/health")?;
+        self.get_ok("/v1/models")
+    }
+
+    fn get_ok(&self, path: &str) -> Result<(), TurnError> {
+        let mut request = self.agent.get(&format!("{}{path}", self.base));
+        if let Some(auth) = &self.authorization {
+            request = request.header("Authorization", auth);
+        }
+        let mut response = request.call().map_err(|e| self.unanswered(e))?;
         let status = response.status().as_u16();
         let text = response.body_mut().read_to_string().unwrap_or_default();
         match status {
             200 => Ok(()),
-            _ => Err(TurnError::Status(status, quote(&text))),
+            401 | 403 => Err(TurnError::Status(
+                status,
+                format!("{path} refused the API server key: {}", quote(&text)),
+            )),
+            _ => Err(TurnError::Status(
+                status,
+                format!("{path}: {}", quote(&text)),
+            )),
         }
     }
 

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use tokio_xmpp::Stanza;
 use tokio_xmpp::jid::{BareJid, FullJid, Jid};
 use tokio_xmpp::minidom::Element;
+use tokio_xmpp::parsers::iq::Iq;
 use tokio_xmpp::parsers::message::{Id, Lang, Message, MessageType};
 use tokio_xmpp::parsers::muc::Muc;
 use tokio_xmpp::parsers::muc::muc::History;
@@ -16,6 +17,7 @@ use tokio_xmpp::parsers::stanza_id::OriginId;
 
 const NS_DELAY: &str = "urn:xmpp:delay";
 const NS_MUC_USER: &str = "http://jabber.org/protocol/muc#user";
+const NS_MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
 
 /// One groupchat message of the room, as the bot decides on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +46,12 @@ pub enum RoomEvent {
     /// A groupchat message with a body from an occupant.
     Message(Incoming),
     /// The room's echo of the bot's own join presence (status 110): from
-    /// here on, messages are live.
-    Joined,
+    /// here on, messages are live. `jid`: the real bare JID the room shows
+    /// for the bot's seat, where it shows one.
+    Joined { jid: Option<String> },
+    /// The bot's own join presence says the room was just created for it
+    /// (status 201, XEP-0045 §10.1): the configured room did not exist.
+    Created,
     /// The bot is no longer in the room: kicked, banned, the room
     /// destroyed or the service shutting down (the reason, for the log).
     Left(String),
@@ -83,6 +89,20 @@ pub fn reply(room: &BareJid, body: &str, id: &str) -> Message {
     message.bodies.insert(Lang::default(), body.to_owned());
     message.payloads.push(OriginId { id: id.to_owned() }.into());
     message
+}
+
+/// The owner's request to destroy `room` (XEP-0045 §10.9), for a room the
+/// bot's join created by mistake.
+pub fn destroy(room: &BareJid, id: &str) -> Iq {
+    let query = Element::builder("query", NS_MUC_OWNER)
+        .append(Element::builder("destroy", NS_MUC_OWNER).build())
+        .build();
+    Iq::Set {
+        from: None,
+        to: Some(Jid::from(room.clone())),
+        id: id.to_owned(),
+        payload: query,
+    }
 }
 
 /// `room/nick` as a full JID.
@@ -170,18 +190,23 @@ fn presence(p: Presence, room: &BareJid, nick: &str) -> RoomEvent {
         .map(|u| u.status.as_slice())
         .unwrap_or_default();
     let own = sender == nick || statuses.contains(&Status::SelfPresence);
+    let created = statuses.contains(&Status::RoomHasBeenCreated);
+    let jid = || {
+        user.clone()
+            .and_then(|u| u.items.into_iter().find_map(|i| i.jid))
+            .map(|j| j.to_bare().to_string())
+    };
     match p.type_ {
         PresenceType::Error if own => RoomEvent::JoinRefused(error_condition(&p.payloads)),
         PresenceType::Unavailable if own => RoomEvent::Left(leave_reason(statuses)),
-        PresenceType::None if own => RoomEvent::Joined,
+        PresenceType::None if own && created => RoomEvent::Created,
+        PresenceType::None if own => RoomEvent::Joined { jid: jid() },
         PresenceType::Unavailable => RoomEvent::Occupant {
             nick: sender,
             jid: None,
         },
         PresenceType::None => RoomEvent::Occupant {
-            jid: user
-                .and_then(|u| u.items.into_iter().find_map(|i| i.jid))
-                .map(|j| j.to_bare().to_string()),
+            jid: jid(),
             nick: sender,
         },
         _ => RoomEvent::Other,
@@ -286,7 +311,30 @@ mod tests {
         );
         assert_eq!(
             classify(joined, &room(), "mohe", &HashMap::new()),
-            RoomEvent::Joined
+            RoomEvent::Joined { jid: None }
+        );
+        // A non-anonymous room shows the bot its own real JID too.
+        let joined = parse(
+            "<presence xmlns='jabber:client' from='coregroup@conference.example.org/mohe'>\
+             <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='member' \
+             role='participant' jid='mohe@example.org/bot'/><status code='100'/>\
+             <status code='110'/></x></presence>",
+        );
+        assert_eq!(
+            classify(joined, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Joined {
+                jid: Some("mohe@example.org".into())
+            }
+        );
+        // A room that did not exist: the join created it (201).
+        let created = parse(
+            "<presence xmlns='jabber:client' from='coregroup@conference.example.org/mohe'>\
+             <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='owner' \
+             role='moderator'/><status code='110'/><status code='201'/></x></presence>",
+        );
+        assert_eq!(
+            classify(created, &room(), "mohe", &HashMap::new()),
+            RoomEvent::Created
         );
         let kicked = parse(
             "<presence xmlns='jabber:client' type='unavailable' \

@@ -116,14 +116,18 @@ pub(crate) struct Seat {
     rejoin_at: Option<Instant>,
     pause: Duration,
     pub(crate) jids: HashMap<String, String>,
+    /// The agent's bare JID: the real JID of the bot's own seat where the
+    /// room shows none.
+    own_jid: String,
     connections: u32,
 }
 
 impl Seat {
-    pub(crate) fn new(room: BareJid, nick: String) -> Self {
+    pub(crate) fn new(room: BareJid, nick: String, own_jid: String) -> Self {
         Self {
             room,
             nick,
+            own_jid,
             joined: false,
             rejoin_at: None,
             pause: FIRST_REJOIN_PAUSE,
@@ -178,15 +182,30 @@ impl Seat {
     /// Update the seat from a room event; the live message, if any.
     pub(crate) fn event(&mut self, event: RoomEvent) -> Option<Incoming> {
         match event {
-            RoomEvent::Joined if !self.joined => {
-                self.joined = true;
-                self.pause = FIRST_REJOIN_PAUSE;
-                self.rejoin_at = None;
-                tracing::info!(
-                    "joined {} as {}: answering live messages from now on",
-                    self.room,
-                    self.nick
+            RoomEvent::Joined { jid } => {
+                // The bot's own reflection carries a CLI send's human-origin
+                // marker, which the guard trusts only with an agent's real
+                // JID (DESIGN §9.3): the seat's JID is the agent's own.
+                let jid = jid.unwrap_or_else(|| self.own_jid.clone());
+                self.jids.insert(self.nick.clone(), jid);
+                if !self.joined {
+                    self.joined = true;
+                    self.pause = FIRST_REJOIN_PAUSE;
+                    self.rejoin_at = None;
+                    tracing::info!(
+                        "joined {} as {}: messages from here on are live",
+                        self.room,
+                        self.nick
+                    );
+                }
+            }
+            RoomEvent::Created => {
+                tracing::error!(
+                    "{} does not exist: joining it made the server create it, and the bot \
+                     destroys that room again; check [xmpp] room in the config",
+                    self.room
                 );
+                self.retry_later("no such room");
             }
             RoomEvent::Left(why) => self.retry_later(&why),
             RoomEvent::MessageRefused(why) => {
@@ -244,7 +263,11 @@ fn start_log(settings: &BotSettings) {
 
 async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
     start_log(&settings);
-    let mut seat = Seat::new(room_jid(&settings)?, settings.nick.clone());
+    let mut seat = Seat::new(
+        room_jid(&settings)?,
+        settings.nick.clone(),
+        settings.jid.clone(),
+    );
     let watch = |kind, name| {
         signal(kind).map_err(|e| Failure::transport(format!("cannot watch {name}: {e}")))
     };
@@ -294,6 +317,9 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 Some(Event::Disconnected(e)) => tracing::warn!("disconnected: {e}"),
                 Some(Event::Stanza(stanza)) => {
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
+                    if event == RoomEvent::Created {
+                        undo_creation(&mut client, &seat.room).await;
+                    }
                     if let Some(m) = seat.event(event) {
                         if let Some(key) = &m.dedupe_key
                             && !seen.first_time(key)
@@ -329,6 +355,19 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     Ok(())
 }
 
+/// Destroy the room the bot's join created (the configured room did not
+/// exist): a room nobody meant stays otherwise, and a later `send` to the
+/// name would find it.
+pub(crate) async fn undo_creation(client: &mut Client, room: &BareJid) {
+    let id = format!("ssw-destroy-{}", std::process::id());
+    send(
+        client,
+        room::destroy(room, &id).into(),
+        "the room's destruction",
+    )
+    .await;
+}
+
 async fn post(client: &mut Client, seat: &Seat, settings: &BotSettings, reply: Reply, n: u64) {
     let id = format!("ssw-bot-{}-{}-{n}", settings.agent, std::process::id());
     let message = room::reply(&seat.room, &reply.body, &id);
@@ -361,11 +400,16 @@ mod tests {
     #[test]
     fn only_live_messages_after_the_join_echo_are_handed_on() {
         let room = BareJid::new("room@conference.example.org").unwrap();
-        let mut seat = Seat::new(room, "mohe".into());
+        let mut seat = Seat::new(room, "mohe".into(), "mohe@example.org".into());
         // A server that replays history despite maxstanzas='0' sends it
         // before the join echo, or marks it delayed.
         assert_eq!(seat.event(message("anna", false)), None);
-        assert_eq!(seat.event(RoomEvent::Joined), None);
+        assert_eq!(seat.event(RoomEvent::Joined { jid: None }), None);
+        // The bot's own seat has its JID, so its reflection's marker counts.
+        assert_eq!(
+            seat.jids.get("mohe").map(String::as_str),
+            Some("mohe@example.org")
+        );
         assert_eq!(seat.event(message("anna", true)), None);
         assert!(seat.event(message("anna", false)).is_some());
         // A kick: nothing is handed on until the seat is taken again, and
@@ -374,8 +418,11 @@ mod tests {
         assert!(seat.rejoin_at.is_some());
         assert_eq!(seat.pause, FIRST_REJOIN_PAUSE * 2);
         assert_eq!(seat.event(message("anna", false)), None);
-        seat.event(RoomEvent::Joined);
+        seat.event(RoomEvent::Joined { jid: None });
         assert_eq!(seat.pause, FIRST_REJOIN_PAUSE);
         assert!(seat.event(message("anna", false)).is_some());
+        // A join that created the room: not seated, tried again later.
+        assert_eq!(seat.event(RoomEvent::Created), None);
+        assert!(!seat.joined && seat.rejoin_at.is_some());
     }
 }
