@@ -349,7 +349,7 @@ fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
         }
         last
     };
-    let total = quiet(&observer);
+    quiet(&observer);
     let agent_lines = |from: usize| {
         observer
             .messages()
