@@ -1,11 +1,11 @@
-//! The config file's shape as serde reads it (every value with its span,
-//! so errors can name the line), and the text those spans point into.
+//! The config file's shape as serde reads it: every value with its span,
+//! so errors can name the line (`source.rs`).
 
 use serde::Deserialize;
-use session_switch_contract::failure::Failure;
+use std::collections::BTreeMap;
 use toml::Spanned;
 
-use super::TransportKind;
+use super::types::{BotTls, TransportKind};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,7 +17,7 @@ pub(super) struct RawConfig {
     pub(super) agents: Vec<RawAgent>,
     pub(super) policy: Option<RawPolicy>,
     pub(super) loop_guard: Option<RawLoopGuard>,
-    pub(super) bot: Option<super::bot::RawBot>,
+    pub(super) bot: Option<RawBot>,
 }
 
 #[derive(Deserialize)]
@@ -70,28 +70,23 @@ pub(super) struct RawAgent {
     pub(super) mention: Option<Spanned<String>>,
 }
 
-/// The config text, for errors that name the line.
-pub(super) struct Source<'a> {
-    pub(super) text: &'a str,
-    pub(super) origin: &'a str,
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBot {
+    pub(super) server: Option<Spanned<String>>,
+    pub(super) tls: Option<BotTls>,
+    pub(super) turn_timeout_seconds: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub(super) agents: BTreeMap<String, Spanned<RawBotAgent>>,
 }
 
-pub(super) type Span = std::ops::Range<usize>;
-
-impl Source<'_> {
-    pub(super) fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
-    }
-    pub(super) fn at(&self, span: Span, msg: String) -> Failure {
-        Failure::bad_input(format!(
-            "config {}, line {}: {msg}",
-            self.origin,
-            self.line(span.start)
-        ))
-    }
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBotAgent {
+    pub(super) password: Option<Spanned<String>>,
+    pub(super) password_file: Option<Spanned<String>>,
+    pub(super) password_env: Option<Spanned<String>>,
+    pub(super) hermes_env: Option<Spanned<String>>,
+    pub(super) api_url: Option<Spanned<String>>,
+    pub(super) api_key_env: Option<Spanned<String>>,
 }
