@@ -14,7 +14,7 @@
 //!   sender's identity, not by its text.
 
 use rusqlite::params;
-use session_switch::HermesImports;
+use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag,
 };

@@ -32,8 +32,8 @@
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Value, json};
 use session_switch::FailureKind;
-use session_switch::HermesImports;
 use session_switch::config::Config;
+use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher, untag,
 };

@@ -17,7 +17,7 @@ use session_switch::runtime::{
     EditAction, RowEdit, RowSummaries, YOU_TAG, could_hide_marker, prefix, push_summary, role_of,
     sent_text, untag,
 };
-use session_switch::{BridgeRow, Failure};
+use session_switch::{Failure, SentRow};
 use std::mem::MaybeUninit;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
@@ -101,10 +101,10 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
 struct Ours(Vec<(u64, String)>);
 
 impl Ours {
-    fn new(rows: &[BridgeRow]) -> Self {
+    fn new(rows: &[SentRow]) -> Self {
         let mut ours: Vec<_> = rows
             .iter()
-            .map(|(_, role, ts)| (ts.to_bits(), role.clone()))
+            .map(|row| (row.timestamp.to_bits(), row.role.clone()))
             .collect();
         ours.sort_unstable();
         Self(ours)
@@ -141,7 +141,7 @@ impl Ours {
 /// `api_content` alike, so it holds whichever of the two Hermes sends.
 pub fn tag_messages(
     py: Python<'_>,
-    ours: &[BridgeRow],
+    ours: &[SentRow],
     chars: u32,
     messages: &Bound<'_, PyList>,
     edit: impl FnOnce(&RowSummaries) -> Result<Vec<RowEdit>, Failure>,
