@@ -95,7 +95,7 @@ pub fn pending_send(p: &PendingReport) -> Value {
         "agent": p.agent,
         "pending_send": true,
         "key": p.key,
-        "state": p.state.as_str(),
+        "state": p.state_name(),
         "delivered": p.delivered,
         "in_progress": p.process_alive,
         "timestamp": p.created_at,

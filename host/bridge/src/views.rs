@@ -21,18 +21,6 @@ pub enum PendingStatus {
     Malformed,
 }
 
-impl PendingStatus {
-    /// `posting`, `unknown`, `delivered`, `malformed` (the JSON values).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Posting => "posting",
-            Self::Unknown => "unknown",
-            Self::Delivered => "delivered",
-            Self::Malformed => "malformed",
-        }
-    }
-}
-
 /// A send that reached the room, or may have, without its history row
 /// ([`Bridge::pending_sends`](crate::Bridge::pending_sends)).
 #[derive(Clone, Debug, PartialEq)]
@@ -52,6 +40,15 @@ pub struct PendingReport {
     /// The history row's content (`[YOU] ` + the body; empty when malformed).
     pub body: String,
     pub cli_session_id: String,
+    /// `state` as the store names it, the JSON value.
+    state_name: &'static str,
+}
+
+impl PendingReport {
+    /// `posting`, `unknown`, `delivered`, `malformed` (the JSON values).
+    pub fn state_name(&self) -> &'static str {
+        self.state_name
+    }
 }
 
 impl From<PendingSend> for PendingReport {
@@ -70,6 +67,7 @@ impl From<PendingSend> for PendingReport {
             created_at: p.created_at,
             body: p.body,
             cli_session_id: p.cli_session_id,
+            state_name: p.state.as_str(),
         }
     }
 }

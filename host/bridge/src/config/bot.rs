@@ -9,16 +9,37 @@
 //! the password variable and Hermes's `.env` are read when a bot starts,
 //! so a config that loads for `send` does not need the bots' secrets.
 
+use serde::Deserialize;
 use session_switch_contract::failure::Failure;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use toml::Spanned;
 
-use super::raw::{RawBot, RawBotAgent};
 use super::source::Source;
 use super::types::{
-    AgentConfig, BotAgent, BotConfig, DEFAULT_TURN_TIMEOUT_SECONDS, PasswordSource,
+    AgentConfig, BotAgent, BotConfig, BotTls, DEFAULT_TURN_TIMEOUT_SECONDS, PasswordSource,
 };
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBot {
+    server: Option<Spanned<String>>,
+    tls: Option<BotTls>,
+    turn_timeout_seconds: Option<Spanned<u32>>,
+    #[serde(default)]
+    agents: BTreeMap<String, Spanned<RawBotAgent>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBotAgent {
+    password: Option<Spanned<String>>,
+    password_file: Option<Spanned<String>>,
+    password_env: Option<Spanned<String>>,
+    hermes_env: Option<Spanned<String>>,
+    api_url: Option<Spanned<String>>,
+    api_key_env: Option<Spanned<String>>,
+}
 
 /// `[bot]` checked: `server` is `host:port`, the agents are configured
 /// ones, at most one password source each, URLs are http(s), no value is
@@ -140,7 +161,6 @@ fn is_host_port(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::BotTls;
     use crate::config::tests::parse;
 
     #[test]

@@ -2,10 +2,9 @@
 //! so errors can name the line (`source.rs`).
 
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use toml::Spanned;
 
-use super::types::{BotTls, TransportKind};
+use super::types::TransportKind;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,7 +16,7 @@ pub(super) struct RawConfig {
     pub(super) agents: Vec<RawAgent>,
     pub(super) policy: Option<RawPolicy>,
     pub(super) loop_guard: Option<RawLoopGuard>,
-    pub(super) bot: Option<RawBot>,
+    pub(super) bot: Option<super::bot::RawBot>,
 }
 
 #[derive(Deserialize)]
@@ -68,25 +67,4 @@ pub(super) struct RawAgent {
     pub(super) http_port: Option<u16>,
     pub(super) gateway_port: Option<u16>,
     pub(super) mention: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawBot {
-    pub(super) server: Option<Spanned<String>>,
-    pub(super) tls: Option<BotTls>,
-    pub(super) turn_timeout_seconds: Option<Spanned<u32>>,
-    #[serde(default)]
-    pub(super) agents: BTreeMap<String, Spanned<RawBotAgent>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawBotAgent {
-    pub(super) password: Option<Spanned<String>>,
-    pub(super) password_file: Option<Spanned<String>>,
-    pub(super) password_env: Option<Spanned<String>>,
-    pub(super) hermes_env: Option<Spanned<String>>,
-    pub(super) api_url: Option<Spanned<String>>,
-    pub(super) api_key_env: Option<Spanned<String>>,
 }
