@@ -2,8 +2,8 @@
 //! `session_switch_tests::hostile::check_config`: refused as `bad-input`
 //! naming the file, or accepted only with unique agents, bare JIDs and a
 //! configured legacy agent, and then accepted by the policy's `configure`
-//! too (gap G3 of SECURITY.md, closed: the config refuses with its line
-//! whatever the policy would refuse).
+//! too (gap G3 of SECURITY.md: the config refuses with its line whatever
+//! the policy would refuse).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -4,7 +4,7 @@
 //!
 //! Per receiving agent and room, a hop counter counts the agent messages
 //! seen since the last human one. The rule is shaped by how guards
-//! elsewhere failed (issue 16):
+//! elsewhere fail:
 //! - every live message is classified first, before any other filter (a
 //!   counter placed after the self/bot filters never counts); the agent's
 //!   own reflections count too;

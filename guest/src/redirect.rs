@@ -9,20 +9,9 @@ use crate::failure::policy;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings};
 use crate::{Decision, Failure, FailureKind, Reason, RecordStatus};
+use sentence::concat;
 
 pub use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX as KEY_PREFIX, record_key};
-
-/// `parts` joined, in one allocation. The sentences of `resolve`'s common
-/// paths are built with this instead of `format!`: in the component,
-/// `core::fmt` was the largest single cost of a `resolve` (`make bench`,
-/// README "Performance"), and these run on every room message.
-pub(crate) fn concat(parts: &[&str]) -> String {
-    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
-    for part in parts {
-        out.push_str(part);
-    }
-    out
-}
 
 /// The keys `agent`'s records may live under: its own, then the seed's key
 /// when it is the legacy agent.
@@ -322,6 +311,7 @@ pub fn clear<H: Host>(
 
 mod assess;
 mod record;
+mod sentence;
 
 pub(crate) use assess::non_finite;
 pub use assess::{Assessment, Readable, assess, parse_record, seconds, utc};

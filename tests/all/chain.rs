@@ -269,7 +269,7 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
     // The gateway's question (the plugin asks it for the session Hermes's
     // API server runs a turn on, the live tip): whose XMPP session is it?
     let bridge = home.bridge();
-    let store = bridge.store().unwrap();
+    let mut instance = bridge.instance(false).unwrap();
     for (asked, agent) in [
         (child.as_str(), Some("mohe")),
         ("xmpp-mohe-v2", Some("mohe")),
@@ -279,13 +279,12 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
         (&home.id("twice_tip"), None),
         ("no-such-session", None),
     ] {
-        assert_eq!(
-            bridge
-                .agent_for_session(&session_switch::Reads::of(&store), asked)
-                .unwrap(),
-            agent,
-            "{asked}"
-        );
+        let found = bridge
+            .reads(&mut instance, |reads| {
+                Ok(bridge.agent_for_session(reads, asked)?.map(str::to_owned))
+            })
+            .unwrap();
+        assert_eq!(found.as_deref(), agent, "{asked}");
     }
 
     // And, being an XMPP session, the child is never a record's target.

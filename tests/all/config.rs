@@ -315,8 +315,8 @@ fn two_agents(zhiwei_extra: &str) -> String {
 }
 
 /// The policy's `configure` rules, checked by the config with the line
-/// (gap G3 of SECURITY.md): before, these configs parsed and every call
-/// then failed with `invalid settings: …`, naming no line.
+/// (gap G3 of SECURITY.md): else these configs would parse and every call
+/// then fail with `invalid settings: …`, naming no line.
 #[test]
 fn names_a_signature_could_be_confused_by_are_refused_with_their_line() {
     // An alias that is another agent's name, nick or JID local part.

@@ -175,10 +175,9 @@ fn records_in_state_meta_redirect_only_by_the_rules_and_only_their_agent() {
         .unwrap();
 }
 
-/// B2, found by the `state_meta` fuzz target (its oracle, not the policy):
-/// a record whose `session_id` has a backslash is refused as malformed
-/// (Hermes's API server refuses such an id), with a seed's key that is not
-/// JSON beside it; the oracle still expected a redirect.
+/// The `state_meta` fuzz target's oracle agrees with the policy: a record
+/// whose `session_id` has a backslash is refused as malformed (Hermes's API
+/// server refuses such an id), with a seed's key that is not JSON beside it.
 #[test]
 fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
     check_record(&RecordCase {
@@ -192,12 +191,11 @@ fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
     });
 }
 
-/// B1, found by the `state_meta` fuzz target (minimised; the input is kept
-/// in `fuzz/seeds/state_meta/b1-active-vs-resolve`): mohe's own record is
-/// valid (a CLI session, 3372 s old), the seed's key is newer (2704 s old)
-/// but names a session that is not in `state.db`. `resolve` lets the newer
-/// record win and stays (`unknown-session`); `active` once reported the
-/// older record as `valid`. Now it is `superseded`, naming the winner.
+/// The input of `fuzz/seeds/state_meta/b1-active-vs-resolve`: mohe's own
+/// record is valid (a CLI session, 3372 s old), the seed's key is newer
+/// (2704 s old) but names a session that is not in `state.db`. `resolve`
+/// lets the newer record win and stays (`unknown-session`), so `active`
+/// calls the older record `superseded`, naming the winner, not `valid`.
 #[test]
 fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
     let now = SAMPLE_NOW;
@@ -545,7 +543,7 @@ fn config_files_are_accepted_only_when_valid_and_refused_naming_the_file() {
     runner()
         .run(&text, |text| {
             // check_config also requires the policy to accept what the
-            // config accepts (G3, closed).
+            // config accepts (G3).
             if check_config(&text).is_some() {
                 accepted.set(accepted.get() + 1);
             } else {

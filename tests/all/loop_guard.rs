@@ -44,7 +44,8 @@ fn message(occupant: &str, jid: Option<&str>, body: &str) -> RoomMessage {
 fn hermes_instance(policy: &Policy, db: &Path) -> PolicyInstance {
     let store = session_switch::store::HermesStore::open(db).unwrap();
     let settings = sample_settings();
-    let imports = session_switch::HermesImports::new(store, None, settings.room.clone());
+    let imports =
+        session_switch::hermes_imports::HermesImports::new(store, None, settings.room.clone());
     policy.instance(imports, settings)
 }
 

@@ -5,7 +5,7 @@
 //! again for the call (twice would make a 5 s busy timeout a 10 s wait).
 
 use rusqlite::Connection;
-use session_switch::HermesImports;
+use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, FailureKind, Policy, PolicyInstance, PolicyOptions, Reason,
 };

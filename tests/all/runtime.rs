@@ -667,7 +667,7 @@ fn measure_costs() {
 /// later call that writes (`clear`, `BEGIN IMMEDIATE`) still works.
 #[test]
 fn the_read_snapshot_is_closed_after_a_trap() {
-    use session_switch::HermesImports;
+    use session_switch::hermes_imports::HermesImports;
     use session_switch::store::HermesStore;
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
         return;

@@ -347,7 +347,8 @@ fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> Policy
     let store = session_switch::store::HermesStore::open(db).unwrap();
     let mut settings = sample_settings();
     settings.legacy_agent = Some("mohe".into());
-    let backend = session_switch::HermesImports::new(store, None, settings.room.clone());
+    let backend =
+        session_switch::hermes_imports::HermesImports::new(store, None, settings.room.clone());
     policy.instance(backend, settings)
 }
 

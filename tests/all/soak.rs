@@ -32,8 +32,8 @@
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Value, json};
 use session_switch::FailureKind;
-use session_switch::HermesImports;
 use session_switch::config::Config;
+use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher, untag,
 };
@@ -800,7 +800,7 @@ fn check_database(conn: &Connection, report: &mut Report) {
                 let r: Value = serde_json::from_str(&record).unwrap();
                 // serde_json (without `float_roundtrip`) may parse the
                 // record's shortest decimal one ULP off the stored REAL
-                // (1795993632.8909113 once did): equal within a microsecond.
+                // (1795993632.8909113 is one): equal within a microsecond.
                 let same_time = r["timestamp"]
                     .as_f64()
                     .is_some_and(|t| (t - ts).abs() < 1e-6);

@@ -470,7 +470,7 @@ fn meta_get_reads_the_seed_record_of_the_fixtures() {
 /// it, `clear` removes it) instead of every call failing.
 #[test]
 fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
-    use session_switch::HermesImports;
+    use session_switch::hermes_imports::HermesImports;
     use session_switch::runtime::{CacheMode, Policy, PolicyOptions, Reason};
     use session_switch_tests::sample::sample_settings;
 

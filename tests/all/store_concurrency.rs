@@ -20,8 +20,8 @@ const READS: u32 = 50;
 const BASE: f64 = 1_781_900_000.0;
 /// Rows the gateway must write while the workers run (in one of two
 /// bursts). With the sends' `BEGIN` polling through SQLite's busy handler
-/// the gateway got 1–13 (issue 17: it starved); with our own jittered
-/// pauses instead, 22–78 were measured on this machine kind.
+/// the gateway gets 1–13 (it starves); with our own jittered pauses
+/// instead, 22–78 were measured on this machine kind.
 const MIN_GATEWAY_ROWS: i64 = 10;
 
 fn query<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> T {

@@ -21,9 +21,10 @@
 mod common;
 
 use common::run;
+use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{CacheMode, Policy, PolicyOptions};
 use session_switch::store::HermesStore;
-use session_switch::{HermesImports, wiring};
+use session_switch::wiring;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

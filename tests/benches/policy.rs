@@ -45,9 +45,10 @@ mod common;
 use common::{Run, native_context, native_policy, native_resolve, run};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rusqlite::types::ValueRef;
+use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
 use session_switch::store::{BRIDGE_ROWS, HermesStore};
-use session_switch::{HermesImports, wiring};
+use session_switch::wiring;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -314,9 +314,8 @@ pub fn check_record(case: &RecordCase) {
                 .filter(|s| s.agent == agent && s.valid)
                 .collect();
             let d = policy.resolve(agent, asked).expect("resolve");
-            // Found by the `state_meta` fuzz target (B1): `active` once
-            // called mohe's older record valid while `resolve` stayed on
-            // the newer one's missing session.
+            // `active` calls no record valid while `resolve` stays on a
+            // newer record's missing session.
             assert_eq!(
                 valid.len(),
                 usize::from(d.redirected),
@@ -533,7 +532,7 @@ fn prefix(s: &str, n: u32) -> &str {
 /// - any other user row never reaches the model starting with a `[YOU]`
 ///   tag, in any of the forms the contract's untag rule covers (restated
 ///   here: [`starts_with_tag`]), wherever the tag lies behind the prefix
-///   the policy saw (G1 and G4 of `SECURITY.md`, closed);
+///   the policy saw (G1 and G4 of `SECURITY.md`);
 /// - tagging the result again changes nothing.
 ///
 /// # Panics
@@ -722,8 +721,8 @@ pub fn check_history_rows(session: &mut PolicyInstance, agent: &str, rows: Vec<H
 /// - an accepted config has agents, unique names, JIDs, nicks and session
 ///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent;
 /// - the policy's `configure` accepts the settings of every accepted config
-///   (gap G3 of `SECURITY.md`, closed: the config refuses, with its line,
-///   whatever the policy would refuse).
+///   (gap G3 of `SECURITY.md`: the config refuses, with its line, whatever
+///   the policy would refuse).
 ///
 /// Returns the accepted config, if any.
 ///

@@ -3,8 +3,8 @@
 //! the agent), its age against the TTL and the future skew, its target;
 //! when that assessment next changes; and how its times read in a sentence.
 
-use super::concat;
 use super::record::{self, Field, Top};
+use super::sentence::concat;
 use crate::Reason;
 use crate::settings::{AgentEntry, ValidSettings, check_session_id};
 use session_switch_contract::ids::api_session_id_problem;

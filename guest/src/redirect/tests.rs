@@ -808,8 +808,7 @@ fn active_calls_only_the_record_resolve_uses_valid() {
     );
     assert!(mohe(&meta).redirected);
 
-    // The newer one names a missing session: resolve stays, nothing valid
-    // (B1, found by the state_meta fuzz target).
+    // The newer one names a missing session: resolve stays, nothing valid.
     let meta = [
         (MOHE, rec(NOW - 50.0)),
         (LEGACY_KEY, legacy("gone", NOW - 10.0)),

@@ -12,8 +12,8 @@
 //! signature or marker begins.
 
 use session_switch::Bridge;
+use session_switch::runtime::untag;
 use session_switch::runtime::{RowSummaries, prefix, push_summary, role_of};
-use session_switch_contract::marker::untag;
 
 /// The line for a message of `nick` saying `body`, for `agent`'s turn.
 /// A policy that cannot answer is taken to object (the quoted form).

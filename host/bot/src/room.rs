@@ -2,7 +2,7 @@
 //! the leave, the bot's reply, and what an incoming stanza means to the
 //! bot. Pure functions over xmpp-parsers types, no connection.
 
-use session_switch_contract::origin::{HUMAN_ORIGIN_ELEMENT, HUMAN_ORIGIN_NS, ORIGIN_ID_NS};
+use session_switch::origin::{HUMAN_ORIGIN_ELEMENT, HUMAN_ORIGIN_NS, ORIGIN_ID_NS};
 use std::collections::HashMap;
 use tokio_xmpp::Stanza;
 use tokio_xmpp::jid::{BareJid, FullJid, Jid};

@@ -7,8 +7,7 @@
 //! room JID `room/nick`) and prints what the bot would do. Uses
 //! `$HERMES_HOME/session-switch.toml` and `$HERMES_HOME/state.db`.
 
-use session_switch::runtime::WatchOptions;
-use session_switch::{Bridge, BridgeOptions, wiring};
+use session_switch::{Bridge, BridgeOptions};
 use std::io::BufRead;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,17 +20,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         policy: Some(policy_file.into()),
         ..BridgeOptions::default()
     })?;
-    let settings = wiring::settings(bridge.config());
     // Replace the file (write a temp file, then rename): the watcher
     // compiles, type-checks and self-checks the new component off the hot
     // path and swaps it in; a bad file is rejected and the old one serves.
-    let _watcher = bridge.policy().watch(
-        policy_file,
-        WatchOptions {
-            settings: Some(settings.clone()),
-            ..WatchOptions::default()
-        },
-    );
+    let _watcher = bridge.watch_policy();
 
     // One PolicyInstance per thread; it follows the swaps.
     let mut policy = bridge.instance(false)?;

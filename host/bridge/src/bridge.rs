@@ -3,10 +3,11 @@
 //! repeats the wiring; a Rust gateway can use it too.
 
 use crate::config::Config;
-use crate::explain::{explain_followed, explain_status, lock};
-use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports};
+use crate::explain::{explain_followed, explain_status};
+use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports, lock_notes};
 use crate::reads::Reads;
-use crate::store::{HermesStore, PendingSend, Written};
+use crate::store::HermesStore;
+use crate::views::PendingReport;
 use crate::wiring;
 use crate::wiring::add_continuations;
 use session_switch_contract::ids::api_session_id_problem;
@@ -84,7 +85,8 @@ impl Bridge {
         self.policy_file.as_deref()
     }
 
-    /// The loaded policy (reload it, watch its file, read its version).
+    /// The loaded policy (its version, its options; [`Bridge::watch_policy`]
+    /// and [`Bridge::reload_policy`] swap it).
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
@@ -158,7 +160,7 @@ impl Bridge {
 
     /// A connection to the agent's `state.db`, with the config's future
     /// skew for the sends it completes ([`HermesStore::set_future_skew`]).
-    pub fn store(&self) -> Result<HermesStore, Failure> {
+    fn store(&self) -> Result<HermesStore, Failure> {
         let mut store = HermesStore::open(&self.db)?;
         store.set_future_skew(self.config.redirect.future_skew_seconds);
         Ok(store)
@@ -247,7 +249,7 @@ impl Bridge {
     ) -> Result<(Receipt, String), Failure> {
         let (mut instance, notes) = self.instance_noting(true, false)?;
         let receipt = instance.send(agent, cli_session_id, text)?;
-        let written = lock(&notes)
+        let written = lock_notes(&notes)
             .iter()
             .rev()
             .find_map(|n| match n {
@@ -267,7 +269,7 @@ impl Bridge {
     pub fn active(&self, agent: Option<&str>) -> Result<Vec<RecordStatus>, Failure> {
         let (mut instance, notes) = self.instance_noting(false, true)?;
         let mut statuses = instance.active(agent)?;
-        let notes = lock(&notes);
+        let notes = lock_notes(&notes);
         for status in &mut statuses {
             explain_status(status, &notes);
         }
@@ -280,10 +282,11 @@ impl Bridge {
     }
 
     /// Write the sends that reached the room but not the database (DESIGN
-    /// §9.5, [`HermesStore::complete_pending`]), each exactly once; what was
-    /// written. Errors: kind `busy` past the write deadline, kind `store`.
-    pub fn complete_pending(&self) -> Result<Vec<Written>, Failure> {
-        self.store()?.complete_pending()
+    /// §9.5, [`HermesStore::complete_pending`]), each exactly once; how many
+    /// were written. Errors: kind `busy` past the write deadline, kind
+    /// `store`.
+    pub fn complete_pending(&self) -> Result<usize, Failure> {
+        Ok(self.store()?.complete_pending()?.len())
     }
 
     /// The sends of `agent` (or every agent) not (yet) in the history
@@ -291,12 +294,15 @@ impl Bridge {
     /// ([`HermesStore::complete_pending`]): interrupted or timed-out posts
     /// the room may have, and delivered ones the database stayed too busy to
     /// take. Errors as [`Bridge::complete_pending`].
-    pub fn pending_sends(&self, agent: Option<&str>) -> Result<Vec<PendingSend>, Failure> {
+    pub fn pending_sends(&self, agent: Option<&str>) -> Result<Vec<PendingReport>, Failure> {
         let mut store = self.store()?;
         store.complete_pending()?;
-        let mut pending = store.pending_sends()?;
-        pending.retain(|p| agent.is_none_or(|a| p.agent == a));
-        Ok(pending)
+        let pending = store.pending_sends()?;
+        Ok(pending
+            .into_iter()
+            .filter(|p| agent.is_none_or(|a| p.agent == a))
+            .map(PendingReport::from)
+            .collect())
     }
 
     /// Forget the pending sends of `agent` (or every agent); how many.
@@ -312,7 +318,7 @@ impl Bridge {
     pub fn active_and_pending(
         &self,
         agent: Option<&str>,
-    ) -> Result<(Vec<RecordStatus>, Vec<PendingSend>), Failure> {
+    ) -> Result<(Vec<RecordStatus>, Vec<PendingReport>), Failure> {
         // Pending first: writing a delivered send writes its record too,
         // which the statuses must then show.
         let pending = self.pending_sends(agent)?;
@@ -361,8 +367,9 @@ pub fn init_db(path: &Path) -> Result<(), Failure> {
 
 /// Refuse a session id Hermes's API server would refuse
 /// (`session_switch_contract::ids`): no gateway turn runs on it, so a
-/// decision or history for it could only mislead (the CLI's `resolve ""`
-/// once answered "loading it unchanged"). Errors: kind `bad-input`.
+/// decision or history for it could only mislead (`resolve ""` answering
+/// "loading it unchanged" would name a session no bot loads). Errors: kind
+/// `bad-input`.
 pub fn refuse_unusable(session_id: &str) -> Result<(), Failure> {
     match api_session_id_problem(session_id) {
         Some(problem) => Err(Failure::bad_input(format!(

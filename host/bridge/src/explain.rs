@@ -2,14 +2,8 @@
 //! policy gave: the session a compressed record names, a target refused
 //! for `active`.
 
-use crate::hermes_imports::{ChainNote, ChainNotes};
+use crate::hermes_imports::{ChainNote, ChainNotes, lock_notes};
 use session_switch_runtime::{Decision, Reason, RecordStatus};
-
-/// The notes, also after a panic elsewhere held the lock (they are only
-/// ever appended to).
-pub(crate) fn lock(notes: &ChainNotes) -> std::sync::MutexGuard<'_, Vec<ChainNote>> {
-    notes.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A redirect to the tip of a compressed record: say which session the
 /// record itself names.
@@ -17,7 +11,7 @@ pub(crate) fn explain_followed(decision: &mut Decision, notes: &ChainNotes) {
     if !decision.redirected {
         return;
     }
-    for n in lock(notes).iter() {
+    for n in lock_notes(notes).iter() {
         if let ChainNote::RecordFollowed { key, recorded, tip } = n
             && *tip == decision.session_id
         {

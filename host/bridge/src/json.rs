@@ -2,6 +2,7 @@
 //! (`--json`) and the Python binding returns them as Python objects.
 
 use crate::HistoryRow;
+use crate::views::PendingReport;
 use serde_json::{Value, json};
 use session_switch_runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 
@@ -56,7 +57,7 @@ pub fn receipt(r: &Receipt, history_session_id: &str) -> Value {
 
 /// `active`: the records' statuses, then the sends not (yet) in the
 /// history ([`pending_send`]), one array.
-pub fn active(statuses: &[RecordStatus], pending: &[crate::store::PendingSend]) -> Value {
+pub fn active(statuses: &[RecordStatus], pending: &[PendingReport]) -> Value {
     let mut v: Vec<Value> = statuses.iter().map(record_status).collect();
     v.extend(pending.iter().map(pending_send));
     Value::Array(v)
@@ -89,12 +90,12 @@ pub fn record_status(s: &RecordStatus) -> Value {
 /// database; `malformed`), `delivered`, `in_progress`, `timestamp` (Unix
 /// seconds of the send), `cli_session_id`, `body` (the history row's
 /// content).
-pub fn pending_send(p: &crate::store::PendingSend) -> Value {
+pub fn pending_send(p: &PendingReport) -> Value {
     json!({
         "agent": p.agent,
         "pending_send": true,
         "key": p.key,
-        "state": p.state.as_str(),
+        "state": p.state_name(),
         "delivered": p.delivered,
         "in_progress": p.process_alive,
         "timestamp": p.created_at,

@@ -1,28 +1,35 @@
 //! session-switch over the real parts: Hermes's `state.db` ([`store`]), the
 //! ejabberd transports ([`transport`]), the config ([`config`]), and the
-//! façade [`Bridge`] that wires them to the policy runtime. The CLI and the
-//! Python binding both build on [`Bridge`] and use only the façade's API
-//! ([`Bridge`], [`Reads`], the functions and types re-exported here, the
-//! runtime's decision types), never the store's or the transports' own
-//! types; a Rust gateway can do the same.
+//! façade [`Bridge`] that wires them to the policy runtime. The faces (the
+//! CLI, the Python binding, the room bot) build on [`Bridge`] and use only
+//! the façade's API: [`Bridge`], [`Reads`], the functions and types
+//! re-exported here (the façade's own views of the store's answers,
+//! [`PendingReport`] and [`SentRow`], among them), [`config`], [`json`]
+//! and the runtime's decision types. [`store`], [`transport`],
+//! [`hermes_imports`] and [`wiring`] are public for the integration tests;
+//! a face never names them, so a change to their types stays here.
 //!
 //! Data flows one way: caller → [`Bridge`] → [`runtime`] (wasmtime, the
-//! policy component) → host imports ([`HermesImports`]) → [`store`]
+//! policy component) → host imports ([`hermes_imports`]) → [`store`]
 //! (SQLite) and [`transport`] (ejabberd).
 
 pub mod bridge;
 pub mod config;
 mod explain;
 pub mod hermes_imports;
+mod hot_swap;
 pub mod json;
 pub mod reads;
 pub mod store;
 pub mod transport;
+mod views;
 pub mod wiring;
 
 pub use bridge::{Bridge, BridgeOptions, default_db_path, init_db, refuse_unusable};
-pub use hermes_imports::HermesImports;
 pub use reads::Reads;
+/// The human-origin marker the CLI's sends carry (the room bot reads it).
+pub use session_switch_contract::origin;
 pub use session_switch_runtime as runtime;
 pub use session_switch_runtime::{Failure, FailureKind, HistoryRow};
-pub use store::{BridgeRow, PendingSend, PendingState, hermes_home, sqlite_version};
+pub use store::{hermes_home, sqlite_version};
+pub use views::{PendingReport, PendingStatus, SentRow};

@@ -5,19 +5,15 @@
 //! connection pays that once. The faces (the Python binding, a Rust
 //! gateway) read through this view, never through the store's own type.
 
-use crate::store::{BridgeRow, HermesStore};
+use crate::store::HermesStore;
+use crate::views::SentRow;
 use session_switch_contract::failure::Failure;
 use session_switch_contract::history::DataVersion;
 
 /// Read-only access to one connection of a Hermes `state.db`.
 pub struct Reads<'a>(pub(crate) &'a HermesStore);
 
-impl<'a> Reads<'a> {
-    /// The reads of `store` (tests, a gateway holding its own connection).
-    pub fn of(store: &'a HermesStore) -> Self {
-        Self(store)
-    }
-
+impl Reads<'_> {
     /// Whether any session names `session_id` as its parent (Hermes's
     /// compression and branches). Without one, Hermes's own walks from it
     /// to a continuation end at `session_id` itself. Errors: kind `busy`
@@ -27,11 +23,11 @@ impl<'a> Reads<'a> {
     }
 
     /// The rows the bridge wrote into `session_id` for `agent`
-    /// (`session_switch_sent`): `(messages.id, role, timestamp)` in id
-    /// order, empty when that table is missing. Errors: kind `busy` or
-    /// `store`.
-    pub fn bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<BridgeRow>, Failure> {
-        self.0.bridge_rows(session_id, agent)
+    /// (`session_switch_sent`), in id order, empty when that table is
+    /// missing. Errors: kind `busy` or `store`.
+    pub fn bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
+        let rows = self.0.bridge_rows(session_id, agent)?;
+        Ok(rows.into_iter().map(SentRow::from).collect())
     }
 
     /// A version of what this connection reads, only compared for

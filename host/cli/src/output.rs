@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
 use session_switch::runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
-use session_switch::{PendingSend, PendingState};
+use session_switch::{PendingReport, PendingStatus};
 use std::path::Path;
 
 fn print_json(value: &Value) {
@@ -89,29 +89,34 @@ pub fn sent(r: &Receipt, history_session: &str, cli_session: &str, json: bool) {
 
 /// The records, then any send not yet in the history (DESIGN §9.5); in
 /// JSON the latter as objects with `"pending_send": true`.
-pub fn active(statuses: &[RecordStatus], pending: &[PendingSend], agent: Option<&str>, json: bool) {
+pub fn active(
+    statuses: &[RecordStatus],
+    pending: &[PendingReport],
+    agent: Option<&str>,
+    json: bool,
+) {
     if json {
         return print_json(&json::active(statuses, pending));
     }
     for p in pending {
         let what = match p.state {
-            PendingState::Delivered => {
+            PendingStatus::Delivered => {
                 "reached the room and waits for state.db (written by \
                                         the next send, active or clear)"
             }
-            PendingState::Posting if p.process_alive => "is being posted right now",
-            PendingState::Posting => {
+            PendingStatus::Posting if p.process_alive => "is being posted right now",
+            PendingStatus::Posting => {
                 "was interrupted during the post (its process ended before it \
                                       knew the outcome): the room may have it, the history \
                                       does not; clear forgets it"
             }
-            PendingState::Unknown => {
+            PendingStatus::Unknown => {
                 "has an unknown outcome (the post timed out after the request \
                                       went out, or the sender check beside it failed): the room \
                                       may have it, the history does not; clear forgets it"
             }
             // Its fields are unreadable: only the key says which it is.
-            PendingState::Malformed => {
+            PendingStatus::Malformed => {
                 println!(
                     "{}: {} is not a send of ours (unreadable as an intent); clear removes it",
                     p.agent, p.key

@@ -7,11 +7,12 @@ use crate::convert::{self, PathArg, Text, row_limit, to_py};
 use crate::error::error;
 use crate::pool::Pool;
 use crate::tagging;
+use crate::watch::Watch;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList};
-use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage, WatchOptions, Watcher};
+use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage};
 use session_switch::{
-    Bridge as Host, BridgeOptions, Failure, Reads, hermes_home, json, refuse_unusable, wiring,
+    Bridge as Host, BridgeOptions, Failure, Reads, hermes_home, json, refuse_unusable,
 };
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -25,7 +26,7 @@ pub struct Bridge {
     host: Host,
     /// Instances not in use (without a transport: `send` opens its own).
     instances: Pool<PolicyInstance>,
-    watcher: Mutex<Option<Watcher>>,
+    watch: Watch,
     home: PathBuf,
     /// The compression continuations [`Bridge::agent_for_session`] found.
     continuations: Mutex<HashSet<String>>,
@@ -81,20 +82,11 @@ impl Bridge {
             cache: cache_dir.map_or(CacheMode::Default, CacheMode::Dir),
         };
         let host = py.detach(|| Host::open(options)).map_err(error)?;
-        let watcher = match (watch, host.policy_file()) {
-            (true, Some(path)) => Some(host.policy().watch(
-                path,
-                WatchOptions {
-                    settings: Some(wiring::settings(host.config())),
-                    ..WatchOptions::default()
-                },
-            )),
-            _ => None,
-        };
+        let watch = Watch::new(if watch { host.watch_policy() } else { None });
         Ok(Self {
             host,
             instances: Pool::new(),
-            watcher: Mutex::new(watcher),
+            watch,
             home,
             continuations: Mutex::default(),
         })
@@ -294,46 +286,23 @@ impl Bridge {
     /// Returns the new version, or `None` when the bytes are unchanged.
     #[pyo3(signature = (path=None))]
     fn reload(&self, py: Python<'_>, path: Option<PathArg>) -> PyResult<Option<String>> {
-        let Some(path) = path
-            .map(|p| p.0)
-            .or_else(|| self.host.policy_file().map(PathBuf::from))
-        else {
-            return Err(error(Failure::bad_input(
-                "the embedded policy has no file to reload: pass a path".to_owned(),
-            )));
-        };
-        let settings = wiring::settings(self.host.config());
-        py.detach(|| self.host.policy().reload(&path, Some(&settings)))
-            .map(|report| report.map(|r| r.info.version))
+        let path = path.map(|p| p.0);
+        py.detach(|| self.host.reload_policy(path.as_deref()))
             .map_err(error)
     }
 
     /// What the file watcher has done: `swaps`, `rejections`,
     /// `last_rejection` (`None` without a watcher).
     fn watch_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let guard = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(watcher) = guard.as_ref() else {
-            return Ok(None);
-        };
-        let stats = watcher.stats();
-        let value = serde_json::json!({
-            "swaps": stats.swaps,
-            "rejections": stats.rejections,
-            "last_rejection": stats.last_rejection,
-        });
-        to_py(py, &value).map(Some)
+        self.watch
+            .stats()
+            .map(|stats| to_py(py, &stats))
+            .transpose()
     }
 
     /// Stop watching the policy file.
     fn close(&self, py: Python<'_>) {
-        let watcher = self
-            .watcher
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(watcher) = watcher {
-            py.detach(|| watcher.stop());
-        }
+        self.watch.stop(py);
     }
 
     /// Apply the `[YOU] ` edits to `messages`, Hermes's own loader output

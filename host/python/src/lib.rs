@@ -7,6 +7,7 @@
 //! - `tagging.rs`: the `[YOU] ` edits on Hermes's own loader output;
 //! - `pool.rs`: instances and connections kept between calls, one per
 //!   concurrent caller (one `Bridge` serves any number of Python threads);
+//! - `watch.rs`: the policy file's watcher of one `Bridge`;
 //! - `convert.rs`: answers as Python objects; `error.rs`: the exception.
 
 mod bridge;
@@ -14,6 +15,7 @@ mod convert;
 mod error;
 mod pool;
 mod tagging;
+mod watch;
 
 use error::SessionSwitchError;
 use pyo3::prelude::*;

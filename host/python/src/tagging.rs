@@ -17,7 +17,7 @@ use session_switch::runtime::{
     EditAction, RowEdit, RowSummaries, YOU_TAG, could_hide_marker, prefix, push_summary, role_of,
     sent_text, untag,
 };
-use session_switch::{BridgeRow, Failure};
+use session_switch::{Failure, SentRow};
 use std::mem::MaybeUninit;
 
 /// Where a message's text is: what the policy sees and where an edit lands.
@@ -101,10 +101,10 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
 struct Ours(Vec<(u64, String)>);
 
 impl Ours {
-    fn new(rows: &[BridgeRow]) -> Self {
+    fn new(rows: &[SentRow]) -> Self {
         let mut ours: Vec<_> = rows
             .iter()
-            .map(|(_, role, ts)| (ts.to_bits(), role.clone()))
+            .map(|row| (row.timestamp.to_bits(), row.role.clone()))
             .collect();
         ours.sort_unstable();
         Self(ours)
@@ -141,7 +141,7 @@ impl Ours {
 /// `api_content` alike, so it holds whichever of the two Hermes sends.
 pub fn tag_messages(
     py: Python<'_>,
-    ours: &[BridgeRow],
+    ours: &[SentRow],
     chars: u32,
     messages: &Bound<'_, PyList>,
     edit: impl FnOnce(&RowSummaries) -> Result<Vec<RowEdit>, Failure>,
@@ -223,8 +223,8 @@ pub fn tag_messages(
 /// [`prefix`] keeps of it). Read as code points ([`code_point_head`]), not
 /// through Python's UTF-8 form, which for a non-ASCII string is an encoding
 /// of the whole text kept with the string: a history Hermes loaded is new
-/// strings each time, and that was 40 % of `tag_messages` at 1,000 rows
-/// (README "What was changed"). A text over four times the head is sliced
+/// strings each time, and that would be 40 % of `tag_messages` at 1,000
+/// rows. A text over four times the head is sliced
 /// in Python first, so a long reply in Chinese is not copied whole
 /// (`make bench` `tag_messages_long`). A character the slice keeps is one
 /// the whole text's prefix keeps: Python counts code points, and each

@@ -86,9 +86,9 @@ class TagMessages(unittest.TestCase):
 
     def test_a_text_python_cannot_encode_or_a_stray_item_spoils_nothing(self):
         """A lone surrogate (Hermes decodes a multimodal row's JSON, where
-        `"\\ud83d"` is legal) once made the whole list fail, so the plugin
-        fell back and a fake `[YOU]` reached the model; a non-string role or
-        an item that is no dict did the same (trial 4)."""
+        `"\\ud83d"` is legal), a non-string role or an item that is no dict
+        must not make the whole list fail: the plugin would fall back and a
+        fake `[YOU]` reach the model."""
         half = "\ud83d"
         messages = [
             {"role": "user", "content": f"see {half}", "timestamp": 20.0},

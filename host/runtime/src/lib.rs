@@ -15,17 +15,18 @@
 //! swaps ([`Policy::watch`]) replace the component while callers keep
 //! running.
 //!
-//! The modules, each depending only on those listed before it:
+//! The modules, each naming items only of those listed before it:
 //! `bindings` (the one `bindgen!`), `limits`, `host_imports` (the trait),
 //! `apply` (summaries and edits), `memo` (decisions `resolve` may serve
-//! again), `imports` (the store's data and the WIT host interface), `cache`,
+//! again), `tag_memo` (edits `tag` may serve again), `imports` (the store's
+//! data and the WIT host interface), `artifact_layout` (the precompiled
+//! artifact's layout), `engine_config` (the engine settings), `cache`,
 //! `call` (the one call path in a store), `answers` (checks of the policy's
-//! answers), `engine_config` (the engine settings and the precompiled
-//! artifact's layout), `engine` (engine, linker, options), `precompiled`
-//! (the embedded component precompiled at build time), `component`
-//! (compile, check, probe), `current` (what hot swaps
-//! replace), `instance` (a caller's store), `exports` (each export as a
-//! method), `policy` (the façade), `swap` (reload and watch).
+//! answers), `engine` (engine, linker, options), `precompiled` (the
+//! embedded component precompiled at build time), `component` (compile,
+//! check, probe), `current` (what hot swaps replace), `instance` (a
+//! caller's store), `exports` (each export as a method), `policy` (the
+//! façade), `swap` (reload and watch).
 
 mod answers;
 mod apply;

@@ -287,7 +287,7 @@ mod tests {
             assert_eq!(policy.info().source, Source::Embedded);
             assert_eq!(policy.version(), want);
         }
-        // Through a cache: compiled and stored, as before this artifact.
+        // Through a cache: compiled and stored, as without an embedded artifact.
         let dir = std::env::temp_dir().join(format!("ssw-precompiled-test-{}", std::process::id()));
         let options = PolicyOptions {
             cache: CacheMode::Dir(dir.clone()),

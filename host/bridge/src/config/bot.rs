@@ -1,4 +1,4 @@
-//! `[bot]` and `[bot.agents.NAME]`: what the agents' room bots
+//! `[bot]` and `[bot.agents.NAME]` checked: what the agents' room bots
 //! (`xmpp-session-bridge bot --agent NAME`) need beyond the agents
 //! themselves — how to reach ejabberd's client port, the XMPP password,
 //! and the agent's Hermes API server. Every key is optional; a bot whose
@@ -15,65 +15,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use toml::Spanned;
 
-use super::AgentConfig;
-use super::raw::Source;
-
-/// How the bot's XMPP connection is secured.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BotTls {
-    /// STARTTLS, required, the server's certificate checked against the
-    /// system's roots (the default).
-    #[default]
-    Starttls,
-    /// Plain TCP, no TLS: the password and every message cross the network
-    /// in the clear. Only for a server on loopback, such as the test
-    /// ejabberd (`tests/ejabberd/ejabberd.yml` offers no TLS).
-    InsecurePlaintext,
-}
-
-/// `[bot]`: the settings every bot shares, and each agent's own.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct BotConfig {
-    /// ejabberd's client port as `host:port`; `None`: the JID's domain
-    /// (SRV `_xmpp-client._tcp`, then port 5222).
-    pub server: Option<String>,
-    pub tls: BotTls,
-    /// How long one Hermes turn may take, in seconds (default 300): past
-    /// it the bot posts nothing and logs the time-out.
-    pub turn_timeout_seconds: u32,
-    /// Each agent's bot settings, by agent name (only configured agents).
-    pub agents: BTreeMap<String, BotAgent>,
-}
-
-/// `[bot.agents.NAME]`: one agent's XMPP password and Hermes API server.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct BotAgent {
-    /// Where the XMPP password comes from (at most one source).
-    pub password: Option<PasswordSource>,
-    /// Hermes's `.env` of this agent (`API_SERVER_KEY`, `API_SERVER_PORT`,
-    /// `API_SERVER_HOST`); `None`: `$HERMES_HOME/.env`.
-    pub hermes_env: Option<PathBuf>,
-    /// The API server's base URL, e.g. `http://127.0.0.1:8642`; `None`:
-    /// from the `.env` (host, port), else the agent's `gateway_port`, else
-    /// Hermes's default port 8642, on 127.0.0.1.
-    pub api_url: Option<String>,
-    /// A variable holding the API server's key; `None`: `API_SERVER_KEY`
-    /// of the `.env`.
-    pub api_key_env: Option<String>,
-}
-
-/// Where a bot reads its agent's XMPP password.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PasswordSource {
-    /// `password_file`: the file's first line (relative paths are taken
-    /// from the config file's folder by `Config::load`).
-    File(PathBuf),
-    /// `password_env`: the variable's value.
-    Env(String),
-    /// `password`: inline in the config (readable by whoever reads it).
-    Inline(String),
-}
+use super::source::Source;
+use super::types::{
+    AgentConfig, BotAgent, BotConfig, BotTls, DEFAULT_TURN_TIMEOUT_SECONDS, PasswordSource,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,10 +40,6 @@ pub(super) struct RawBotAgent {
     api_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
 }
-
-/// The default of `turn_timeout_seconds`: an agent turn with tools can take
-/// minutes; a bot that waited forever would never answer again.
-pub const DEFAULT_TURN_TIMEOUT_SECONDS: u32 = 300;
 
 /// `[bot]` checked: `server` is `host:port`, the agents are configured
 /// ones, at most one password source each, URLs are http(s), no value is

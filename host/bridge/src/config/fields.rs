@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use toml::Spanned;
 
-use super::raw::{Source, Span};
+use super::source::{Source, Span};
 
 pub(super) fn non_empty<'s>(
     value: &'s Spanned<String>,

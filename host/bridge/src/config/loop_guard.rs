@@ -4,8 +4,9 @@
 use session_switch_contract::failure::Failure;
 use toml::Spanned;
 
-use super::LoopGuardConfig;
-use super::raw::{RawLoopGuard, Source};
+use super::raw::RawLoopGuard;
+use super::source::Source;
+use super::types::LoopGuardConfig;
 
 impl Default for LoopGuardConfig {
     fn default() -> Self {

@@ -1,11 +1,10 @@
-//! The config file's shape as serde reads it (every value with its span,
-//! so errors can name the line), and the text those spans point into.
+//! The config file's shape as serde reads it: every value with its span,
+//! so errors can name the line (`source.rs`).
 
 use serde::Deserialize;
-use session_switch_contract::failure::Failure;
 use toml::Spanned;
 
-use super::TransportKind;
+use super::types::TransportKind;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,30 +67,4 @@ pub(super) struct RawAgent {
     pub(super) http_port: Option<u16>,
     pub(super) gateway_port: Option<u16>,
     pub(super) mention: Option<Spanned<String>>,
-}
-
-/// The config text, for errors that name the line.
-pub(super) struct Source<'a> {
-    pub(super) text: &'a str,
-    pub(super) origin: &'a str,
-}
-
-pub(super) type Span = std::ops::Range<usize>;
-
-impl Source<'_> {
-    pub(super) fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
-    }
-    pub(super) fn at(&self, span: Span, msg: String) -> Failure {
-        Failure::bad_input(format!(
-            "config {}, line {}: {msg}",
-            self.origin,
-            self.line(span.start)
-        ))
-    }
 }

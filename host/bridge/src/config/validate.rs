@@ -8,11 +8,10 @@ use std::path::PathBuf;
 use toml::Spanned;
 
 use super::fields::bare_jid;
-use super::raw::{RawConfig, RawPolicy, RawRedirect, RawXmpp, Source};
-use super::{
-    AgentConfig, Config, DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS, DEFAULT_TTL_SECONDS,
-    Redirect, TransportKind, Xmpp,
-};
+use super::raw::{RawConfig, RawPolicy, RawRedirect, RawXmpp};
+use super::source::Source;
+use super::types::{AgentConfig, Config, DEFAULT_TTL_SECONDS, Redirect, TransportKind, Xmpp};
+use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
 
 pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
     let xmpp = xmpp(raw.xmpp, src)?;

@@ -1,8 +1,8 @@
 //! The atomic send of DESIGN §8 "Send", §9.5: the one place that needs
 //! both the store and the transport.
 
-use super::HermesImports;
 use super::chain_notes::{ChainNote, note};
+use super::host_imports::HermesImports;
 use crate::store::SendWrite;
 use crate::transport::is_no_such_room;
 use session_switch_contract::ids::api_session_id_problem;

@@ -27,7 +27,7 @@ fn marker(db: &Path, key: &str) -> PathBuf {
 
 /// Leave the marker of intent `key`, synced to disk with its folder so it
 /// outlives a crash. Errors: the folder or file cannot be made (then the
-/// send shows as interrupted, as before the marker existed).
+/// send shows as interrupted, since nothing says the room took it).
 pub(super) fn mark(db: &Path, key: &str) -> io::Result<()> {
     let dir = folder(db);
     DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;

@@ -14,7 +14,7 @@
 //! write lock is held only that long.
 
 use super::HermesStore;
-use super::write_tx::BRIEF_BUSY;
+use super::timeouts::BRIEF_BUSY;
 use super::write_tx::check_our_key;
 use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::GUARD_KEY_PREFIX;

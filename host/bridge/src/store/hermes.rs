@@ -17,20 +17,16 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::BridgeRow;
+use super::bridge_rows::{BRIDGE_ROWS, BridgeRow};
 use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
 use super::read_memo::ReadMemo;
-use super::schema::{TableSeen, check_exists};
+use super::schema::{self, check_exists, not_hermes};
 use super::sqlite_failure::sqlite_failure;
+use super::table_seen::TableSeen;
+use super::timeouts::{BRIEF_DEADLINE, BUSY_TIMEOUT};
 use session_switch_contract::failure::Failure;
 use session_switch_contract::history::HistoryRow;
-
-/// Busy timeout set on every connection: how long one statement waits for
-/// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
-/// readers use 5 s (v31, research/hermes-state.md §5); its writers wait 1 s
-/// per attempt and retry for up to 20 s.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One open connection to a Hermes `state.db` (rusqlite: the CLI bundles
 /// SQLite, the Python extension links the system's). `Send`, not `Sync`: one thread at a time, as rusqlite's
@@ -116,7 +112,7 @@ impl HermesStore {
             conn,
             path: path.to_path_buf(),
             busy_timeout: BUSY_TIMEOUT,
-            write_deadline: super::BRIEF_DEADLINE,
+            write_deadline: BRIEF_DEADLINE,
             future_skew_seconds: session_switch_contract::limits::DEFAULT_FUTURE_SKEW_SECONDS,
             has_active: false,
             loader: LoaderSql::new(Loader::Early, |_| false, false),
@@ -135,10 +131,14 @@ impl HermesStore {
             .conn
             .execute_batch("PRAGMA foreign_keys = ON")
             .map_err(|e| store.fail("turn on foreign keys", e))?;
-        store.check_hermes_tables()?;
-        store.has_active = store.messages_has_column("active")?;
-        let columns = store.messages_columns()?;
-        let version = store.schema_version()?;
+        if !schema::has_hermes_tables(&store.conn).map_err(|e| store.fail("read the schema", e))? {
+            return Err(not_hermes(path));
+        }
+        let columns = schema::messages_columns(&store.conn)
+            .map_err(|e| store.fail("read the columns of messages", e))?;
+        store.has_active = columns.iter().any(|c| c == "active");
+        let version = schema::schema_version(&store.conn)
+            .map_err(|e| store.fail("read the schema version", e))?;
         store.counter = ChangeCounter::open(path)
             .inspect_err(|e| {
                 tracing::debug!(
@@ -148,7 +148,8 @@ impl HermesStore {
                 )
             })
             .ok();
-        let id_ordered = store.messages_indexed_by_session_then_id()?;
+        let id_ordered = schema::messages_indexed_by_session_then_id(&store.conn)
+            .map_err(|e| store.fail("read the indexes of messages", e))?;
         store.loader = LoaderSql::new(
             Loader::of_version(version),
             |c| columns.iter().any(|have| have == c),
@@ -332,20 +333,27 @@ impl HermesStore {
         .map_err(|e| self.fail(&doing, e))
     }
 
+    /// Whether table `name` exists; for `state_meta` and
+    /// `session_switch_sent`, seldom read from the schema
+    /// ([`TableSeen::exists`]), else [`schema::table_exists`].
+    pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
+        let query =
+            || schema::table_exists(&self.conn, name).map_err(|e| self.fail("read the schema", e));
+        match name {
+            "state_meta" => self.seen_state_meta.exists(|| self.data_version(), query),
+            "session_switch_sent" => self.seen_sent.exists(|| self.data_version(), query),
+            _ => query(),
+        }
+    }
+
     /// Map a SQLite error raised while `doing` to a [`Failure`].
     pub(super) fn fail(&self, doing: &str, error: rusqlite::Error) -> Failure {
         sqlite_failure(&self.path, self.busy_timeout, doing, error)
     }
 }
 
-/// [`HermesStore::bridge_rows`]' select (`?1` the session, `?2` the agent).
-/// `CROSS JOIN` keeps `session_switch_sent` the outer loop (SQLite never
-/// reorders a `CROSS JOIN`), so the cost follows the agent's sends (each a
-/// row of its XMPP history), not the session's length. A plain join let
-/// SQLite, without statistics (Hermes's database has no `ANALYZE`), walk
-/// every row of the session and probe the list for each: 740–760 µs a call
-/// at 10,000 rows where the list's walk takes 5–8 µs (`bench/make_dbs.py`'s
-/// databases, five sends).
-pub const BRIDGE_ROWS: &str = "SELECT m.id, m.role, m.timestamp \
-     FROM session_switch_sent s CROSS JOIN messages m ON m.id = s.message_id \
-     WHERE s.agent = ?2 AND m.session_id = ?1 ORDER BY s.message_id";
+/// The version of the SQLite library in use (`sqlite3_libversion`): the
+/// bundled copy when built with `bundled-sqlite`, else the process's.
+pub fn sqlite_version() -> String {
+    rusqlite::version().to_string()
+}

@@ -9,8 +9,8 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::HermesStore;
-use super::hermes::BUSY_TIMEOUT;
 use super::sqlite_failure::sqlite_failure;
+use super::timeouts::BUSY_TIMEOUT;
 use session_switch_contract::failure::Failure;
 
 /// Current Hermes's DDL, schema v31 (see the file's header for its source).

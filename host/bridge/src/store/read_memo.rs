@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use session_switch_contract::history::DataVersion;
 
-use super::BridgeRow;
+use super::bridge_rows::BridgeRow;
 
 /// Distinct keys kept per data version; past it the memo starts over (a
 /// gateway asks about a handful of sessions between two commits).

@@ -12,25 +12,7 @@ use std::path::Path;
 
 use super::HermesStore;
 use super::sqlite_failure::sqlite_failure;
-
-/// How often `BEGIN` (and `COMMIT`) is tried when SQLite still
-/// reports `SQLITE_BUSY` after the busy timeout; between attempts the store
-/// sleeps a random [`RETRY_JITTER_MS`]. Worst case before a `busy` failure:
-/// `WRITE_ATTEMPTS × (busy timeout + 150 ms)`.
-pub const WRITE_ATTEMPTS: u32 = 3;
-
-/// Range of the random pause between write attempts, in milliseconds; the
-/// same range as Hermes 0.19.0's write retry (research/hermes-state.md §5),
-/// so that competing writers spread out instead of retrying in lock step.
-pub const RETRY_JITTER_MS: std::ops::RangeInclusive<u64> = 20..=150;
-
-/// Busy timeout of the send's brief transactions: a Hermes reader that
-/// finds us holding a lock waits at most about this long.
-pub const BRIEF_BUSY: Duration = Duration::from_millis(100);
-
-/// How long a send's brief transactions are retried, in all, before kind
-/// `busy` (the default of [`HermesStore::set_write_deadline`]).
-pub const BRIEF_DEADLINE: Duration = Duration::from_secs(10);
+use super::timeouts::{BRIEF_BUSY, RETRY_JITTER_MS, WRITE_ATTEMPTS};
 
 /// Longest random pause between two attempts of a brief transaction; the
 /// pauses grow from ~10 ms towards this, each drawn at random (full jitter),

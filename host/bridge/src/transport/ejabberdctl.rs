@@ -237,15 +237,15 @@ impl Transport for EjabberdCtl {
             .map_err(|why| self.no_answer("get_subscribers", why, false))?;
         if !done.status.success() {
             let said = server_text(&done);
-            if done.status.code() == Some(1) && super::says_no_such_room(&said) {
-                return Err(super::no_such_room(room, &said));
+            if done.status.code() == Some(1) && super::answers::says_no_such_room(&said) {
+                return Err(super::answers::no_such_room(room, &said));
             }
             return Err(self.failed("get_subscribers", &done));
         }
-        if super::is_subscriber(from, done.stdout.lines()) {
+        if super::answers::is_subscriber(from, done.stdout.lines()) {
             Ok(())
         } else {
-            Err(super::not_subscriber(from, room))
+            Err(super::answers::not_subscriber(from, room))
         }
     }
 
@@ -256,8 +256,8 @@ impl Transport for EjabberdCtl {
     /// byte.
     fn post(&self, from: &str, room: &str, body: &str) -> Result<(), Failure> {
         RoomJid::parse(room)?;
-        super::refuse_unpostable(from, body)?;
-        let stanza = super::human_stanza(body, &super::new_stanza_id());
+        super::stanza::refuse_unpostable(from, body)?;
+        let stanza = super::stanza::human_stanza(body, &super::stanza::new_stanza_id());
         if stanza.len() > MAX_ARG_BYTES {
             return Err(Failure::bad_input(format!(
                 "the message body is {} bytes ({} as an XML stanza), but one ejabberdctl \
@@ -338,7 +338,7 @@ fn server_text(done: &Finished) -> String {
             _ => "it printed nothing".to_owned(),
         }
     };
-    super::one_line(&text, 300)
+    super::answers::one_line(&text, 300)
 }
 
 #[cfg(test)]

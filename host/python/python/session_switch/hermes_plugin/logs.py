@@ -26,9 +26,9 @@ LAST_TARGET: dict[tuple, str] = {}
 def note_turn(bridge, agent: str, asked: str, target: str, detail: str, how: str) -> None:
     """Log where a turn on ``asked`` runs: at INFO when that changed since
     the session's last turn (a redirect starts, moves or ends), else at
-    DEBUG. A line per turn at INFO was a third of the plugin's time per
-    request (Hermes's ``agent.log`` handler formats, redacts and flushes
-    every record) and repeated the same words each turn."""
+    DEBUG. A line per turn at INFO would be a third of the plugin's time
+    per request (Hermes's ``agent.log`` handler formats, redacts and
+    flushes every record) and repeat the same words each turn."""
     key = (bridge, asked)
     last = LAST_TARGET.get(key, asked)
     LAST_TARGET[key] = target

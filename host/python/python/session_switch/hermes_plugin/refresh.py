@@ -26,9 +26,9 @@ def refresh_after_turn(plan) -> None:
 
 class Refresher:
     """The one thread that runs :func:`refresh` after turns, fed by a
-    queue. ``loop.run_in_executor`` cost the event loop 14-49 µs a turn (a
-    future, the pool's bookkeeping, a wake of a worker; README "What was
-    changed"); scheduling here is a dict lookup and a put, whose wake of
+    queue. ``loop.run_in_executor`` costs the event loop 14-49 µs a turn (a
+    future, the pool's bookkeeping, a wake of a worker); scheduling here is
+    a dict lookup and a put, whose wake of
     the sleeping thread is most of its ~10 µs. A refresh queued for a
     session and not started is not queued again: it reads after both
     turns. Started at the first turn (importing the plugin starts nothing),

@@ -44,8 +44,8 @@ def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
     @functools.wraps(original)
     async def _run_agent(self, *args, **kwargs):
         if not args and "session_id" in kwargs and "conversation_history" in kwargs:
-            # Hermes's own calls, all by keyword: no binding (`bind` was
-            # most of this wrapper's ~7 µs a turn).
+            # Hermes's own calls, all by keyword: no binding (`bind` would
+            # be most of this wrapper's ~7 µs a turn).
             arguments = kwargs
 
             def call():
