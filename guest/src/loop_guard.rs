@@ -166,15 +166,16 @@ pub fn admit(
             ),
         );
     }
-    let in_window = state.window.len();
-    if in_window > guard.window_messages as usize {
+    // The state keeps one time past the bound, enough to decide: the
+    // detail says "more than", not a count it does not keep.
+    if state.window.len() > guard.window_messages as usize {
         return answer(
             false,
             AdmitReason::LoopGuard,
             hops,
             format!(
-                "{in_window} agent messages in the last {} s (at most {})",
-                guard.window_seconds, guard.window_messages
+                "more than {} agent messages in the last {} s (the room window's bound)",
+                guard.window_messages, guard.window_seconds
             ),
         );
     }

@@ -789,7 +789,7 @@ fn active_names_a_record_from_ahead_of_this_clock_as_such() {
 /// by its key in plain `active`, not printed as a send with empty fields,
 /// and `clear` removes it.
 #[test]
-fn active_names_a_malformed_pending_send_by_its_key() {
+fn active_names_a_malformed_pending_send_by_its_key_and_quotes_a_records_odd_id() {
     let Some(w) = World::new(Setup::http()) else {
         return;
     };
@@ -810,9 +810,41 @@ fn active_names_a_malformed_pending_send_by_its_key() {
         "{text}"
     );
     let json = w.json(&["active", "--agent", "mohe"]);
-    assert_eq!(pending_sends(&json)[0]["state"], "malformed", "{json}");
+    let p = &pending_sends(&json)[0];
+    assert_eq!(p["state"], "malformed", "{json}");
+    // Its fields are unreadable: null, not made-up values.
+    for field in ["timestamp", "cli_session_id", "body"] {
+        assert!(p[field].is_null(), "{field}: {json}");
+    }
     let cleared = w.json(&["clear", "--agent", "mohe"]);
     assert_eq!(cleared["pending_sends_cleared"], 1, "{cleared}");
+
+    // A record's session id that is empty, padded or holds control
+    // characters is shown quoted with escapes: no blank field, no second
+    // line, no terminal control sequence.
+    for (id, shown) in [
+        ("", "\"\""),
+        ("   ", "\"   \""),
+        ("a\nfake: line", "\"a\\nfake: line\""),
+        ("\u{1b}[31mred", "\"\\u{1b}[31mred\""),
+    ] {
+        let record = serde_json::json!({"session_id": id, "timestamp": 1}).to_string();
+        w.conn()
+            .execute(
+                "INSERT OR REPLACE INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?1)",
+                [&record],
+            )
+            .unwrap();
+        let out = w.cli(&["active", "--agent", "mohe"]);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.starts_with(&format!("mohe: {shown} (")),
+            "{id:?}: {text}"
+        );
+        assert_eq!(text.lines().count(), 1, "{id:?}: {text}");
+        assert!(!text.contains('\u{1b}'), "{id:?}: {text}");
+    }
 }
 
 /// A record outlives a change of `[xmpp] room`: the first send to a room
@@ -950,6 +982,18 @@ fn argument_errors_are_one_line_with_a_hint_for_the_command_given() {
         line.contains("admit --agent NAME --from OCCUPANT -- BODY"),
         "{line}"
     );
+    // A message of several words left unquoted: nothing in it starts with
+    // '-', so the hint is the quotes.
+    let (code, line) = run(&["send", "a", "b", "c", "--agent", "mohe"]);
+    assert_eq!(code, 2);
+    assert!(
+        line.contains("a message of several words goes in quotes: send \"TEXT\" SESSION_ID")
+            && !line.contains("starting with '-'"),
+        "{line}"
+    );
+    let (code, line) = run(&["admit", "--agent", "mohe", "--from", "r/n", "a", "b"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("in quotes, after '--'"), "{line}");
     // Arguments that are not UTF-8, in every place: one line, exit 2, no
     // panic (the hint's look for the command read the arguments as text).
     use std::ffi::OsStr;

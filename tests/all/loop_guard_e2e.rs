@@ -700,7 +700,8 @@ fn a_person_after_a_capped_room_window_is_answered_and_the_next_chain_is_bounded
                     refused += 1;
                     let detail = d["detail"].as_str().unwrap();
                     assert!(
-                        detail.ends_with("agent messages in the last 300 s (at most 5)"),
+                        detail
+                            == "more than 5 agent messages in the last 300 s (the room window's bound)",
                         "{}: {d}",
                         b.agent
                     );

@@ -2,7 +2,7 @@
 //! (`--json`) and the Python binding returns them as Python objects.
 
 use crate::HistoryRow;
-use crate::views::PendingReport;
+use crate::views::{PendingReport, PendingStatus};
 use serde_json::{Value, json};
 use session_switch_runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 
@@ -89,8 +89,10 @@ pub fn record_status(s: &RecordStatus) -> Value {
 /// post timed out; `delivered`: the room took it, the row waits for the
 /// database; `malformed`), `delivered`, `in_progress`, `timestamp` (Unix
 /// seconds of the send), `cli_session_id`, `body` (the history row's
-/// content).
+/// content); the last three `null` for a `malformed` value, whose fields
+/// are unreadable (as a malformed record's are).
 pub fn pending_send(p: &PendingReport) -> Value {
+    let readable = p.state != PendingStatus::Malformed;
     json!({
         "agent": p.agent,
         "pending_send": true,
@@ -98,8 +100,8 @@ pub fn pending_send(p: &PendingReport) -> Value {
         "state": p.state_name(),
         "delivered": p.delivered,
         "in_progress": p.process_alive,
-        "timestamp": p.created_at,
-        "cli_session_id": p.cli_session_id,
-        "body": p.body,
+        "timestamp": readable.then_some(p.created_at),
+        "cli_session_id": readable.then_some(&p.cli_session_id),
+        "body": readable.then_some(&p.body),
     })
 }

@@ -66,7 +66,22 @@ fn main() -> ExitCode {
             let command = std::env::args_os()
                 .skip(1)
                 .find(|a| a == "send" || a == "admit");
+            // The argument clap did not expect: one that starts with '-'
+            // is a message read as an option; any other, a message's
+            // second word outside quotes.
+            let dash = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::String(arg)) => arg.starts_with('-'),
+                _ => true,
+            };
             let hint = match (e.kind(), command.as_ref().and_then(|c| c.to_str())) {
+                (clap::error::ErrorKind::UnknownArgument, Some("send")) if !dash => {
+                    "a message of several words goes in quotes: \
+                     send \"TEXT\" SESSION_ID --agent NAME; see --help"
+                }
+                (clap::error::ErrorKind::UnknownArgument, Some("admit")) if !dash => {
+                    "a message of several words goes in quotes, after '--': \
+                     admit --agent NAME --from OCCUPANT -- \"BODY\"; see --help"
+                }
                 (clap::error::ErrorKind::UnknownArgument, Some("send")) => {
                     "a message starting with '-' goes after the options and '--': \
                      send --agent NAME -- TEXT SESSION_ID; see --help"

@@ -126,7 +126,9 @@ pub fn active(
         };
         println!(
             "{}: a send from {} {what}: {}",
-            p.agent, p.cli_session_id, p.body
+            p.agent,
+            shown_id(&p.cli_session_id),
+            p.body
         );
     }
     if statuses.is_empty() {
@@ -137,7 +139,10 @@ pub fn active(
     }
     for s in statuses {
         // A record unreadable as a whole (e.g. `1e400` in it) names no session.
-        let session = s.session_id.as_deref().unwrap_or("(no session readable)");
+        let session = s
+            .session_id
+            .as_deref()
+            .map_or_else(|| "(no session readable)".into(), shown_id);
         if s.valid {
             let age = s.age_seconds.unwrap_or_default();
             let left = s.remaining_seconds.unwrap_or_default();
@@ -243,4 +248,17 @@ pub fn init_db(path: &Path, json: bool) {
         return print_json(&json!({ "created": path }));
     }
     println!("created an empty Hermes database at {}", path.display());
+}
+
+/// A session id as a line of text shows it: as it is when it is one
+/// (no control character, no blank at either end, not empty), else quoted
+/// with escapes, so that a record's value cannot blank a field, break the
+/// line or reach the terminal as a control sequence.
+fn shown_id(id: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !id.is_empty() && id.trim() == id && !id.chars().any(char::is_control);
+    if plain {
+        id.into()
+    } else {
+        format!("{id:?}").into()
+    }
 }
