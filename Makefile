@@ -160,12 +160,13 @@ demo: build venv ## the whole flow against a real ejabberd it starts and stops
 	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh
 
 # Not part of `make test`: slow, and it needs a quiet machine (load < 1.5).
-# Installs hyperfine and GNU time from Debian when missing; sends run against
+# Installs hyperfine, GNU time and strace (the send's fsyncs) from Debian when missing; sends run against
 # one isolated ejabberd (with-ejabberd.sh). Writes target/bench/report.md
 # (the README's Performance table) and target/bench/results.json.
 bench: component variants wheel hermes-venvs ## benchmarks: policy per call, CLI, sends, hot swap, memory
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
+	@command -v strace >/dev/null 2>&1 || apt-get install -y -qq strace
 	$(CARGO) build --release -p xmpp-session-bridge --bins && $(CARGO) build --release -p session-switch-tests --benches
 	bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
 
