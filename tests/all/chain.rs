@@ -242,6 +242,31 @@ fn a_record_naming_a_compressed_cli_session_redirects_to_its_unique_live_tip() {
     assert_ne!(home.id("once_branch"), home.id("once_tip"));
 }
 
+/// Without a record, `context` of the configured XMPP session, which Hermes
+/// compressed, is what Hermes's API server loads for it: its live tip's
+/// history (the server moves a client-addressed id to the tip first); the
+/// decision still names the session asked about, and says so.
+#[test]
+fn context_of_a_compressed_xmpp_session_is_its_live_tips_history() {
+    let home = Home::written_by_hermes(None);
+    let child = home.id("xmpp_child");
+    let tips = hermes("v31", &["tips", "xmpp-mohe-v2"], &home.db);
+    assert_eq!(tips["xmpp-mohe-v2"]["resume"], child.as_str(), "{tips}");
+    let context = home.json(&["context", "xmpp-mohe-v2", "--agent", "mohe"]);
+    assert_eq!(context["session_id"], "xmpp-mohe-v2", "{context}");
+    assert_eq!(context["redirected"], false);
+    let ours = role_content(context["messages"].as_array().unwrap());
+    assert_eq!(ours, hermes_loads(&home.db, &child));
+    assert_ne!(ours, hermes_loads(&home.db, "xmpp-mohe-v2"));
+    let detail = context["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "Hermes ended xmpp-mohe-v2 by compression: the history is its live tip {child}'s"
+        )),
+        "{detail}"
+    );
+}
+
 #[test]
 fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
     let home = Home::written_by_hermes(None);
@@ -329,7 +354,16 @@ fn two_live_children_fail_closed_and_active_says_what_it_found() {
         assert_eq!(d["reason"], "malformed-record", "{command}: {d}");
         let detail = d["detail"].as_str().unwrap();
         assert!(names_the_fork(detail, &forked, &a, &b), "{detail}");
-        assert!(detail.ends_with(": loading xmpp-mohe-v2"), "{detail}");
+        // This fixture's XMPP session is compressed too: `context` reads
+        // its live tip, as Hermes does, and says so.
+        let tail = match command {
+            "context" => ": loading xmpp-mohe-v2 (Hermes ended xmpp-mohe-v2 by compression",
+            _ => ": loading xmpp-mohe-v2",
+        };
+        assert!(
+            detail.ends_with(tail) || detail.contains(&format!("{tail}: the history")),
+            "{detail}"
+        );
     }
     let plain = home.plain(&["resolve", "xmpp-mohe-v2", "--agent", "mohe"]);
     assert!(

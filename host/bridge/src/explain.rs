@@ -6,20 +6,26 @@ use crate::hermes_imports::{ChainNote, ChainNotes, lock_notes};
 use session_switch_runtime::{Decision, Reason, RecordStatus};
 
 /// A redirect to the tip of a compressed record: say which session the
-/// record itself names.
+/// record itself names. A history read from the tip of the session decided
+/// on: say whose rows they are.
 pub(crate) fn explain_followed(decision: &mut Decision, notes: &ChainNotes) {
-    if !decision.redirected {
-        return;
-    }
     for n in lock_notes(notes).iter() {
-        if let ChainNote::RecordFollowed { key, recorded, tip } = n
-            && *tip == decision.session_id
-        {
-            decision.detail.push_str(&format!(
-                " (record {key} names {recorded}, which Hermes ended by compression; {tip} is \
-                 its live tip)"
-            ));
-            return;
+        match n {
+            ChainNote::RecordFollowed { key, recorded, tip }
+                if decision.redirected && *tip == decision.session_id =>
+            {
+                decision.detail.push_str(&format!(
+                    " (record {key} names {recorded}, which Hermes ended by compression; {tip} \
+                     is its live tip)"
+                ));
+            }
+            ChainNote::HistoryFollowed { asked, tip } if *asked == decision.session_id => {
+                decision.detail.push_str(&format!(
+                    " (Hermes ended {asked} by compression: the history is its live tip {tip}'s, \
+                     which Hermes loads for it)"
+                ));
+            }
+            _ => {}
         }
     }
 }

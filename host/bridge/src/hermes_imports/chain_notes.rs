@@ -21,6 +21,9 @@ pub enum ChainNote {
     /// A send wrote its `[YOU]` row into `written`; the plan named
     /// `configured` (equal when the session was not compressed).
     Wrote { configured: String, written: String },
+    /// The history of `asked`, which Hermes ended by compression, was read
+    /// from its live tip `tip`, as Hermes's API server loads it.
+    HistoryFollowed { asked: String, tip: String },
 }
 
 /// The notes of one [`HermesImports`], shared with its caller.

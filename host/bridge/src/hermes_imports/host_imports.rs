@@ -186,13 +186,30 @@ impl HostImports for HermesImports {
         self.store.session_exists(id)
     }
 
+    /// The rows of `session_id`, or of its live tip when Hermes ended it by
+    /// compression (v31): Hermes's API server moves a client-addressed
+    /// session to that tip before it loads the history
+    /// (`api_server_openai_routes.py`, `_resolve_live_session_id`), so the
+    /// model sees the tip's rows. A chain with no unique tip is read where
+    /// it starts, as Hermes's walk fails open to the id it was given.
     fn history(
         &mut self,
         session_id: &str,
         agent: &str,
         limit: Option<u32>,
     ) -> Result<Vec<HistoryRow>, Failure> {
-        self.store.history(session_id, agent, limit)
+        let tip = self.live_tip(session_id)?;
+        let read = tip.session(session_id).unwrap_or(session_id);
+        if read != session_id {
+            note(
+                &self.notes,
+                ChainNote::HistoryFollowed {
+                    asked: session_id.to_owned(),
+                    tip: read.to_owned(),
+                },
+            );
+        }
+        self.store.history(read, agent, limit)
     }
 
     /// One `BEGIN` … `COMMIT` read transaction around the call
