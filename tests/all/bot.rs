@@ -234,6 +234,62 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
     );
 }
 
+/// Hermes killed while a turn waits for its model: the connection breaks
+/// after Hermes stored the person's line, so the bot posts nothing, finds
+/// the line in the session and does not pass it again with the next turn
+/// (the model would see it twice); the session holds it once.
+#[test]
+fn a_line_hermes_stored_before_it_was_killed_is_not_passed_again() {
+    let _heavy = heavy();
+    let Some(mut world) = BotWorld::new(6) else {
+        return;
+    };
+    let observer = world.observer();
+    let bot = world.bot("mohe");
+    world.llm.set_delay(Duration::from_secs(30));
+    let first = unique("while Hermes thinks");
+    world.say("anna", &first);
+    let started = Instant::now();
+    while world.llm.turn_messages().is_empty() {
+        assert!(
+            started.elapsed() < ANSWER,
+            "Hermes never asked the model:\n{}",
+            bot.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    world.gateway.kill();
+    assert!(
+        bot.wait_log(
+            "Hermes had stored the line in session xmpp-mohe-v2",
+            1,
+            ANSWER
+        ),
+        "{}",
+        bot.log()
+    );
+    world.llm.set_delay(Duration::ZERO);
+    world.gateway.restart();
+    let second = unique("after the restart");
+    world.say("anna", &second);
+    let reply = wait_from(&observer, "mohe", 0, ANSWER)
+        .unwrap_or_else(|| panic!("no reply after the restart:\n{}", bot.log()));
+    assert!(reply.body.starts_with(REPLY), "{reply:?}");
+    // Hermes merges the stored line (no reply followed it) with the new
+    // one into the model's last message: the first line appears there
+    // once, from the session, not a second time from the bot.
+    let turns = world.llm.turn_messages();
+    let last = turns.last().cloned().unwrap_or_default();
+    assert_eq!(last.matches(&first).count(), 1, "{turns:?}");
+    assert!(last.ends_with(&format!("anna: {second}")), "{turns:?}");
+    let stored = world
+        .rows("xmpp-mohe-v2")
+        .iter()
+        .filter(|(role, content)| role == "user" && content.contains(&first))
+        .count();
+    assert_eq!(stored, 1, "the first line is in the session once");
+}
+
 /// `--once` fails where the bot could not work: a room that does not
 /// exist (the join would create it: the bot destroys it again, so no room
 /// is left that a later `send` would find) and an API server key that

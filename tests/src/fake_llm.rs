@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Duration;
 
 /// The word that makes a reply name every agent.
 pub const LOOP: &str = "LOOP-PLEASE";
@@ -22,6 +23,8 @@ pub const REPLY: &str = "FAKE-REPLY";
 struct State {
     turns: Vec<Value>,
     failing: bool,
+    /// How long an agent turn's answer waits after the request came.
+    delay: Duration,
 }
 
 /// The fake LLM; its thread ends with the process (the listener is leaked
@@ -63,6 +66,12 @@ impl FakeLlm {
     /// counted as a turn): Hermes's turn fails after its retries.
     pub fn set_failing(&self, failing: bool) {
         self.state.lock().unwrap().failing = failing;
+    }
+
+    /// Answer each agent turn `delay` after its request came (a model
+    /// thinking): a test can act while Hermes waits for it.
+    pub fn set_delay(&self, delay: Duration) {
+        self.state.lock().unwrap().delay = delay;
     }
 
     /// The last user message of each agent turn so far, as text.
@@ -135,9 +144,12 @@ fn serve(stream: TcpStream, state: &Mutex<State>, mentions: &str) -> std::io::Re
         }
         let stream_reply = body["stream"] == true;
         let text = if stream_reply {
-            let mut s = state.lock().unwrap();
-            s.turns.push(body.clone());
-            let n = s.turns.len();
+            let (n, delay) = {
+                let mut s = state.lock().unwrap();
+                s.turns.push(body.clone());
+                (s.turns.len(), s.delay)
+            };
+            thread::sleep(delay);
             if last_user_text(&body).contains(LOOP) {
                 format!("{REPLY} {n} {LOOP}{mentions}")
             } else {

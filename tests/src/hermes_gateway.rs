@@ -162,6 +162,17 @@ impl HermesGateway {
         std::fs::read_to_string(self.home.join("gateway.log")).unwrap_or_default()
     }
 
+    /// SIGKILL to its process group at once (a crash: nothing is
+    /// finished); [`HermesGateway::restart`] starts it again.
+    pub fn kill(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let group = format!("-{}", child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = child.wait();
+    }
+
     /// SIGTERM to its process group; SIGKILL after 20 s.
     pub fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {

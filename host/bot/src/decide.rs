@@ -12,11 +12,12 @@ use crate::line::room_line;
 use crate::room::Incoming;
 use crate::settings::BotSettings;
 use session_switch::Bridge;
+use session_switch::runtime::unix_now;
 use session_switch::runtime::untag;
 use session_switch::runtime::{AdmitReason, RoomMessage};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// How many room lines are kept for the next turn: lines the bot heard
@@ -45,15 +46,42 @@ pub struct Decider {
     hermes: HermesClient,
     settings: BotSettings,
     backlog: VecDeque<(Option<String>, String)>,
+    under_way: UnderWay,
+}
+
+/// The turn the decision thread is waiting on, if any (`the reply to anna
+/// (session …)`): what a stop leaves unposted, for its log line.
+#[derive(Clone, Default)]
+pub struct UnderWay(Arc<Mutex<Option<String>>>);
+
+impl UnderWay {
+    fn set(&self, turn: Option<String>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = turn;
+    }
+
+    /// The turn under way now.
+    pub fn get(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl Decider {
-    pub fn new(bridge: Arc<Bridge>, hermes: HermesClient, settings: BotSettings) -> Self {
+    /// A decider; `under_way` shows its current turn to the XMPP task.
+    pub fn new(
+        bridge: Arc<Bridge>,
+        hermes: HermesClient,
+        settings: BotSettings,
+        under_way: UnderWay,
+    ) -> Self {
         Self {
             bridge,
             hermes,
             settings,
             backlog: VecDeque::new(),
+            under_way,
         }
     }
 
@@ -154,7 +182,12 @@ impl Decider {
             .collect();
         text.push(&line);
         let text = text.join("\n");
-        match self.hermes.turn(&session, &text) {
+        let started = unix_now();
+        self.under_way
+            .set(Some(format!("the reply to {} (session {session})", m.nick)));
+        let answer = self.hermes.turn(&session, &text);
+        self.under_way.set(None);
+        match answer {
             Ok(reply) => {
                 self.backlog.retain(|e| !taken(e));
                 let body = normalise(&reply, self.settings.max_body_chars);
@@ -180,6 +213,17 @@ impl Decider {
                 );
                 None
             }
+            Err(e) if self.stored_meanwhile(&session, &line, started) => {
+                // The connection broke after Hermes took the line (killed
+                // mid-turn): it is in the session already.
+                self.backlog.retain(|e| !taken(e));
+                tracing::warn!(
+                    "no reply to {}: {e}; Hermes had stored the line in session {session} \
+                     before that",
+                    m.nick
+                );
+                None
+            }
             Err(e) => {
                 self.keep(Some(session.clone()), line);
                 tracing::warn!(
@@ -191,6 +235,27 @@ impl Decider {
                 None
             }
         }
+    }
+
+    /// Whether Hermes stored `line` in `session` (or the tip it continued
+    /// it in) since `started`, although the turn failed: a broken
+    /// connection leaves that open. A read that fails says no (the line is
+    /// kept: seen twice rather than lost).
+    fn stored_meanwhile(&self, session: &str, line: &str, started: f64) -> bool {
+        // Hermes stamps the row with its own clock: a second's leeway.
+        let since = started - 1.0;
+        let found = self.bridge.instance(false).and_then(|mut instance| {
+            self.bridge.reads(&mut instance, |reads| {
+                reads.holds_user_line(session, line, since)
+            })
+        });
+        found.unwrap_or_else(|e| {
+            tracing::warn!(
+                "could not look for the line in session {session}: {}",
+                e.message
+            );
+            false
+        })
     }
 
     /// Keep a line for a later turn, the oldest dropped past

@@ -2,8 +2,9 @@
 //! room shows it, unless the policy would read that line as the agent's
 //! own words or as carrying the `[YOU]` marker.
 //!
-//! Anyone may take a nick such as `[YOU] mohe`, `[mohe]`, or the agent's
-//! own name while its bot is away; `[YOU] mohe: …` stored in the agent's
+//! Anyone may take a nick such as `[YOU] mohe`, `[mohe]`, the agent's own
+//! name while its bot is away, or a lookalike of an agent's name (`MoHe`,
+//! `mohe `), which a model would read as that agent's; `[YOU] mohe: …` stored in the agent's
 //! history would then be tagged as the agent's own line (SECURITY.md,
 //! "a room line imitates `[YOU]`"). The bot asks the policy itself (WIT
 //! `tag-summaries`, the rule Hermes's loader edits by) about the line it
@@ -12,6 +13,7 @@
 //! signature or marker begins.
 
 use session_switch::Bridge;
+use session_switch::runtime::contract::fold::fold_width;
 use session_switch::runtime::untag;
 use session_switch::runtime::{RowSummaries, prefix, push_summary, role_of};
 
@@ -19,11 +21,37 @@ use session_switch::runtime::{RowSummaries, prefix, push_summary, role_of};
 /// A policy that cannot answer is taken to object (the quoted form).
 pub fn room_line(bridge: &Bridge, agent: &str, nick: &str, body: &str) -> String {
     let plain = format!("{nick}: {body}");
-    if read_as_is(bridge, agent, &plain) {
+    if !lookalike(bridge, nick) && read_as_is(bridge, agent, &plain) {
         plain
     } else {
         format!("(nick {nick:?}): {body}")
     }
+}
+
+/// Whether `nick` looks like an agent's name without being that agent's
+/// nick: blanks around it, another case or width (`MoHe`, `mohe `,
+/// `ｍｏｈｅ`). The room seats such a person beside the agent and the
+/// policy, which compares nicks exactly, takes them for a person; a model
+/// reading `MoHe: …` would take the line for mohe's, whoever's turn it is.
+fn lookalike(bridge: &Bridge, nick: &str) -> bool {
+    let agents = &bridge.config().agents;
+    if agents.iter().any(|a| a.nick == nick) {
+        return false;
+    }
+    let fold = |s: &str| -> String {
+        s.trim()
+            .chars()
+            .map(fold_width)
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let folded = fold(nick);
+    agents.iter().any(|a| {
+        [&a.name, &a.nick]
+            .into_iter()
+            .chain(&a.aliases)
+            .any(|name| fold(name) == folded)
+    })
 }
 
 /// Whether `agent`'s model would see `line`, a room line stored as a user
@@ -93,7 +121,12 @@ mod tests {
         for (nick, line) in [
             ("anna", "anna: hi"),
             ("zhiwei", "zhiwei: hi"),
-            ("MoHe", "MoHe: hi"),
+            ("MoHe", "(nick \"MoHe\"): hi"),
+            ("mohe ", "(nick \"mohe \"): hi"),
+            (" mohe", "(nick \" mohe\"): hi"),
+            ("ＭＯＨＥ", "(nick \"ＭＯＨＥ\"): hi"),
+            ("Zhiwei", "(nick \"Zhiwei\"): hi"),
+            ("mohe2", "mohe2: hi"),
             ("[YOU] mohe", "(nick \"[YOU] mohe\"): hi"),
             ("[YOU]", "(nick \"[YOU]\"): hi"),
             ("［ＹＯＵ］ anna", "(nick \"［ＹＯＵ］ anna\"): hi"),
@@ -103,8 +136,10 @@ mod tests {
         ] {
             assert_eq!(room_line(&b, "mohe", nick, "hi"), line, "{nick}");
         }
-        // Another agent's names are only mohe's words for mohe.
+        // Another agent's names are only mohe's words for mohe; a
+        // lookalike of mohe is quoted for every agent.
         assert_eq!(room_line(&b, "zhiwei", "mohe", "hi"), "mohe: hi");
+        assert_eq!(room_line(&b, "zhiwei", "MoHe", "hi"), "(nick \"MoHe\"): hi");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -8,7 +8,7 @@
 //! refused join is retried here, also with a doubling pause (up to 60 s).
 //! `--once` is [`crate::check`].
 
-use crate::decide::{Decider, Reply};
+use crate::decide::{Decider, Reply, UnderWay};
 use crate::hermes::HermesClient;
 use crate::room::{self, Incoming, RoomEvent};
 use crate::seen::Seen;
@@ -207,6 +207,12 @@ impl Seat {
                 );
                 self.retry_later("no such room");
             }
+            // The room's own unavailable presence for a seat the bot no
+            // longer holds (the room its join created, destroyed): the
+            // rejoin is scheduled already.
+            RoomEvent::Left(why) if !self.joined && self.rejoin_at.is_some() => {
+                tracing::debug!("{} ({why}): not seated, rejoin already set", self.room);
+            }
             RoomEvent::Left(why) => self.retry_later(&why),
             RoomEvent::MessageRefused(why) => {
                 tracing::warn!("{} refused the bot's message: {why}", self.room);
@@ -281,7 +287,8 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     );
     let (inbox, inbox_rx) = std::sync::mpsc::channel::<Incoming>();
     let (replies_tx, mut replies) = tokio::sync::mpsc::unbounded_channel::<Reply>();
-    let decider = Decider::new(bridge, hermes, settings.clone());
+    let under_way = UnderWay::default();
+    let decider = Decider::new(bridge, hermes, settings.clone(), under_way.clone());
     std::thread::Builder::new()
         .name(format!("bot-{}", settings.agent))
         .spawn(move || decider.run(inbox_rx, replies_tx))
@@ -344,6 +351,13 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     while let Ok(Some(reply)) = tokio::time::timeout_at(deadline, replies.recv()).await {
         sent += 1;
         post(&mut client, &seat, &settings, reply, sent).await;
+    }
+    if let Some(turn) = under_way.get() {
+        tracing::warn!(
+            "stopping with a turn still running in Hermes after {} s: {turn} will not reach \
+             the room (Hermes stores it in the session)",
+            STOP_GRACE.as_secs()
+        );
     }
     if seat.joined
         && let Ok(p) = room::leave(&seat.room, &seat.nick)

@@ -30,6 +30,19 @@ impl Reads<'_> {
         Ok(rows.into_iter().map(SentRow::from).collect())
     }
 
+    /// Whether `session_id` (or its live tip) holds a `user` row stored at
+    /// or after `since` (Unix seconds) whose text contains `line`: a
+    /// turn's line that reached Hermes although its answer did not. Errors:
+    /// kind `busy` or `store`.
+    pub fn holds_user_line(
+        &self,
+        session_id: &str,
+        line: &str,
+        since: f64,
+    ) -> Result<bool, Failure> {
+        self.0.holds_user_line(session_id, line, since)
+    }
+
     /// A version of what this connection reads, only compared for
     /// equality with another of the same [`Reads::serial`]: it changes
     /// when any connection commits to `state.db`. Errors: kind `busy` or

@@ -43,6 +43,7 @@ mod snapshot;
 mod sqlite_failure;
 mod table_seen;
 mod timeouts;
+mod turn_line;
 mod write_tx;
 
 pub use bridge_rows::{BRIDGE_ROWS, BridgeRow};
