@@ -827,6 +827,8 @@ fn active_names_a_malformed_pending_send_by_its_key_and_quotes_a_records_odd_id(
         ("   ", "\"   \""),
         ("a\nfake: line", "\"a\\nfake: line\""),
         ("\u{1b}[31mred", "\"\\u{1b}[31mred\""),
+        ("abc\u{202e}fed", "\"abc\\u{202e}fed\""),
+        ("a\u{2028}b", "\"a\\u{2028}b\""),
     ] {
         let record = serde_json::json!({"session_id": id, "timestamp": 1}).to_string();
         w.conn()

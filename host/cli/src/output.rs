@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use session_switch::config::Config;
 use session_switch::json;
+use session_switch::runtime::contract::marker::is_blank;
 use session_switch::runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 use session_switch::{PendingReport, PendingStatus};
 use std::path::Path;
@@ -250,12 +251,13 @@ pub fn init_db(path: &Path, json: bool) {
     println!("created an empty Hermes database at {}", path.display());
 }
 
-/// A session id as a line of text shows it: as it is when it is one
-/// (no control character, no blank at either end, not empty), else quoted
-/// with escapes, so that a record's value cannot blank a field, break the
-/// line or reach the terminal as a control sequence.
+/// A session id as a line of text shows it: as it is when it is plain
+/// (not empty; no control character, blank or invisible format character
+/// such as U+202E or U+2028, the contract's `is_blank`), else quoted with
+/// escapes, so that a record's value cannot blank a field, break or
+/// reorder the line, or reach the terminal as a control sequence.
 fn shown_id(id: &str) -> std::borrow::Cow<'_, str> {
-    let plain = !id.is_empty() && id.trim() == id && !id.chars().any(char::is_control);
+    let plain = !id.is_empty() && !id.chars().any(|c| c.is_control() || is_blank(c));
     if plain {
         id.into()
     } else {
