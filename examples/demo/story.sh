@@ -18,14 +18,27 @@ GUARD_BOTS=()
 ROOM_BOT=
 GATEWAY=
 LLM=
+# The story's exit status is the script's: stopping what it started
+# neither hides a failure nor makes one (a child's own exit status, a
+# process already gone).
 cleanup() {
+  local status=$?
+  set +e
   [ -n "$BOT" ] && kill "$BOT" 2>/dev/null
   for pid in "${GUARD_BOTS[@]}"; do kill "$pid" 2>/dev/null; done
   [ -n "$ROOM_BOT" ] && kill "$ROOM_BOT" 2>/dev/null
-  # The gateway runs in a process group of its own (setsid).
-  [ -n "$GATEWAY" ] && kill -- "-$GATEWAY" 2>/dev/null
+  # The gateway runs in a process group of its own (setsid). It writes
+  # its logs into HERMES_HOME while it shuts down: wait for it (SIGKILL
+  # after 20 s) before the folder goes.
+  if [ -n "$GATEWAY" ] && kill -- "-$GATEWAY" 2>/dev/null; then
+    ( sleep 20; kill -KILL -- "-$GATEWAY" 2>/dev/null ) &
+    local killer=$!
+    wait "$GATEWAY" 2>/dev/null
+    kill "$killer" 2>/dev/null
+  fi
   [ -n "$LLM" ] && kill "$LLM" 2>/dev/null
   rm -rf "$HERMES_HOME"
+  exit "$status"
 }
 trap cleanup EXIT
 
