@@ -192,8 +192,8 @@ fn presence(p: Presence, room: &BareJid, nick: &str) -> RoomEvent {
     let own = sender == nick || statuses.contains(&Status::SelfPresence);
     let created = statuses.contains(&Status::RoomHasBeenCreated);
     let jid = || {
-        user.clone()
-            .and_then(|u| u.items.into_iter().find_map(|i| i.jid))
+        user.as_ref()
+            .and_then(|u| u.items.iter().find_map(|i| i.jid.as_ref()))
             .map(|j| j.to_bare().to_string())
     };
     match p.type_ {

@@ -129,16 +129,17 @@ fn agent(a: RawAgent, taken: &mut Taken, src: &Source<'_>) -> Result<AgentConfig
 fn seated_as_written(nick: &str, span: Span, src: &Source<'_>) -> Result<(), Failure> {
     match jid::ResourcePart::new(nick) {
         Ok(seated) if seated.as_str() == nick => Ok(()),
-        Ok(seated) => Err(src.at(
-            span,
-            format!(
-                "nick {nick:?} is not the nick the room would seat: ejabberd prepares it \
-                 (resourceprep) to {:?}, so the agent's own lines would come back from \
-                 another nick; write nick = {:?}",
-                seated.as_str(),
-                seated.as_str()
-            ),
-        )),
+        Ok(seated) => {
+            let seated = seated.as_str();
+            Err(src.at(
+                span,
+                format!(
+                    "nick {nick:?} is not the nick the room would seat: ejabberd prepares it \
+                     (resourceprep) to {seated:?}, so the agent's own lines would come back \
+                     from another nick; write nick = {seated:?}"
+                ),
+            ))
+        }
         Err(e) => Err(src.at(
             span,
             format!("nick {nick:?} is not a nick a room accepts ({e})"),

@@ -92,9 +92,9 @@ pub(super) fn unique(
 ) -> Result<(), Failure> {
     if let Some(&first) = seen.get(&key) {
         let folded = if shown == key {
-            String::new()
+            ""
         } else {
-            ", compared ignoring case".to_owned()
+            ", compared ignoring case"
         };
         let msg = format!(
             "duplicate {what} '{shown}' (first at line {}{folded})",
