@@ -450,17 +450,22 @@ impl guest::Host for FakeHost {
     fn log(&mut self, _level: guest::LogLevel, _message: &str) {}
 }
 
-/// What the guest sees of `rows` (WIT `row-summaries`): each row's id, its
-/// role, its first `prefix_chars` characters, the provenance flag.
+/// What the guest sees of `rows` (WIT `row-summaries`), built as the
+/// runtime's host builds it (`apply::summaries`): each row's id, its role,
+/// the first `prefix_chars` characters of the text Hermes sends for it
+/// ([`HistoryRow::sent_text`], cut by the host's own
+/// [`session_switch_runtime::prefix`]), the provenance flag; the string
+/// sized once. The native side of the benches and the differential tests
+/// then does what the component's host does, minus the boundary.
 pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> guest::RowSummaries {
-    let mut out = guest::RowSummaries::with_capacity(rows.len(), 0);
-    for row in rows {
-        out.push(
-            row.id,
-            role_to_guest(&row.role),
-            guest::memory::prefix(&row.content, prefix_chars),
-            row.bridge_wrote,
-        );
+    let heads: Vec<&str> = rows
+        .iter()
+        .map(|row| session_switch_runtime::prefix(row.sent_text(), prefix_chars))
+        .collect();
+    let bytes = heads.iter().map(|h| h.len()).sum();
+    let mut out = guest::RowSummaries::with_capacity(rows.len(), bytes);
+    for (row, head) in rows.iter().zip(heads) {
+        out.push(row.id, role_to_guest(&row.role), head, row.bridge_wrote);
     }
     out
 }

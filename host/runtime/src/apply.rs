@@ -27,6 +27,12 @@ pub fn prefix(content: &str, chars: u32) -> &str {
         return content;
     }
     let bytes = content.as_bytes();
+    // Most heads are ASCII: then `chars` characters are `chars` bytes, and
+    // the byte after an ASCII one starts a character (checked a word at a
+    // time, where counting takes a pass over each byte).
+    if bytes[..chars].is_ascii() {
+        return &content[..chars];
+    }
     let (mut seen, mut at) = (0, 0);
     // Whole 16-byte chunks that cannot hold the cut are counted with a loop
     // the compiler vectorises; the rest byte by byte.
@@ -63,12 +69,17 @@ fn is_char_start(byte: u8) -> bool {
 /// `api_content` where Hermes sends that), and the provenance flag; the
 /// prefixes one after another in one string (WIT `row-summaries`).
 pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> RowSummaries {
+    let heads: Vec<&str> = rows
+        .iter()
+        .map(|row| prefix(row.sent_text(), prefix_chars))
+        .collect();
+    // Sized once: grown by doubling, the string's reallocations copied
+    // 10 times over at 1,000 rows (callgrind: 115 instructions a row).
     let mut out = RowSummaries {
         rows: Vec::with_capacity(rows.len()),
-        prefixes: String::new(),
+        prefixes: String::with_capacity(heads.iter().map(|h| h.len()).sum()),
     };
-    for row in rows {
-        let text = prefix(row.sent_text(), prefix_chars);
+    for (row, text) in rows.iter().zip(heads) {
         push_summary(&mut out, row.id, role_of(&row.role), text, row.bridge_wrote);
     }
     out
