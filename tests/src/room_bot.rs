@@ -135,6 +135,17 @@ impl BotWorld {
             "{agent}'s bot did not join:\n{}",
             bot.log()
         );
+        // A service's log: each line starts with its UTC time (RFC 3339).
+        let log = bot.log();
+        let joined = log.lines().find(|l| l.contains("joined")).unwrap_or("");
+        let time = joined.split_whitespace().next().unwrap_or("");
+        assert!(
+            time.len() >= 20
+                && time.ends_with('Z')
+                && time.as_bytes()[4] == b'-'
+                && time.as_bytes()[10] == b'T',
+            "{agent}'s bot logged a line without its time: {joined:?}"
+        );
         bot
     }
 

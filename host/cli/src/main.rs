@@ -101,7 +101,7 @@ fn main() -> ExitCode {
         args::Command::Bot(_) => cli.global.verbose.max(1),
         _ => cli.global.verbose,
     };
-    init_logging(verbose);
+    init_logging(verbose, matches!(cli.command, args::Command::Bot(_)));
     match run::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -116,7 +116,10 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr, off by default (a failure is the one line above);
 /// `-v` shows warnings and info, `-vv` debug; `RUST_LOG` overrides.
-fn init_logging(verbose: u8) {
+/// `timed`: each line starts with its UTC time (RFC 3339), for the room
+/// bot, a service whose log is read after the fact; a one-shot command's
+/// lines belong to the run that printed them.
+fn init_logging(verbose: u8, timed: bool) {
     let default = match verbose {
         0 => "off",
         1 => "info",
@@ -124,14 +127,17 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Colours only for a terminal: a log piped to a file or a
         // supervisor would carry escape sequences.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .without_time()
-        .init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    if timed {
+        log.init();
+    } else {
+        log.without_time().init();
+    }
 }
 
 /// Rust ignores SIGPIPE, so `println!` panics when stdout is a closed pipe
