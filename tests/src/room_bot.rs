@@ -140,11 +140,8 @@ impl BotWorld {
         let joined = log.lines().find(|l| l.contains("joined")).unwrap_or("");
         let time = joined.split_whitespace().next().unwrap_or("");
         assert!(
-            time.len() >= 20
-                && time.ends_with('Z')
-                && time.as_bytes()[4] == b'-'
-                && time.as_bytes()[10] == b'T',
-            "{agent}'s bot logged a line without its time: {joined:?}"
+            time.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(time).is_ok(),
+            "{agent}'s bot logged a line without its UTC time: {joined:?}"
         );
         bot
     }
