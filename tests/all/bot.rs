@@ -222,6 +222,16 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
         .output()
         .unwrap();
     assert!(once.status.success(), "--once with Hermes back: {once:?}");
+    // A check, not the service: its log lines carry no time.
+    let stderr = String::from_utf8_lossy(&once.stderr);
+    assert!(stderr.contains("joined"), "{stderr}");
+    assert!(
+        stderr.lines().all(|l| {
+            let first = l.split_whitespace().next().unwrap_or("");
+            chrono::DateTime::parse_from_rfc3339(first).is_err()
+        }),
+        "--once logged a line with a time:\n{stderr}"
+    );
     let back = unique("Hermes is back");
     world.say("anna", &back);
     let reply = wait_from(&observer, "mohe", 0, ANSWER)

@@ -226,7 +226,7 @@ impl Decider {
                 self.keep(Some(session.clone()), line);
                 tracing::warn!(
                     "no reply to {}: {e}; the line goes to session {session} with the next turn \
-                     there ({} lines waiting)",
+                     there (lines waiting: {})",
                     m.nick,
                     self.backlog.len()
                 );

@@ -101,7 +101,8 @@ fn main() -> ExitCode {
         args::Command::Bot(_) => cli.global.verbose.max(1),
         _ => cli.global.verbose,
     };
-    init_logging(verbose, matches!(cli.command, args::Command::Bot(_)));
+    let serving = matches!(&cli.command, args::Command::Bot(bot) if !bot.once);
+    init_logging(verbose, serving);
     match run::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -117,8 +118,9 @@ fn main() -> ExitCode {
 /// Logs go to stderr, off by default (a failure is the one line above);
 /// `-v` shows warnings and info, `-vv` debug; `RUST_LOG` overrides.
 /// `timed`: each line starts with its UTC time (RFC 3339), for the room
-/// bot, a service whose log is read after the fact; a one-shot command's
-/// lines belong to the run that printed them.
+/// bot while it serves, a service whose log is read after the fact; a
+/// one-shot command's lines (the bot's `--once` check too) belong to the
+/// run that printed them.
 fn init_logging(verbose: u8, timed: bool) {
     let default = match verbose {
         0 => "off",
