@@ -30,17 +30,21 @@
 //! the state it keeps is in `state.rs`, its reading of bodies (who is
 //! named, what counts as the same message) in `text.rs`.
 
+mod address;
 mod state;
+mod stop;
 mod text;
 
 use crate::failure::bad_input;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings};
-use crate::{Failure, RoomMessage as WitMessage};
+use crate::{AllowBots, Failure, RoomMessage as WitMessage};
+use address::Addressing;
 use session_switch_contract::keys::guard_key;
 use text::digest;
 
 pub use state::GuardState;
+pub use stop::{is_stop, stop_form};
 pub use text::addresses;
 
 /// The guard's settings: WIT `loop-guard` (config `[loop_guard]`).
@@ -55,41 +59,113 @@ pub struct RoomMessage<'a> {
     /// The sender's real bare JID, where the room exposes it (non-anonymous
     /// rooms, XEP-0045 §7.2.3).
     pub jid: Option<&'a str>,
+    /// The body, without an XEP-0461 reply's quoted fallback.
     pub body: &'a str,
     /// Delayed delivery (XEP-0203): history the room replays on join.
     pub delayed: bool,
     /// The stanza carries the bridge's human-origin marker.
     pub human_origin: bool,
+    /// The room's XEP-0359 stanza-id of this message.
+    pub stanza_id: Option<&'a str>,
+    /// The message this one replies to (XEP-0461).
+    pub reply_to: Option<ReplyTo<'a>>,
+}
+
+/// The message a reply answers: its sender's nick and its stanza-id,
+/// either of which may be missing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplyTo<'a> {
+    pub nick: Option<&'a str>,
+    pub id: Option<&'a str>,
 }
 
 pub use crate::{Admission, AdmitReason};
 
-/// Decide for `receiver` (one of `agents`) whether to answer `message` at
-/// `now` (Unix seconds), updating `state` (the receiver's, for this room).
+/// What a decision says, before it becomes an [`Admission`].
+struct Verdict {
+    reply: bool,
+    reason: AdmitReason,
+    stop: bool,
+    heard: bool,
+    detail: String,
+}
+
+impl Verdict {
+    fn answer(reason: AdmitReason, detail: String) -> Self {
+        Self {
+            reply: true,
+            reason,
+            stop: false,
+            heard: false,
+            detail,
+        }
+    }
+
+    /// Not answered; the line reaches the agent's next turn.
+    fn heard(reason: AdmitReason, detail: String) -> Self {
+        Self {
+            reply: false,
+            reason,
+            stop: false,
+            heard: true,
+            detail,
+        }
+    }
+
+    /// Not answered, and not worth the agent's attention (its own line, a
+    /// repeat, replayed history).
+    fn ignored(reason: AdmitReason, detail: String) -> Self {
+        Self {
+            reply: false,
+            reason,
+            stop: false,
+            heard: false,
+            detail,
+        }
+    }
+
+    fn with_hops(self, hops: u32) -> Admission {
+        Admission {
+            reply: self.reply,
+            reason: self.reason,
+            stop: self.stop,
+            heard: self.heard,
+            hops,
+            detail: self.detail,
+        }
+    }
+}
+
+/// Decide for `receiver` (one of the configured agents) whether to answer
+/// `message` at `now` (Unix seconds), updating `state` (the receiver's,
+/// for this room).
+///
+/// The order is the guard's first (every live message is classified and
+/// every agent message counted before any other filter), then a person's
+/// stop, then who the message addresses:
+/// - a person's message resets the counter and a room-wide stop; it is
+///   answered by the agents it addresses, by every agent when it
+///   addresses nobody and `require_mention` is off, and never by an agent
+///   it does not address when it addresses others;
+/// - an agent's message is answered within the bounds, per `allow_bots`,
+///   and never while a stop holds.
 pub fn admit(
-    agents: &[AgentEntry],
+    settings: &ValidSettings,
     receiver: &AgentEntry,
-    mention: Option<&str>,
-    guard: &GuardSettings,
     message: &RoomMessage<'_>,
     state: &mut GuardState,
     now: f64,
 ) -> Admission {
-    let answer = |reply, reason, hops, detail: String| Admission {
-        reply,
-        reason,
-        hops,
-        detail,
-    };
+    let guard = settings.loop_guard();
     if message.delayed {
-        return answer(
-            false,
+        return Verdict::ignored(
             AdmitReason::Delayed,
-            state.hops,
             "delayed history is never answered nor counted".into(),
-        );
+        )
+        .with_hops(state.hops);
     }
     state.prune(guard, now);
+    let agents = settings.agents();
     let sender_agent = agents.iter().find(|a| is_agent(a, message));
     let jid_agent = message
         .jid
@@ -106,93 +182,173 @@ pub fn admit(
         },
         |a| a.agent.name.clone(),
     );
-    let duplicate = state.repeated(&sender, digest(message.body), now);
+    let to = Addressing::of(agents, receiver, message, state);
+    let name = &receiver.agent.name;
 
     if human {
-        if duplicate {
-            return answer(
-                false,
-                AdmitReason::Duplicate,
-                state.hops,
-                format!("'{sender}' said this within {} s", guard.duplicate_seconds),
-            );
-        }
-        // A person resets both bounds (Hermes's own bot loop guard resets
-        // its window when a human speaks): the window caps agent-origin
-        // messages only, so a person is never kept waiting for it.
-        state.hops = 0;
-        state.window.clear();
-        let (reply, reason) = if own {
-            (false, AdmitReason::OwnMessage)
-        } else {
-            (true, AdmitReason::Human)
-        };
-        return answer(
-            reply,
-            reason,
-            0,
-            "a person spoke: the hop counter and the room window are reset".into(),
-        );
+        return person(settings, receiver, message, state, now, &sender, own, &to)
+            .with_hops(state.hops);
     }
 
     // An agent message: counted before any other filter.
     state.hops = state.hops.saturating_add(1);
     state.count_in_window(guard, now);
+    if let (Some(id), Some(agent)) = (message.stanza_id, sender_agent) {
+        state.remember_said(id, &agent.agent.name);
+    }
     let hops = state.hops;
-    if own {
-        return answer(
-            false,
-            AdmitReason::OwnMessage,
-            hops,
-            "the agent's own message".into(),
-        );
-    }
-    if duplicate {
-        return answer(
-            false,
+    let duplicate = state.repeated(&sender, digest(message.body), now);
+    let verdict = if own {
+        Verdict::ignored(AdmitReason::OwnMessage, "the agent's own message".into())
+    } else if duplicate {
+        Verdict::ignored(
             AdmitReason::Duplicate,
-            hops,
             format!("'{sender}' said this within {} s", guard.duplicate_seconds),
-        );
-    }
-    if hops >= guard.max_hops {
-        return answer(
-            false,
+        )
+    } else if state.stopped || state.quiet {
+        let why = if state.stopped {
+            "a person's stop holds until a person writes again"
+        } else {
+            "a person's stop holds until a person addresses it again"
+        };
+        Verdict::heard(AdmitReason::Stopped, format!("'{name}' is stopped: {why}"))
+    } else if receiver.meeting.allow_bots == AllowBots::None {
+        Verdict::heard(
+            AdmitReason::BotsNotAllowed,
+            format!("'{name}' answers no agent (allow_bots none)"),
+        )
+    } else if hops >= guard.max_hops {
+        Verdict::heard(
             AdmitReason::LoopGuard,
-            hops,
             format!(
                 "{hops} agent messages since the last human one (max_hops {})",
                 guard.max_hops
             ),
-        );
-    }
-    // The state keeps one time past the bound, enough to decide: the
-    // detail says "more than", not a count it does not keep.
-    if state.window.len() > guard.window_messages as usize {
-        return answer(
-            false,
+        )
+    } else if state.window.len() > guard.window_messages as usize {
+        // The state keeps one time past the bound, enough to decide: the
+        // detail says "more than", not a count it does not keep.
+        Verdict::heard(
             AdmitReason::LoopGuard,
-            hops,
             format!(
                 "more than {} agent messages in the last {} s (the room window's bound)",
                 guard.window_messages, guard.window_seconds
             ),
-        );
-    }
-    if !addresses(message.body, &receiver.agent.nick, mention) {
-        return answer(
-            false,
+        )
+    } else if to.here {
+        Verdict::answer(
+            AdmitReason::Addressed,
+            format!("'{sender}' addressed '{name}'"),
+        )
+    } else if to.elsewhere {
+        Verdict::heard(
+            AdmitReason::AddressedElsewhere,
+            format!("'{sender}' addressed other agents, not '{name}'"),
+        )
+    } else if receiver.meeting.allow_bots == AllowBots::All {
+        Verdict::answer(
+            AdmitReason::FreeResponse,
+            format!("'{sender}' addressed nobody; '{name}' answers any agent (allow_bots all)"),
+        )
+    } else {
+        Verdict::heard(
             AdmitReason::NotAddressed,
-            hops,
-            format!("'{sender}' did not name '{}'", receiver.agent.name),
+            format!("'{sender}' did not address '{name}'"),
+        )
+    };
+    verdict.with_hops(hops)
+}
+
+/// A person's message (or a send a bridge made for one): a stop, or
+/// a message that resets the counter and is answered by whom it addresses.
+#[allow(clippy::too_many_arguments)]
+fn person(
+    settings: &ValidSettings,
+    receiver: &AgentEntry,
+    message: &RoomMessage<'_>,
+    state: &mut GuardState,
+    now: f64,
+    sender: &str,
+    own: bool,
+    to: &Addressing,
+) -> Verdict {
+    let name = &receiver.agent.name;
+    // A stop comes before the duplicate rule: "stop", "go on", "stop"
+    // within the window must stop twice. It resets nothing: a stop is no
+    // invitation to go on.
+    if is_stop(message.body, settings.stop_words(), &to.names) {
+        let applies = to.here || !to.anyone;
+        if applies {
+            if to.anyone {
+                state.quiet = true;
+            } else {
+                state.stopped = true;
+            }
+        }
+        let detail = match (applies, to.anyone) {
+            (true, false) => format!("'{sender}' stopped every agent until a person writes again"),
+            (true, true) => {
+                format!("'{sender}' stopped '{name}' until a person addresses it again")
+            }
+            (false, _) => format!("'{sender}' stopped other agents, not '{name}'"),
+        };
+        return Verdict {
+            stop: applies,
+            ..Verdict::heard(AdmitReason::Stopped, detail)
+        };
+    }
+    let guard = settings.loop_guard();
+    if state.repeated(sender, digest(message.body), now) {
+        return Verdict::ignored(
+            AdmitReason::Duplicate,
+            format!("'{sender}' said this within {} s", guard.duplicate_seconds),
         );
     }
-    answer(
-        true,
-        AdmitReason::Addressed,
-        hops,
-        format!("'{sender}' named '{}'", receiver.agent.name),
-    )
+    // A person resets both bounds (Hermes's own bot loop guard resets its
+    // window when a human speaks): the window caps agent-origin messages
+    // only, so a person is never kept waiting for it.
+    state.hops = 0;
+    state.window.clear();
+    state.stopped = false;
+    if to.here {
+        state.quiet = false;
+    }
+    let reset = "the hop counter and the room window are reset";
+    if own {
+        return Verdict::ignored(
+            AdmitReason::OwnMessage,
+            format!("the agent's own send for a person: {reset}"),
+        );
+    }
+    if to.here {
+        Verdict::answer(
+            AdmitReason::Human,
+            format!("a person addressed '{name}': {reset}"),
+        )
+    } else if state.quiet {
+        Verdict::heard(
+            AdmitReason::Stopped,
+            format!("'{name}' is stopped until a person addresses it again; {reset}"),
+        )
+    } else if to.elsewhere {
+        Verdict::heard(
+            AdmitReason::AddressedElsewhere,
+            format!("a person addressed other agents, not '{name}'; {reset}"),
+        )
+    } else if !receiver.meeting.require_mention {
+        Verdict::answer(
+            AdmitReason::FreeResponse,
+            format!(
+                "a person addressed nobody and '{name}' answers all (require_mention off \
+                 or a free-response room); {reset}"
+            ),
+        )
+    } else {
+        Verdict::heard(
+            AdmitReason::NotAddressed,
+            format!("a person addressed nobody (require_mention); {reset}"),
+        )
+    }
 }
 
 /// Whether `message` comes from `agent`: its nick in the room (exactly, as
@@ -274,23 +430,25 @@ pub fn admit_message(
             crate::redirect::non_finite(now)
         )));
     }
+    let reply_to = message.reply_to.as_ref().map(|r| ReplyTo {
+        // `room/nick` or a bare nick: a room's JID has no `/`.
+        nick: r
+            .to
+            .as_deref()
+            .map(|to| to.split_once('/').map_or(to, |(_, nick)| nick)),
+        id: r.id.as_deref(),
+    });
     let room_message = RoomMessage {
         nick,
         jid: message.jid.as_deref(),
         body: &message.body,
         delayed: message.delayed,
         human_origin: message.human_origin,
+        stanza_id: message.stanza_id.as_deref(),
+        reply_to,
     };
     let before = state.clone();
-    let mut admission = admit(
-        settings.agents(),
-        receiver,
-        receiver.agent.mention.as_deref(),
-        guard,
-        &room_message,
-        &mut state,
-        now,
-    );
+    let mut admission = admit(settings, receiver, &room_message, &mut state, now);
     if malformed {
         admission.detail.push_str(&format!(
             " (the stored state {key} was not valid: read as {} hops)",
@@ -305,3 +463,6 @@ pub fn admit_message(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod meeting_tests;

@@ -2,7 +2,8 @@
 //! the component's `self-check` (no host involved) and by tests; never by
 //! the rules themselves.
 
-use crate::{Agent, LoopGuard, Settings};
+use crate::{Agent, AllowBots, LoopGuard, Meeting, MeetingOverrides, Settings};
+use session_switch_contract::meeting::{DEFAULT_REQUIRE_MENTION, DEFAULT_STOP_WORDS};
 
 /// Unix time the samples' clocks read: 2027-01-15 08:00:00 UTC.
 pub const SAMPLE_NOW: f64 = 1_800_000_000.0;
@@ -22,6 +23,7 @@ pub fn sample_settings() -> Settings {
         sessions: sessions.iter().map(|s| s.to_string()).collect(),
         aliases: aliases.iter().map(|s| s.to_string()).collect(),
         mention: None,
+        meeting: no_overrides(),
     };
     Settings {
         room: "coregroup@conference.example.org".into(),
@@ -35,6 +37,29 @@ pub fn sample_settings() -> Settings {
             agent("xiaoguo", &["xmpp-xiaoguo"], &[]),
         ],
         loop_guard: default_loop_guard(),
+        meeting: default_meeting(),
+    }
+}
+
+/// The meeting's defaults: `require_mention` on, no free-response rooms or
+/// patterns, `allow_bots` `mentions`, the default stop words.
+pub fn default_meeting() -> Meeting {
+    Meeting {
+        require_mention: DEFAULT_REQUIRE_MENTION,
+        free_response_rooms: Vec::new(),
+        mention_patterns: Vec::new(),
+        allow_bots: AllowBots::Mentions,
+        stop_words: DEFAULT_STOP_WORDS.iter().map(|w| w.to_string()).collect(),
+    }
+}
+
+/// An agent with none of its own meeting settings.
+pub fn no_overrides() -> MeetingOverrides {
+    MeetingOverrides {
+        require_mention: None,
+        free_response_rooms: None,
+        mention_patterns: None,
+        allow_bots: None,
     }
 }
 

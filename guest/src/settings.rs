@@ -10,8 +10,10 @@ use crate::failure::{bad_input, unknown_agent};
 use crate::{Agent, Failure, Settings};
 
 mod fields;
+mod meeting;
 
 use fields::{check_bare_jid, check_text};
+pub use meeting::{AgentMeeting, Pattern};
 
 pub use fields::check_session_id;
 pub use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
@@ -31,6 +33,8 @@ pub struct AgentEntry {
     /// nick, JID local part, name and aliases, without duplicates
     /// (ASCII-case-insensitive), in that order.
     pub names: Vec<String>,
+    /// Who it answers: the room's meeting settings with its own over them.
+    pub meeting: AgentMeeting,
 }
 
 impl AgentEntry {
@@ -55,6 +59,8 @@ pub struct ValidSettings {
     /// XMPP session id → index of the agent that owns it.
     session_owner: BTreeMap<String, usize>,
     prefix_chars: u32,
+    /// The stop words as the stop rule compares them (folded).
+    stop_words: Vec<String>,
 }
 
 impl ValidSettings {
@@ -74,7 +80,10 @@ impl ValidSettings {
     ///   signing exactly), and none equal to `YOU` in any case (the tag
     ///   itself), so a signed line belongs to at most one agent;
     /// - `legacy-agent`, when given, names a configured agent;
-    /// - `ttl-seconds > 0` and `max-body-chars > 0`.
+    /// - `ttl-seconds > 0` and `max-body-chars > 0`;
+    /// - every `mention-patterns` entry (the room's and each agent's) a
+    ///   pattern that compiles, every free-response room a bare JID, every
+    ///   stop word non-empty once folded and without control characters.
     ///
     /// Errors: kind `bad-input`, `invalid settings: <what and where>`.
     pub fn new(settings: Settings) -> Result<Self, Failure> {
@@ -186,9 +195,12 @@ impl ValidSettings {
                     )));
                 }
             }
+            let meeting = meeting::resolve(&who, &settings.room, &settings.meeting, &agent.meeting)
+                .map_err(invalid)?;
             agents.push(AgentEntry {
                 agent: agent.clone(),
                 names,
+                meeting,
             });
         }
 
@@ -200,6 +212,23 @@ impl ValidSettings {
                 "legacy-agent '{legacy}' is not a configured agent (configured: {})",
                 names.join(", ")
             )));
+        }
+
+        // The room's own patterns are checked even when every agent has
+        // its own: a config that names a broken pattern is refused.
+        for pattern in &settings.meeting.mention_patterns {
+            meeting::compile("the room", pattern).map_err(invalid)?;
+        }
+        let mut stop_words = Vec::with_capacity(settings.meeting.stop_words.len());
+        for word in &settings.meeting.stop_words {
+            let folded = crate::loop_guard::stop_form(word);
+            if folded.is_empty() || word.chars().any(char::is_control) {
+                return Err(invalid(format!(
+                    "stop word {word:?} is empty once blanks and a final stop mark are \
+                     removed, or holds a control character"
+                )));
+            }
+            stop_words.push(folded);
         }
 
         let longest_name = agents
@@ -214,7 +243,14 @@ impl ValidSettings {
             agents,
             session_owner,
             prefix_chars,
+            stop_words,
         })
+    }
+
+    /// The stop words, folded as [`crate::loop_guard::stop_form`] reads a
+    /// body.
+    pub fn stop_words(&self) -> &[String] {
+        &self.stop_words
     }
 
     /// The settings as given to `configure`.

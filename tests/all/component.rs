@@ -85,7 +85,7 @@ fn a_component_of_another_interface_is_refused() {
     assert_eq!(err.kind, FailureKind::Policy);
     assert!(
         err.message
-            .contains("does not export `agentsmeeting:session-switch/policy@0.2.0`"),
+            .contains("does not export `agentsmeeting:session-switch/policy@0.3.0`"),
         "{}",
         err.message
     );
@@ -103,8 +103,8 @@ fn a_component_of_the_previous_wit_version_is_refused_naming_both_versions() {
     assert!(err.message.contains("old-version.wasm"), "{}", err.message);
     assert!(
         err.message.contains(
-            "it was built for `agentsmeeting:session-switch@0.1.0`, but this host speaks \
-             `agentsmeeting:session-switch@0.2.0`"
+            "it was built for `agentsmeeting:session-switch@0.2.0`, but this host speaks \
+             `agentsmeeting:session-switch@0.3.0`"
         ),
         "{}",
         err.message

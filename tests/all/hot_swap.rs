@@ -176,7 +176,7 @@ fn a_bad_component_is_rejected_by_reload_and_the_old_one_keeps_serving() {
         ("wasi", "it imports `wasi:"),
         (
             "other-interface",
-            "does not export `agentsmeeting:session-switch/policy@0.2.0`",
+            "does not export `agentsmeeting:session-switch/policy@0.3.0`",
         ),
         ("bad-self-check", "self-check failed"),
     ];

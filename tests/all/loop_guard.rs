@@ -37,6 +37,8 @@ fn message(occupant: &str, jid: Option<&str>, body: &str) -> RoomMessage {
         body: body.into(),
         delayed: false,
         human_origin: false,
+        stanza_id: None,
+        reply_to: None,
     }
 }
 
@@ -803,6 +805,8 @@ fn run_room_with(
                     body: p.body.clone(),
                     delayed: p.delayed,
                     human_origin: p.human_origin,
+                    stanza_id: None,
+                    reply_to: None,
                 },
             )
             .unwrap();

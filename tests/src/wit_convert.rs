@@ -29,6 +29,12 @@ pub fn settings_to_guest(s: &host::Settings) -> guest::Settings {
                 sessions: a.sessions.clone(),
                 aliases: a.aliases.clone(),
                 mention: a.mention.clone(),
+                meeting: guest::MeetingOverrides {
+                    require_mention: a.meeting.require_mention,
+                    free_response_rooms: a.meeting.free_response_rooms.clone(),
+                    mention_patterns: a.meeting.mention_patterns.clone(),
+                    allow_bots: a.meeting.allow_bots.map(allow_bots_to_guest),
+                },
             })
             .collect(),
         loop_guard: guest::LoopGuard {
@@ -37,6 +43,22 @@ pub fn settings_to_guest(s: &host::Settings) -> guest::Settings {
             window_seconds: s.loop_guard.window_seconds,
             duplicate_seconds: s.loop_guard.duplicate_seconds,
         },
+        meeting: guest::Meeting {
+            require_mention: s.meeting.require_mention,
+            free_response_rooms: s.meeting.free_response_rooms.clone(),
+            mention_patterns: s.meeting.mention_patterns.clone(),
+            allow_bots: allow_bots_to_guest(s.meeting.allow_bots),
+            stop_words: s.meeting.stop_words.clone(),
+        },
+    }
+}
+
+/// WIT `allow-bots`, host → guest.
+pub fn allow_bots_to_guest(value: host::AllowBots) -> guest::AllowBots {
+    match value {
+        host::AllowBots::None => guest::AllowBots::None,
+        host::AllowBots::Mentions => guest::AllowBots::Mentions,
+        host::AllowBots::All => guest::AllowBots::All,
     }
 }
 
@@ -58,6 +80,12 @@ pub fn settings_to_host(s: &guest::Settings) -> host::Settings {
                 sessions: a.sessions.clone(),
                 aliases: a.aliases.clone(),
                 mention: a.mention.clone(),
+                meeting: host::MeetingOverrides {
+                    require_mention: a.meeting.require_mention,
+                    free_response_rooms: a.meeting.free_response_rooms.clone(),
+                    mention_patterns: a.meeting.mention_patterns.clone(),
+                    allow_bots: a.meeting.allow_bots.map(allow_bots_to_host),
+                },
             })
             .collect(),
         loop_guard: host::LoopGuard {
@@ -66,6 +94,22 @@ pub fn settings_to_host(s: &guest::Settings) -> host::Settings {
             window_seconds: s.loop_guard.window_seconds,
             duplicate_seconds: s.loop_guard.duplicate_seconds,
         },
+        meeting: host::Meeting {
+            require_mention: s.meeting.require_mention,
+            free_response_rooms: s.meeting.free_response_rooms.clone(),
+            mention_patterns: s.meeting.mention_patterns.clone(),
+            allow_bots: allow_bots_to_host(s.meeting.allow_bots),
+            stop_words: s.meeting.stop_words.clone(),
+        },
+    }
+}
+
+/// WIT `allow-bots`, guest → host.
+pub fn allow_bots_to_host(value: guest::AllowBots) -> host::AllowBots {
+    match value {
+        guest::AllowBots::None => host::AllowBots::None,
+        guest::AllowBots::Mentions => host::AllowBots::Mentions,
+        guest::AllowBots::All => host::AllowBots::All,
     }
 }
 

@@ -7,6 +7,7 @@
 //! - [`keys`]: our `state_meta` keys and the seed's (DESIGN §8 "Records");
 //! - [`fold`]: full-width forms read as ASCII, the one rule of every
 //!   text match (the marker, the loop guard's mentions);
+//! - [`meeting`]: the meeting settings' defaults (who answers, the stop words);
 //! - [`marker`]: the `[YOU] ` tag, its look-alikes and the blanks around it
 //!   (DESIGN §8 "Provenance of our rows", WIT `edit-action`);
 //! - [`origin`]: the human-origin marker on a person's sends (DESIGN §9.3);
@@ -31,5 +32,6 @@ pub mod ids;
 pub mod keys;
 pub mod limits;
 pub mod marker;
+pub mod meeting;
 pub mod origin;
 pub mod role;

@@ -1,6 +1,8 @@
 //! The loop guard's state per agent and room, as `state_meta` stores it
-//! (`{"v":1,"hops":N,"window":[…],"seen":[…]}`): the hop counter, the
-//! times in the room window, and the digests of the duplicate window.
+//! (`{"v":1,"hops":N,"window":[…],"seen":[…]}`, with `"stopped"`,
+//! `"quiet"` and `"said"` when they hold something): the hop counter, the
+//! times in the room window, the digests of the duplicate window, the
+//! stops that hold, and who said the recent agent messages.
 
 use super::GuardSettings;
 
@@ -21,10 +23,23 @@ pub struct GuardState {
     pub(super) window: Vec<f64>,
     /// Messages inside the duplicate window.
     pub(super) seen: Vec<Seen>,
+    /// A person's room-wide stop holds: no agent message is answered
+    /// until a person writes something that is not a stop.
+    pub stopped: bool,
+    /// A person's stop addressed this agent: it answers nothing until a
+    /// person addresses it again.
+    pub quiet: bool,
+    /// `(stanza-id, agent name)` of the recent agent messages, oldest
+    /// first: a reply that names a message by its id alone addresses the
+    /// agent who said it.
+    pub(super) said: Vec<(String, String)>,
 }
 
 /// At most this many remembered messages: a flood cannot grow the record.
 const MAX_SEEN: usize = 128;
+
+/// At most this many agent messages' ids are remembered for replies.
+const MAX_SAID: usize = 64;
 
 impl GuardState {
     /// The state as stored: `{"v":1,"hops":N,"window":[t,…],"seen":[[sender,digest,t],…]}`.
@@ -34,8 +49,20 @@ impl GuardState {
             .iter()
             .map(|s| serde_json::json!([s.sender, format!("{:016x}", s.digest), s.at]))
             .collect();
-        serde_json::json!({"v": 1, "hops": self.hops, "window": self.window, "seen": seen})
-            .to_string()
+        let mut value =
+            serde_json::json!({"v": 1, "hops": self.hops, "window": self.window, "seen": seen});
+        // Absent keys read as their defaults, so a state without a stop or
+        // ids is stored as before.
+        if self.stopped {
+            value["stopped"] = true.into();
+        }
+        if self.quiet {
+            value["quiet"] = true.into();
+        }
+        if !self.said.is_empty() {
+            value["said"] = serde_json::json!(self.said);
+        }
+        value.to_string()
     }
 
     /// The stored state; `None` for text that is not a state of ours (the
@@ -66,7 +93,51 @@ impl GuardState {
                 })
             })
             .collect::<Option<Vec<Seen>>>()?;
-        Some(Self { hops, window, seen })
+        let flag = |key: &str| match value.get(key) {
+            None => Some(false),
+            Some(v) => v.as_bool(),
+        };
+        let said = match value.get("said") {
+            None => Vec::new(),
+            Some(said) => said
+                .as_array()?
+                .iter()
+                .map(|pair| {
+                    let pair = pair.as_array()?;
+                    Some((
+                        pair.first()?.as_str()?.to_owned(),
+                        pair.get(1)?.as_str()?.to_owned(),
+                    ))
+                })
+                .collect::<Option<Vec<_>>>()?,
+        };
+        Some(Self {
+            hops,
+            window,
+            seen,
+            stopped: flag("stopped")?,
+            quiet: flag("quiet")?,
+            said,
+        })
+    }
+
+    /// Remember that `agent` said the message `id`.
+    pub(super) fn remember_said(&mut self, id: &str, agent: &str) {
+        if self.said.iter().any(|(known, _)| known == id) {
+            return;
+        }
+        self.said.push((id.to_owned(), agent.to_owned()));
+        if self.said.len() > MAX_SAID {
+            self.said.drain(..self.said.len() - MAX_SAID);
+        }
+    }
+
+    /// The agent who said the message `id`, if it is remembered.
+    pub(super) fn sayer_of(&self, id: &str) -> Option<&str> {
+        self.said
+            .iter()
+            .find(|(known, _)| known == id)
+            .map(|(_, agent)| agent.as_str())
     }
 
     /// Forget what fell out of the windows at `now`.

@@ -11,12 +11,13 @@ fn msg<'a>(nick: &'a str, jid: Option<&'a str>, body: &'a str) -> RoomMessage<'a
         body,
         delayed: false,
         human_origin: false,
+        stanza_id: None,
+        reply_to: None,
     }
 }
 
 struct Room {
     settings: ValidSettings,
-    guard: GuardSettings,
     states: Vec<GuardState>,
 }
 
@@ -26,25 +27,23 @@ impl Room {
         let n = settings.agents().len();
         Self {
             settings,
-            guard: crate::samples::default_loop_guard(),
             states: vec![GuardState::default(); n],
         }
+    }
+    /// Change the settings the room's agents decide by.
+    fn set(&mut self, change: impl FnOnce(&mut crate::Settings)) {
+        let mut settings = self.settings.settings().clone();
+        change(&mut settings);
+        self.settings = ValidSettings::new(settings).unwrap();
+    }
+    fn max_hops(&self) -> u32 {
+        self.settings.loop_guard().max_hops
     }
     /// Every agent's decision on one message, in agent order.
     fn deliver(&mut self, m: &RoomMessage<'_>, now: f64) -> Vec<Admission> {
         let agents = self.settings.agents();
         (0..agents.len())
-            .map(|i| {
-                admit(
-                    agents,
-                    &agents[i],
-                    None,
-                    &self.guard,
-                    m,
-                    &mut self.states[i],
-                    now,
-                )
-            })
+            .map(|i| admit(&self.settings, &agents[i], m, &mut self.states[i], now))
             .collect()
     }
 }
@@ -198,8 +197,8 @@ fn the_same_body_twice_is_answered_once() {
 #[test]
 fn the_room_window_keeps_no_more_than_decides() {
     let mut room = Room::new();
-    room.guard.max_hops = 100_000;
-    room.guard.window_seconds = 86_400;
+    room.set(|s| s.loop_guard.max_hops = 100_000);
+    room.set(|s| s.loop_guard.window_seconds = 86_400);
     let mut refused_from = None;
     for t in 0..1000 {
         let d = room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
@@ -211,7 +210,7 @@ fn the_room_window_keeps_no_more_than_decides() {
         }
     }
     assert_eq!(refused_from, Some(20));
-    let limit = room.guard.window_messages as usize + 1;
+    let limit = room.settings.loop_guard().window_messages as usize + 1;
     assert!(room.states.iter().all(|s| s.window.len() <= limit));
     // A person still gets through; agents after the window passes.
     assert!(room.deliver(&msg("alice", None, "mohe?"), 1000.0)[0].reply);
@@ -221,7 +220,7 @@ fn the_room_window_keeps_no_more_than_decides() {
 #[test]
 fn the_room_window_caps_a_burst() {
     let mut room = Room::new();
-    room.guard.max_hops = 1000;
+    room.set(|s| s.loop_guard.max_hops = 1000);
     let mut refused = None;
     for t in 0..30 {
         let d = room.deliver(&msg("zhiwei", None, &format!("mohe {t}")), f64::from(t));
@@ -241,7 +240,7 @@ fn the_room_window_caps_a_burst() {
 #[test]
 fn a_person_resets_the_room_window() {
     let mut room = Room::new();
-    room.guard.max_hops = 1000;
+    room.set(|s| s.loop_guard.max_hops = 1000);
     // Agent messages until the window refuses one: the 21st in 300 s.
     let chain = |room: &mut Room, start: f64| {
         (0..30)
@@ -299,8 +298,8 @@ fn flooding_agents_stay_within_the_bound_in_any_delivery_order() {
     for round in 0..300 {
         let same_order = round % 3 == 0;
         let mut room = Room::new();
-        room.guard.max_hops = 2 + (next() % 6) as u32;
-        let max_hops = room.guard.max_hops as usize;
+        room.set(|s| s.loop_guard.max_hops = 2 + (next() % 6) as u32);
+        let max_hops = room.max_hops() as usize;
         let agents: Vec<String> = room
             .settings
             .agents()
@@ -331,10 +330,8 @@ fn flooding_agents_stay_within_the_bound_in_any_delivery_order() {
             let nick = from.map_or("alice", |f| agents[f].as_str());
             let agents_all = room.settings.agents();
             let d = admit(
-                agents_all,
+                &room.settings,
                 &agents_all[i],
-                None,
-                &room.guard,
                 &msg(nick, None, &body),
                 &mut room.states[i],
                 now,
@@ -382,6 +379,8 @@ fn wit(occupant: &str, jid: Option<&str>, body: &str) -> WitMessage {
         body: body.into(),
         delayed: false,
         human_origin: false,
+        stanza_id: None,
+        reply_to: None,
     }
 }
 

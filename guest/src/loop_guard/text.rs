@@ -1,5 +1,6 @@
 //! The loop guard's text matching: whether a body names an agent
-//! ([`addresses`]), and the digest the duplicate rule compares. Both read
+//! ([`addresses`]), a body without the names in it ([`without_names`], for
+//! the stop rule), and the digest the duplicate rule compares. Each reads
 //! text as the `[YOU]` marker is read: full-width forms as ASCII, case
 //! ignored.
 
@@ -21,7 +22,7 @@ pub fn addresses(body: &str, nick: &str, mention: Option<&str>) -> bool {
 
 /// `text` as the loop guard's text matches read it: full-width forms as
 /// ASCII ([`fold_width`], the marker's rule), then lower case.
-fn fold(text: &str) -> String {
+pub(super) fn fold(text: &str) -> String {
     text.chars()
         .map(fold_width)
         .collect::<String>()
@@ -30,12 +31,55 @@ fn fold(text: &str) -> String {
 
 fn contains_word(text: &str, word: &str) -> bool {
     let lower = fold(text);
-    let word = fold(word);
-    lower.match_indices(&word).any(|(at, _)| {
-        let before = lower[..at].chars().next_back();
-        let after = lower[at + word.len()..].chars().next();
-        before.is_none_or(|c| !continues_word(c)) && after.is_none_or(|c| !continues_word(c))
-    })
+    whole_words(&lower, &fold(word)).next().is_some()
+}
+
+/// The byte ranges of `folded` where the folded `word` stands as a whole
+/// word.
+fn whole_words<'a>(
+    folded: &'a str,
+    word: &'a str,
+) -> impl Iterator<Item = core::ops::Range<usize>> + 'a {
+    folded
+        .match_indices(word)
+        .filter(move |&(at, _)| {
+            let before = folded[..at].chars().next_back();
+            let after = folded[at + word.len()..].chars().next();
+            before.is_none_or(|c| !continues_word(c)) && after.is_none_or(|c| !continues_word(c))
+        })
+        .map(move |(at, _)| at..at + word.len())
+}
+
+/// `body` folded ([`fold`]) without the whole-word `names` in it, each
+/// with an `@` before it and a `:`, `,` or `、` after it: what is left
+/// of `@zhiwei, stop` is ` stop`. Empty names are skipped.
+pub(super) fn without_names(body: &str, names: &[&str]) -> String {
+    let folded = fold(body);
+    let mut cut: Vec<core::ops::Range<usize>> = Vec::new();
+    for name in names.iter().filter(|n| !n.is_empty()) {
+        for mut range in whole_words(&folded, &fold(name)) {
+            if folded[..range.start].ends_with('@') {
+                range.start -= 1;
+            }
+            if let Some(c) = folded[range.end..].chars().next()
+                && matches!(c, ':' | ',' | '、')
+            {
+                range.end += c.len_utf8();
+            }
+            cut.push(range);
+        }
+    }
+    cut.sort_by_key(|r| r.start);
+    let mut rest = String::with_capacity(folded.len());
+    let mut at = 0;
+    for range in cut {
+        if range.start > at {
+            rest.push_str(&folded[at..range.start]);
+        }
+        at = at.max(range.end);
+    }
+    rest.push_str(&folded[at.min(folded.len())..]);
+    rest
 }
 
 /// Whether `c` beside a name makes it part of a longer word: a letter,

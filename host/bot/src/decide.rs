@@ -1,18 +1,23 @@
 //! One decision per live room message, in arrival order, on a thread of
 //! its own (the Bridge's calls are synchronous: wasmtime and SQLite; a
-//! Hermes turn takes seconds): `admit` (the loop guard, DESIGN §9.3) sees
-//! every live message; `is-own` → ignore; a refusal → silence, the reason
-//! logged; `resolve` → the session the turn runs in; the turn in the
-//! agent's Hermes API server, with the room lines Hermes has not seen yet
-//! (heard and not answered, or whose own turn never reached Hermes); the
-//! reply handed back to the XMPP task.
+//! Hermes turn takes seconds). Each message is heard first: `is-own`,
+//! then `admit` (the loop guard and the meeting rules, DESIGN §9.3) sees
+//! every live message; a refusal → silence, the reason logged, the line
+//! kept for the next turn when the policy says it was heard; an answer →
+//! a turn queued. Each turn: `resolve` → the session it runs in; the turn
+//! in the agent's Hermes API server, with the room lines Hermes has not
+//! seen yet; the reply handed back to the XMPP task.
+//!
+//! Messages that arrive while a turn runs are heard before its reply is
+//! posted, so a person's stop among them keeps that reply out of the room
+//! and drops the turns still queued.
 
 use crate::hermes::HermesClient;
 use crate::line::room_line;
 use crate::room::Incoming;
 use crate::settings::BotSettings;
 use session_switch::Bridge;
-use session_switch::runtime::{AdmitReason, RoomMessage, unix_now, untag};
+use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now, untag};
 use std::collections::VecDeque;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,16 +39,36 @@ pub struct Reply {
     pub session: String,
 }
 
-/// The decision thread's state: the façade, the Hermes client, and the
-/// room lines Hermes has not seen yet, oldest first: `(None, line)` one
-/// the bot heard and did not answer (it goes with the next turn, in the
-/// session that turn runs in), `(Some(session), line)` one whose turn
-/// never reached Hermes (it goes with the next turn in that session).
+/// A room line Hermes has not seen yet. `session`: `None` for one the bot
+/// heard and did not answer (it goes with the next turn, in the session
+/// that turn runs in), `Some` for one whose turn never reached Hermes (it
+/// goes with the next turn in that session). `order`: when it was heard,
+/// so a turn takes only the lines said before its own.
+struct Kept {
+    order: u64,
+    session: Option<String>,
+    line: String,
+}
+
+/// A message the bot will answer, waiting for its turn.
+struct Turn {
+    message: Incoming,
+    reason: AdmitReason,
+    order: u64,
+}
+
+/// The decision thread's state: the façade, the Hermes client, the room
+/// lines Hermes has not seen yet (oldest first) and the turns waiting.
 pub struct Decider {
     bridge: Arc<Bridge>,
     hermes: HermesClient,
     settings: BotSettings,
-    backlog: VecDeque<(Option<String>, String)>,
+    backlog: VecDeque<Kept>,
+    queue: VecDeque<Turn>,
+    /// Counts heard messages, to order lines and turns.
+    heard: u64,
+    /// Counts the stops heard.
+    stops: u64,
     under_way: UnderWay,
 }
 
@@ -79,6 +104,9 @@ impl Decider {
             hermes,
             settings,
             backlog: VecDeque::new(),
+            queue: VecDeque::new(),
+            heard: 0,
+            stops: 0,
             under_way,
         }
     }
@@ -86,52 +114,84 @@ impl Decider {
     /// Decide every message of `inbox` until it closes; send each reply
     /// to `replies`.
     pub fn run(mut self, inbox: Receiver<Incoming>, replies: UnboundedSender<Reply>) {
-        for message in inbox {
-            if let Some(reply) = self.decide(&message)
-                && replies.send(reply).is_err()
-            {
+        loop {
+            if self.queue.is_empty() {
+                match inbox.recv() {
+                    Ok(m) => self.hear(&m),
+                    Err(_) => return,
+                }
+            }
+            while let Ok(m) = inbox.try_recv() {
+                self.hear(&m);
+            }
+            let Some(turn) = self.queue.pop_front() else {
+                continue;
+            };
+            let stops = self.stops;
+            let reply = self.turn(turn);
+            // What the room said meanwhile is heard before the reply goes
+            // out: a person's stop among it keeps the reply from the room.
+            while let Ok(m) = inbox.try_recv() {
+                self.hear(&m);
+            }
+            let Some(reply) = reply else { continue };
+            if self.stops != stops {
+                tracing::info!(
+                    "reply to {} not posted: a person said stop while its turn ran \
+                     (Hermes keeps it in session {})",
+                    reply.to_nick,
+                    reply.session
+                );
+                continue;
+            }
+            if replies.send(reply).is_err() {
                 return;
             }
         }
     }
 
-    /// The one decision for `m`; `Some` when a reply is to be posted.
-    /// Every outcome but an own echo logs one line.
-    pub fn decide(&mut self, m: &Incoming) -> Option<Reply> {
-        let agent = self.settings.agent.as_str();
+    /// Hear `m`: the policy's decision on it, logged; an answer queued, a
+    /// heard line kept, a stop acted on. An own echo logs at debug only.
+    pub fn hear(&mut self, m: &Incoming) {
+        let agent = self.settings.agent.clone();
+        let agent = agent.as_str();
         let own = match self.bridge.is_own(agent, &m.occupant) {
             Ok(own) => own,
             Err(e) => {
                 tracing::warn!("not answering {}: is-own failed: {}", m.nick, e.message);
-                return None;
+                return;
             }
         };
         // The guard sees every live message, the bot's own included: its
         // own lines count as hops, and a send the bridge made for a person
         // (the human-origin marker) resets the counter (DESIGN §9.3).
-        let admission = match self.bridge.admit(
-            agent,
-            &RoomMessage {
-                occupant: m.occupant.clone(),
-                jid: m.jid.clone(),
-                body: m.body.clone(),
-                delayed: m.delayed,
-                human_origin: m.human_origin,
-            },
-        ) {
+        let admission = match self.bridge.admit(agent, &room_message(m)) {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!("not answering {}: admit failed: {}", m.nick, e.message);
-                return None;
+                return;
             }
         };
+        self.heard += 1;
+        if admission.stop {
+            self.stops += 1;
+            for turn in std::mem::take(&mut self.queue) {
+                tracing::info!(
+                    "turn for {}'s message dropped: {} said stop",
+                    turn.message.nick,
+                    m.nick
+                );
+                let line = room_line(&self.bridge, agent, &turn.message.nick, &turn.message.body);
+                self.keep(turn.order, None, line);
+            }
+        }
         if own {
             tracing::debug!(
                 "own echo from {} ignored (hops {})",
                 m.occupant,
                 admission.hops
             );
-            return None;
+            return;
         }
         if !admission.reply {
             tracing::info!(
@@ -141,17 +201,25 @@ impl Decider {
                 admission.hops,
                 admission.detail
             );
-            // The agent still learns what was said to others; a repeat
-            // (`duplicate`) adds nothing.
-            if matches!(
-                admission.reason,
-                AdmitReason::NotAddressed | AdmitReason::LoopGuard
-            ) {
+            // The agent still learns what was said to others.
+            if admission.heard {
                 let line = room_line(&self.bridge, agent, &m.nick, &m.body);
-                self.keep(None, line);
+                self.keep(self.heard, None, line);
             }
-            return None;
+            return;
         }
+        self.queue.push_back(Turn {
+            message: m.clone(),
+            reason: admission.reason,
+            order: self.heard,
+        });
+    }
+
+    /// Run one turn in Hermes; `Some` when a reply is to be posted.
+    fn turn(&mut self, turn: Turn) -> Option<Reply> {
+        let agent = self.settings.agent.clone();
+        let agent = agent.as_str();
+        let m = &turn.message;
         let default_session = self.settings.sessions[0].clone();
         let decision = match self.bridge.resolve(agent, &default_session) {
             Ok(d) => d,
@@ -164,19 +232,18 @@ impl Decider {
         tracing::info!(
             "answering {} ({}) in session {session} ({}: {})",
             m.nick,
-            admission.reason.as_str(),
+            turn.reason.as_str(),
             decision.reason.as_str(),
             decision.detail
         );
         let line = room_line(&self.bridge, agent, &m.nick, &m.body);
-        let taken = |(for_session, _): &(Option<String>, String)| {
-            for_session.as_ref().is_none_or(|s| *s == session)
-        };
+        let order = turn.order;
+        let taken = |k: &Kept| k.order < order && k.session.as_ref().is_none_or(|s| *s == session);
         let mut text: Vec<&str> = self
             .backlog
             .iter()
-            .filter(|e| taken(e))
-            .map(|(_, l)| l.as_str())
+            .filter(|k| taken(k))
+            .map(|k| k.line.as_str())
             .collect();
         text.push(&line);
         let text = text.join("\n");
@@ -187,7 +254,7 @@ impl Decider {
         self.under_way.set(None);
         match answer {
             Ok(reply) => {
-                self.backlog.retain(|e| !taken(e));
+                self.backlog.retain(|k| !taken(k));
                 let body = normalise(&reply, self.settings.max_body_chars);
                 if body.is_empty() {
                     tracing::warn!(
@@ -204,7 +271,7 @@ impl Decider {
             }
             Err(e) if e.line_stored() => {
                 // Hermes has the line (and the lines passed with it).
-                self.backlog.retain(|e| !taken(e));
+                self.backlog.retain(|k| !taken(k));
                 tracing::warn!(
                     "no reply to {}: {e}; the line is in session {session}",
                     m.nick
@@ -214,7 +281,7 @@ impl Decider {
             Err(e) if self.stored_meanwhile(&session, &line, started) => {
                 // The connection broke after Hermes took the line (killed
                 // mid-turn): it is in the session already.
-                self.backlog.retain(|e| !taken(e));
+                self.backlog.retain(|k| !taken(k));
                 tracing::warn!(
                     "no reply to {}: {e}; Hermes had stored the line in session {session} \
                      before that",
@@ -223,7 +290,7 @@ impl Decider {
                 None
             }
             Err(e) => {
-                self.keep(Some(session.clone()), line);
+                self.keep(order, Some(session.clone()), line);
                 tracing::warn!(
                     "no reply to {}: {e}; the line goes to session {session} with the next turn \
                      there (lines waiting: {})",
@@ -256,13 +323,40 @@ impl Decider {
         })
     }
 
-    /// Keep a line for a later turn, the oldest dropped past
-    /// [`BACKLOG_LINES`].
-    fn keep(&mut self, session: Option<String>, line: String) {
-        self.backlog.push_back((session, line));
+    /// Keep a line for a later turn, in the order it was heard; the
+    /// oldest is dropped past [`BACKLOG_LINES`], and logged.
+    fn keep(&mut self, order: u64, session: Option<String>, line: String) {
+        let at = self.backlog.partition_point(|k| k.order <= order);
+        self.backlog.insert(
+            at,
+            Kept {
+                order,
+                session,
+                line,
+            },
+        );
         while self.backlog.len() > BACKLOG_LINES {
-            self.backlog.pop_front();
+            if let Some(old) = self.backlog.pop_front() {
+                tracing::warn!(
+                    "more than {BACKLOG_LINES} lines wait for the next turn: the oldest is \
+                     dropped ({:?})",
+                    old.line
+                );
+            }
         }
+    }
+}
+
+/// The policy's view of `m`.
+fn room_message(m: &Incoming) -> RoomMessage {
+    RoomMessage {
+        occupant: m.occupant.clone(),
+        jid: m.jid.clone(),
+        body: m.body.clone(),
+        delayed: m.delayed,
+        human_origin: m.human_origin,
+        stanza_id: m.stanza_id.clone(),
+        reply_to: m.reply_to.clone().map(|(to, id)| ReplyTarget { to, id }),
     }
 }
 

@@ -16,6 +16,8 @@ use tokio_xmpp::parsers::presence::{Presence, Type as PresenceType};
 use tokio_xmpp::parsers::stanza_id::OriginId;
 
 const NS_DELAY: &str = "urn:xmpp:delay";
+const NS_REPLY: &str = "urn:xmpp:reply:0";
+const NS_FALLBACK: &str = "urn:xmpp:fallback:0";
 const NS_MUC_USER: &str = "http://jabber.org/protocol/muc#user";
 const NS_MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
 
@@ -34,6 +36,11 @@ pub struct Incoming {
     pub delayed: bool,
     /// The bridge's human-origin marker (DESIGN §9.3).
     pub human_origin: bool,
+    /// The room's XEP-0359 `<stanza-id by='room'/>`.
+    pub stanza_id: Option<String>,
+    /// XEP-0461: the message it replies to, `(to, id)` (`body` is without
+    /// the quoted fallback).
+    pub reply_to: Option<(Option<String>, Option<String>)>,
     /// What identifies the message across reconnects: the room's XEP-0359
     /// `<stanza-id by='room'/>`, else the sender's `<origin-id/>`, else the
     /// stanza `id` (each prefixed with its kind and the sender).
@@ -148,6 +155,21 @@ fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEv
     let Some((_, body)) = m.get_best_body(vec![]) else {
         return RoomEvent::Other;
     };
+    let reply_to = m
+        .payloads
+        .iter()
+        .find(|p| p.is("reply", NS_REPLY))
+        .map(|r| {
+            (
+                r.attr("to").map(str::to_owned),
+                r.attr("id").map(str::to_owned),
+            )
+        });
+    let body = if reply_to.is_some() {
+        without_fallback(body, &m.payloads)
+    } else {
+        body.clone()
+    };
     let has = |name: &str, ns: &str| m.payloads.iter().any(|p| p.is(name, ns));
     let attr_of = |name: &str, ns: &str, by: Option<&str>| {
         m.payloads
@@ -159,7 +181,9 @@ fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEv
             .find_map(|p| p.attr("id").map(str::to_owned))
     };
     let room_text = room.to_string();
-    let dedupe_key = attr_of("stanza-id", ORIGIN_ID_NS, Some(&room_text))
+    let stanza_id = attr_of("stanza-id", ORIGIN_ID_NS, Some(&room_text));
+    let dedupe_key = stanza_id
+        .as_ref()
         .map(|id| format!("stanza-id:{id}"))
         .or_else(|| {
             attr_of("origin-id", ORIGIN_ID_NS, None).map(|id| format!("origin-id:{sender}:{id}"))
@@ -169,11 +193,46 @@ fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEv
         occupant: format!("{room}/{sender}"),
         jid: jids.get(&sender).cloned(),
         nick: sender,
-        body: body.clone(),
+        body,
         delayed: has("delay", NS_DELAY),
         human_origin: has(HUMAN_ORIGIN_ELEMENT, HUMAN_ORIGIN_NS),
+        stanza_id,
+        reply_to,
         dedupe_key,
     })
+}
+
+/// A reply's body without the quote its client put in front for clients
+/// that know no replies (XEP-0428 `<fallback for='urn:xmpp:reply:0'>`,
+/// ranges in characters): a quoted `@mohe` must not address mohe. A
+/// fallback with no range is the whole body.
+fn without_fallback(body: &str, payloads: &[Element]) -> String {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for fallback in payloads
+        .iter()
+        .filter(|p| p.is("fallback", NS_FALLBACK) && p.attr("for") == Some(NS_REPLY))
+    {
+        let mut bodies = fallback
+            .children()
+            .filter(|c| c.name() == "body")
+            .peekable();
+        if bodies.peek().is_none() {
+            return String::new();
+        }
+        for b in bodies {
+            let at = |name| b.attr(name).and_then(|v| v.parse::<usize>().ok());
+            if let (Some(start), Some(end)) = (at("start"), at("end"))
+                && start < end
+            {
+                ranges.push((start, end));
+            }
+        }
+    }
+    body.chars()
+        .enumerate()
+        .filter(|(i, _)| !ranges.iter().any(|&(start, end)| (start..end).contains(i)))
+        .map(|(_, c)| c)
+        .collect()
 }
 
 fn presence(p: Presence, room: &BareJid, nick: &str) -> RoomEvent {
@@ -270,6 +329,56 @@ mod tests {
         assert_eq!(m.body, "@mohe hi");
         assert!(m.human_origin && !m.delayed);
         assert_eq!(m.dedupe_key.as_deref(), Some("stanza-id:s1"));
+    }
+
+    #[test]
+    fn a_reply_names_its_target_and_loses_its_quoted_fallback() {
+        let stanza = parse(
+            "<message xmlns='jabber:client' type='groupchat' id='m2' \
+             from='coregroup@conference.example.org/anna'>\
+             <body>&gt; @mohe said hi\nzhiwei, agreed?</body>\
+             <reply xmlns='urn:xmpp:reply:0' to='coregroup@conference.example.org/zhiwei' id='s9'/>\
+             <fallback xmlns='urn:xmpp:fallback:0' for='urn:xmpp:reply:0'>\
+             <body start='0' end='16'/></fallback>\
+             <stanza-id xmlns='urn:xmpp:sid:0' id='s10' by='coregroup@conference.example.org'/>\
+             </message>",
+        );
+        let RoomEvent::Message(m) = classify(stanza, &room(), "mohe", &HashMap::new()) else {
+            panic!()
+        };
+        assert_eq!(m.body, "zhiwei, agreed?");
+        assert_eq!(
+            m.reply_to,
+            Some((
+                Some("coregroup@conference.example.org/zhiwei".into()),
+                Some("s9".into())
+            ))
+        );
+        assert_eq!(m.stanza_id.as_deref(), Some("s10"));
+        // A fallback for something else is part of the body; one without a
+        // range is the whole body.
+        let other = parse(
+            "<message xmlns='jabber:client' type='groupchat' \
+             from='coregroup@conference.example.org/anna'><body>@mohe hi</body>\
+             <reply xmlns='urn:xmpp:reply:0' id='s9'/>\
+             <fallback xmlns='urn:xmpp:fallback:0' for='urn:xmpp:other:0'>\
+             <body start='0' end='5'/></fallback></message>",
+        );
+        let RoomEvent::Message(m) = classify(other, &room(), "mohe", &HashMap::new()) else {
+            panic!()
+        };
+        assert_eq!(m.body, "@mohe hi");
+        assert_eq!(m.reply_to, Some((None, Some("s9".into()))));
+        let whole = parse(
+            "<message xmlns='jabber:client' type='groupchat' \
+             from='coregroup@conference.example.org/anna'><body>&gt; @mohe</body>\
+             <reply xmlns='urn:xmpp:reply:0' id='s9'/>\
+             <fallback xmlns='urn:xmpp:fallback:0' for='urn:xmpp:reply:0'/></message>",
+        );
+        let RoomEvent::Message(m) = classify(whole, &room(), "mohe", &HashMap::new()) else {
+            panic!()
+        };
+        assert_eq!(m.body, "");
     }
 
     #[test]

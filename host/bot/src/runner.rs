@@ -407,6 +407,8 @@ mod tests {
             body: "hi".into(),
             delayed,
             human_origin: false,
+            stanza_id: None,
+            reply_to: None,
             dedupe_key: None,
         })
     }

@@ -30,12 +30,15 @@ pub fn context(answer: &ContextAnswer) -> Value {
     v
 }
 
-/// `admit`: `reply`, `reason` (kebab-case, e.g. `loop-guard`), `hops`
-/// (the hop counter after this message), `detail`.
+/// `admit`: `reply`, `reason` (kebab-case, e.g. `loop-guard`), `stop` (a
+/// person's stop for this agent), `heard` (the line reaches the next turn),
+/// `hops` (the hop counter after this message), `detail`.
 pub fn admission(a: &Admission) -> Value {
     json!({
         "reply": a.reply,
         "reason": a.reason.as_str(),
+        "stop": a.stop,
+        "heard": a.heard,
         "hops": a.hops,
         "detail": a.detail,
     })

@@ -3,11 +3,13 @@
 //! the ejabberd [`Transport`]. Each conversion is written here once; the
 //! CLI, the Python binding and the tests use these.
 
-use crate::config::{Config, TransportKind};
+use crate::config::{self, Config, MeetingOverridesConfig, TransportKind};
 use crate::store::HermesStore;
 use crate::transport::{self, EjabberdCtl, HttpApi, Transport};
 use session_switch_contract::ids::api_session_id_problem;
-use session_switch_runtime::{Agent, Failure, LoopGuard, Settings};
+use session_switch_runtime::{
+    Agent, AllowBots, Failure, LoopGuard, Meeting, MeetingOverrides, Settings,
+};
 use std::time::Duration;
 
 /// The policy's settings from the config (DESIGN §8: settings reach the
@@ -29,6 +31,11 @@ pub fn settings(config: &Config) -> Settings {
                 sessions: a.sessions.clone(),
                 aliases: a.aliases.clone(),
                 mention: a.mention.clone(),
+                meeting: config
+                    .bot
+                    .agents
+                    .get(&a.name)
+                    .map_or_else(MeetingOverrides::none, |b| overrides(&b.meeting)),
             })
             .collect(),
         loop_guard: LoopGuard {
@@ -37,6 +44,33 @@ pub fn settings(config: &Config) -> Settings {
             window_seconds: config.loop_guard.window_seconds,
             duplicate_seconds: config.loop_guard.duplicate_seconds,
         },
+        meeting: {
+            let m = &config.bot.meeting;
+            Meeting {
+                require_mention: m.require_mention,
+                free_response_rooms: m.free_response_rooms.clone(),
+                mention_patterns: m.mention_patterns.clone(),
+                allow_bots: allow_bots(m.allow_bots),
+                stop_words: m.stop_words.clone(),
+            }
+        },
+    }
+}
+
+fn overrides(own: &MeetingOverridesConfig) -> MeetingOverrides {
+    MeetingOverrides {
+        require_mention: own.require_mention,
+        free_response_rooms: own.free_response_rooms.clone(),
+        mention_patterns: own.mention_patterns.clone(),
+        allow_bots: own.allow_bots.map(allow_bots),
+    }
+}
+
+fn allow_bots(value: config::AllowBots) -> AllowBots {
+    match value {
+        config::AllowBots::None => AllowBots::None,
+        config::AllowBots::Mentions => AllowBots::Mentions,
+        config::AllowBots::All => AllowBots::All,
     }
 }
 

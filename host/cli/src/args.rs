@@ -124,7 +124,16 @@ pub enum Command {
         /// The stanza carries the bridge's human-origin marker
         #[arg(long)]
         human_origin: bool,
-        /// The message body
+        /// The room's XEP-0359 stanza-id of the message (a later reply may name it)
+        #[arg(long, value_name = "ID")]
+        stanza_id: Option<String>,
+        /// The message replies (XEP-0461) to one by this sender: room/nick or a nick
+        #[arg(long, value_name = "OCCUPANT_OR_NICK")]
+        reply_to: Option<String>,
+        /// The message replies (XEP-0461) to the message with this stanza-id
+        #[arg(long, value_name = "ID")]
+        reply_to_id: Option<String>,
+        /// The message body (without a reply's quoted fallback)
         body: String,
     },
     /// List the configured agents

@@ -196,12 +196,16 @@ pub fn cleared(keys: &[String], pending: usize, json: bool) {
     }
 }
 
-/// `admit`: `{"reply", "reason", "hops", "detail"}`.
+/// `admit`: `{"reply", "reason", "stop", "heard", "hops", "detail"}`.
 pub fn admission(a: &Admission, json: bool) {
     if json {
         return print_json(&json::admission(a));
     }
-    let verdict = if a.reply { "reply" } else { "do not reply" };
+    let verdict = match (a.reply, a.stop) {
+        (true, _) => "reply",
+        (false, true) => "stop",
+        (false, false) => "do not reply",
+    };
     println!(
         "{verdict} ({}, hops {}): {}",
         a.reason.as_str(),

@@ -4,7 +4,7 @@
 use crate::args::{Cli, Command, Global};
 use crate::output;
 use session_switch::config::Config;
-use session_switch::runtime::{CacheMode, RoomMessage, max_text_bytes};
+use session_switch::runtime::{CacheMode, ReplyTarget, RoomMessage, max_text_bytes};
 use session_switch::{Bridge, BridgeOptions, Failure};
 use std::io::Read;
 use std::path::PathBuf;
@@ -73,14 +73,23 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             jid,
             delayed,
             human_origin,
+            stanza_id,
+            reply_to,
+            reply_to_id,
             body,
         } => {
+            let reply_to = (reply_to.is_some() || reply_to_id.is_some()).then_some(ReplyTarget {
+                to: reply_to,
+                id: reply_to_id,
+            });
             let message = RoomMessage {
                 occupant,
                 jid,
                 body,
                 delayed,
                 human_origin,
+                stanza_id,
+                reply_to,
             };
             let admission = open(g)?.admit(&agent, &message)?;
             output::admission(&admission, g.json);

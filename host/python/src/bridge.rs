@@ -10,7 +10,7 @@ use crate::tagging;
 use crate::watch::Watch;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList};
-use session_switch::runtime::{CacheMode, PolicyInstance, RoomMessage};
+use session_switch::runtime::{CacheMode, PolicyInstance, ReplyTarget, RoomMessage};
 use session_switch::{
     Bridge as Host, BridgeOptions, Failure, Reads, hermes_home, json, refuse_unusable,
 };
@@ -254,9 +254,15 @@ impl Bridge {
     /// bot should answer one live room message from `occupant`
     /// (`room/nick` as the room shows it; `jid` the sender's real bare JID
     /// where the room exposes it), and why: a dict with `reply`, `reason`,
-    /// `hops`, `detail`. `delayed`: the message is replayed history;
-    /// `human_origin`: it carries the bridge's human-origin marker.
-    #[pyo3(signature = (agent, occupant, body, *, jid=None, delayed=false, human_origin=false))]
+    /// `stop`, `heard`, `hops`, `detail`. `delayed`: the message is
+    /// replayed history; `human_origin`: it carries the bridge's
+    /// human-origin marker; `stanza_id`: the room's XEP-0359 id of it;
+    /// `reply_to` / `reply_to_id`: the sender (`room/nick` or a nick) and
+    /// the stanza-id of the message it replies to (XEP-0461).
+    #[pyo3(signature = (
+        agent, occupant, body, *, jid=None, delayed=false, human_origin=false,
+        stanza_id=None, reply_to=None, reply_to_id=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn admit<'py>(
         &self,
@@ -267,13 +273,22 @@ impl Bridge {
         jid: Option<Text>,
         delayed: bool,
         human_origin: bool,
+        stanza_id: Option<Text>,
+        reply_to: Option<Text>,
+        reply_to_id: Option<Text>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let reply_to = (reply_to.is_some() || reply_to_id.is_some()).then(|| ReplyTarget {
+            to: reply_to.map(|t| t.to_owned()),
+            id: reply_to_id.map(|t| t.to_owned()),
+        });
         let message = RoomMessage {
             occupant: occupant.to_owned(),
             jid: jid.map(|jid| jid.to_owned()),
             body: body.to_owned(),
             delayed,
             human_origin,
+            stanza_id: stanza_id.map(|s| s.to_owned()),
+            reply_to,
         };
         let admission = py
             .detach(|| self.host.admit(&agent, &message))

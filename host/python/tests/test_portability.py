@@ -9,8 +9,8 @@ from wasmtime.component import Component, Linker, Record
 
 from . import support
 
-HOST = "agentsmeeting:session-switch/host@0.2.0"
-POLICY = "agentsmeeting:session-switch/policy@0.2.0"
+HOST = "agentsmeeting:session-switch/host@0.3.0"
+POLICY = "agentsmeeting:session-switch/policy@0.3.0"
 
 
 def record(**fields):

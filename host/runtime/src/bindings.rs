@@ -12,9 +12,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use agentsmeeting::session_switch::types::{
-    Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
-    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
-    Sent, Settings,
+    Admission, AdmitReason, Agent, AllowBots, ContextResult, Decision, EditAction, LogLevel,
+    LoopGuard, Meeting, MeetingOverrides, Reason, Receipt, RecordStatus, ReplyTarget, Role,
+    RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan, Sent, Settings,
 };
 
 /// The WIT `failure` record and its kind, under names that do not clash with
@@ -32,11 +32,53 @@ impl AdmitReason {
         match self {
             Self::Human => "human",
             Self::Addressed => "addressed",
+            Self::FreeResponse => "free-response",
             Self::OwnMessage => "own-message",
             Self::NotAddressed => "not-addressed",
+            Self::AddressedElsewhere => "addressed-elsewhere",
+            Self::BotsNotAllowed => "bots-not-allowed",
+            Self::Stopped => "stopped",
             Self::Duplicate => "duplicate",
             Self::LoopGuard => "loop-guard",
             Self::Delayed => "delayed",
+        }
+    }
+}
+
+impl Meeting {
+    /// The meeting's defaults: `require_mention` on, no free-response rooms
+    /// or patterns, `allow_bots` `mentions`, the default stop words.
+    pub fn defaults() -> Self {
+        use session_switch_contract::meeting::{DEFAULT_REQUIRE_MENTION, DEFAULT_STOP_WORDS};
+        Self {
+            require_mention: DEFAULT_REQUIRE_MENTION,
+            free_response_rooms: Vec::new(),
+            mention_patterns: Vec::new(),
+            allow_bots: AllowBots::Mentions,
+            stop_words: DEFAULT_STOP_WORDS.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+}
+
+impl MeetingOverrides {
+    /// No value of the agent's own: every setting is the room's.
+    pub fn none() -> Self {
+        Self {
+            require_mention: None,
+            free_response_rooms: None,
+            mention_patterns: None,
+            allow_bots: None,
+        }
+    }
+}
+
+impl AllowBots {
+    /// The config's spelling of the value, e.g. `"mentions"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Mentions => "mentions",
+            Self::All => "all",
         }
     }
 }

@@ -30,11 +30,11 @@ pub(crate) const EMBEDDED_SHA256: [u8; 32] =
     *include_bytes!(concat!(env!("OUT_DIR"), "/component.sha256"));
 
 /// The host interface the policy may import (WIT `host`).
-pub const HOST_INTERFACE: &str = "agentsmeeting:session-switch/host@0.2.0";
+pub const HOST_INTERFACE: &str = "agentsmeeting:session-switch/host@0.3.0";
 /// The type-only interface the policy may import (WIT `types`).
-pub const TYPES_INTERFACE: &str = "agentsmeeting:session-switch/types@0.2.0";
+pub const TYPES_INTERFACE: &str = "agentsmeeting:session-switch/types@0.3.0";
 /// The interface the policy must export (WIT `policy`).
-pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.2.0";
+pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.3.0";
 
 /// Where a component came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ const REBUILD: &str = "build it with `make component` (wasm32-unknown-unknown, o
 
 /// Our WIT package and its version (`wit/*.wit`).
 pub const PACKAGE: &str = "agentsmeeting:session-switch";
-pub const PACKAGE_VERSION: &str = "0.2.0";
+pub const PACKAGE_VERSION: &str = "0.3.0";
 
 /// The version of `name` (`agentsmeeting:session-switch/IFACE@V`) when it
 /// is one of our interfaces at a version other than ours.

@@ -53,9 +53,9 @@ mod test_host;
 
 pub use apply::{YOU_TAG, could_hide_marker, prefix, push_summary, role_of, tag, untag};
 pub use bindings::{
-    Admission, AdmitReason, Agent, ContextResult, Decision, EditAction, LogLevel, LoopGuard,
-    Reason, Receipt, RecordStatus, Role, RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan,
-    Sent, Settings,
+    Admission, AdmitReason, Agent, AllowBots, ContextResult, Decision, EditAction, LogLevel,
+    LoopGuard, Meeting, MeetingOverrides, Reason, Receipt, RecordStatus, ReplyTarget, Role,
+    RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan, Sent, Settings,
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use component::{

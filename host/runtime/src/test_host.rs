@@ -3,7 +3,8 @@
 //! tested in `tests/all`).
 
 use crate::{
-    Agent, DataVersion, Failure, HistoryRow, HostImports, LoopGuard, SendPlan, Sent, Settings,
+    Agent, DataVersion, Failure, HistoryRow, HostImports, LoopGuard, Meeting, MeetingOverrides,
+    SendPlan, Sent, Settings,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -129,6 +130,7 @@ pub(crate) fn settings() -> Settings {
             sessions: vec!["xmpp-mohe-v2".into()],
             aliases: vec![],
             mention: None,
+            meeting: MeetingOverrides::none(),
         }],
         loop_guard: LoopGuard {
             max_hops: 6,
@@ -136,5 +138,6 @@ pub(crate) fn settings() -> Settings {
             window_seconds: 300,
             duplicate_seconds: 600,
         },
+        meeting: Meeting::defaults(),
     }
 }

@@ -1,7 +1,8 @@
 //! `[bot]` and `[bot.agents.NAME]` checked: what the agents' room bots
 //! (`xmpp-session-bridge bot --agent NAME`) need beyond the agents
 //! themselves — how to reach ejabberd's client port, the XMPP password,
-//! and the agent's Hermes API server. Every key is optional; a bot whose
+//! the agent's Hermes API server, and who answers what (the meeting keys,
+//! `meeting.rs`). Every key is optional; a bot whose
 //! agent has no password source refuses to start (the bot says which keys
 //! would do), the other commands never read this section.
 //!
@@ -15,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use toml::Spanned;
 
+use super::meeting::{RawMeeting, overrides, room_meeting};
 use super::source::Source;
 use super::types::{
     AgentConfig, BotAgent, BotConfig, BotTls, DEFAULT_TURN_TIMEOUT_SECONDS, PasswordSource,
@@ -26,6 +28,11 @@ pub(super) struct RawBot {
     server: Option<Spanned<String>>,
     tls: Option<BotTls>,
     turn_timeout_seconds: Option<Spanned<u32>>,
+    require_mention: Option<bool>,
+    free_response_rooms: Option<Vec<Spanned<String>>>,
+    mention_patterns: Option<Vec<Spanned<String>>>,
+    allow_bots: Option<super::types::AllowBots>,
+    stop_words: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     agents: BTreeMap<String, Spanned<RawBotAgent>>,
 }
@@ -39,6 +46,10 @@ pub(super) struct RawBotAgent {
     hermes_env: Option<Spanned<String>>,
     api_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
+    require_mention: Option<bool>,
+    free_response_rooms: Option<Vec<Spanned<String>>>,
+    mention_patterns: Option<Vec<Spanned<String>>>,
+    allow_bots: Option<super::types::AllowBots>,
 }
 
 /// `[bot]` checked: `server` is `host:port`, the agents are configured
@@ -55,6 +66,16 @@ pub(super) fn bot(
             ..BotConfig::default()
         });
     };
+    let meeting = room_meeting(
+        RawMeeting {
+            require_mention: raw.require_mention,
+            free_response_rooms: raw.free_response_rooms,
+            mention_patterns: raw.mention_patterns,
+            allow_bots: raw.allow_bots,
+        },
+        raw.stop_words,
+        src,
+    )?;
     let server = match raw.server {
         Some(s) if !is_host_port(s.get_ref()) => {
             return Err(src.at(
@@ -94,6 +115,7 @@ pub(super) fn bot(
         tls: raw.tls.unwrap_or_default(),
         turn_timeout_seconds,
         agents: out,
+        meeting,
     })
 }
 
@@ -139,11 +161,22 @@ fn bot_agent(name: &str, raw: RawBotAgent, src: &Source<'_>) -> Result<BotAgent,
         Some(u) => Some(u.into_inner().trim_end_matches('/').to_string()),
         None => None,
     };
+    let meeting = overrides(
+        RawMeeting {
+            require_mention: raw.require_mention,
+            free_response_rooms: raw.free_response_rooms,
+            mention_patterns: raw.mention_patterns,
+            allow_bots: raw.allow_bots,
+        },
+        &section,
+        src,
+    )?;
     Ok(BotAgent {
         password,
         hermes_env: text(raw.hermes_env, "hermes_env")?.map(PathBuf::from),
         api_url,
         api_key_env: text(raw.api_key_env, "api_key_env")?,
+        meeting,
     })
 }
 

@@ -14,6 +14,7 @@ mod bot;
 mod fields;
 mod load;
 mod loop_guard;
+mod meeting;
 mod raw;
 mod source;
 #[cfg(test)]
@@ -23,6 +24,7 @@ mod validate;
 
 pub use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
 pub use types::{
-    AgentConfig, BotAgent, BotConfig, BotTls, Config, DEFAULT_TTL_SECONDS,
-    DEFAULT_TURN_TIMEOUT_SECONDS, LoopGuardConfig, PasswordSource, Redirect, TransportKind, Xmpp,
+    AgentConfig, AllowBots, BotAgent, BotConfig, BotTls, Config, DEFAULT_TTL_SECONDS,
+    DEFAULT_TURN_TIMEOUT_SECONDS, LoopGuardConfig, MeetingConfig, MeetingOverridesConfig,
+    PasswordSource, Redirect, TransportKind, Xmpp,
 };

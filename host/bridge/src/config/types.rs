@@ -154,6 +154,65 @@ pub struct BotConfig {
     pub turn_timeout_seconds: u32,
     /// Each agent's bot settings, by agent name (only configured agents).
     pub agents: BTreeMap<String, BotAgent>,
+    /// Who answers what in the room, for every agent without its own.
+    pub meeting: MeetingConfig,
+}
+
+/// Which agents' messages a bot may answer (Hermes's `allow_bots`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllowBots {
+    /// No agent's message.
+    None,
+    /// An agent message that addresses this agent, within the loop guard
+    /// (the default: the room exists for agents to talk).
+    #[default]
+    Mentions,
+    /// Any agent message that addresses no other agent, within the loop
+    /// guard.
+    All,
+}
+
+/// `[bot]`'s meeting keys, Hermes's names and defaults: who answers a
+/// message, and what stops the agents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeetingConfig {
+    /// A person's message is answered only by the agents it addresses
+    /// (default true).
+    pub require_mention: bool,
+    /// Room JIDs where `require_mention` is off (default none).
+    pub free_response_rooms: Vec<String>,
+    /// Extra wake words, Rust `regex` syntax, matched case-insensitively
+    /// anywhere in a body (default none).
+    pub mention_patterns: Vec<String>,
+    /// Which agents' messages are answered (default `mentions`).
+    pub allow_bots: AllowBots,
+    /// A person's message that is one of these stops the agents (default
+    /// `stop`, `/stop`, `停`, `停止`, `别说了`, `halt`).
+    pub stop_words: Vec<String>,
+}
+
+impl Default for MeetingConfig {
+    fn default() -> Self {
+        use session_switch_contract::meeting::{DEFAULT_REQUIRE_MENTION, DEFAULT_STOP_WORDS};
+        Self {
+            require_mention: DEFAULT_REQUIRE_MENTION,
+            free_response_rooms: Vec::new(),
+            mention_patterns: Vec::new(),
+            allow_bots: AllowBots::default(),
+            stop_words: DEFAULT_STOP_WORDS.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+}
+
+/// `[bot.agents.NAME]`'s meeting keys: the agent's own values, `None` for
+/// the room's (`[bot]`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MeetingOverridesConfig {
+    pub require_mention: Option<bool>,
+    pub free_response_rooms: Option<Vec<String>>,
+    pub mention_patterns: Option<Vec<String>>,
+    pub allow_bots: Option<AllowBots>,
 }
 
 /// `[bot.agents.NAME]`: one agent's XMPP password and Hermes API server.
@@ -171,6 +230,8 @@ pub struct BotAgent {
     /// A variable holding the API server's key; `None`: `API_SERVER_KEY`
     /// of the `.env`.
     pub api_key_env: Option<String>,
+    /// The agent's own meeting settings over `[bot]`'s.
+    pub meeting: MeetingOverridesConfig,
 }
 
 /// Where a bot reads its agent's XMPP password.

@@ -78,6 +78,8 @@ class PendingSend(TypedDict):
 class Admission(TypedDict):
     reply: bool
     reason: str
+    stop: bool
+    heard: bool
     hops: int
     detail: str
 
@@ -157,11 +159,17 @@ class Bridge:
         jid: Optional[str] = None,
         delayed: bool = False,
         human_origin: bool = False,
+        stanza_id: Optional[str] = None,
+        reply_to: Optional[str] = None,
+        reply_to_id: Optional[str] = None,
     ) -> Admission:
-        """The loop guard (CLI ``admit --json``, DESIGN §9.3): whether
-        ``agent``'s bot should answer one live room message from
-        ``occupant`` (``room/nick``; ``jid`` the sender's real bare JID where
-        the room exposes it), and why."""
+        """The loop guard and the meeting rules (CLI ``admit --json``, DESIGN
+        §9.3): whether ``agent``'s bot should answer one live room message
+        from ``occupant`` (``room/nick``; ``jid`` the sender's real bare JID
+        where the room exposes it), and why. ``stanza_id``: the room's
+        XEP-0359 id of the message; ``reply_to`` / ``reply_to_id``: the
+        sender (``room/nick`` or a nick) and stanza-id of the message it
+        replies to (XEP-0461)."""
         ...
     def reload(self, path: Optional[_Path] = None) -> Optional[str]: ...
     def watch_stats(self) -> Optional[WatchStats]: ...

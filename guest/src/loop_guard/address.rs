@@ -1,0 +1,78 @@
+//! The one rule for whom a message addresses, for persons and agents
+//! alike: an agent is addressed by its nick or `mention` as a whole word
+//! ([`addresses`]), by one of its `mention_patterns`, or by an XEP-0461
+//! reply to its message.
+
+use super::text::addresses;
+use super::{GuardState, RoomMessage};
+use crate::settings::AgentEntry;
+
+/// Whom one message addresses, as the receiving agent sees it.
+pub(super) struct Addressing<'a> {
+    /// It addresses the receiver.
+    pub here: bool,
+    /// It addresses another agent.
+    pub elsewhere: bool,
+    /// It addresses any agent.
+    pub anyone: bool,
+    /// Every agent's nick and mention: what a stop may name.
+    pub names: Vec<&'a str>,
+}
+
+impl<'a> Addressing<'a> {
+    /// Whom `message` addresses among `agents`; `state` knows who said the
+    /// messages a reply may name by id alone.
+    pub fn of(
+        agents: &'a [AgentEntry],
+        receiver: &AgentEntry,
+        message: &RoomMessage<'_>,
+        state: &GuardState,
+    ) -> Self {
+        let replied = replied_agent(agents, message, state);
+        let mut here = false;
+        let mut elsewhere = false;
+        for agent in agents {
+            if addresses_agent(agent, message.body, replied) {
+                if agent.agent.name == receiver.agent.name {
+                    here = true;
+                } else {
+                    elsewhere = true;
+                }
+            }
+        }
+        let names = agents
+            .iter()
+            .flat_map(|a| [Some(a.agent.nick.as_str()), a.agent.mention.as_deref()])
+            .flatten()
+            .collect();
+        Self {
+            here,
+            elsewhere,
+            anyone: here || elsewhere,
+            names,
+        }
+    }
+}
+
+/// Whether `body` (or the reply to `replied`'s message) addresses `agent`.
+pub(super) fn addresses_agent(agent: &AgentEntry, body: &str, replied: Option<&str>) -> bool {
+    replied == Some(agent.agent.name.as_str())
+        || addresses(body, &agent.agent.nick, agent.agent.mention.as_deref())
+        || agent.meeting.patterns.iter().any(|p| p.is_match(body))
+}
+
+/// The name of the agent whose message `message` replies to: the reply's
+/// nick when it is an agent's (exactly, as the room seats nicks), else the
+/// agent the guard saw say the message of the reply's id.
+fn replied_agent<'s>(
+    agents: &'s [AgentEntry],
+    message: &RoomMessage<'_>,
+    state: &'s GuardState,
+) -> Option<&'s str> {
+    let reply = message.reply_to?;
+    reply
+        .nick
+        .and_then(|nick| agents.iter().find(|a| a.agent.nick == nick))
+        .map(|a| a.agent.name.as_str())
+        .or_else(|| reply.id.and_then(|id| state.sayer_of(id)))
+}
