@@ -100,7 +100,7 @@ $SIM bot "$HERMES_HOME/state.db" "$BIN" "$HERMES_HOME/session-switch.toml" mohe 
 BOT=$!
 
 step "3. From the CLI session, mohe speaks in the room"
-MSG="The design review moves to 3pm today. 设计评审改到下午三点。"
+MSG="@zhiwei @xiaoguo The design review moves to 3pm today. 设计评审改到下午三点。"
 printf '$ %s\n' "$BIN send \"$MSG\" $CLI --agent mohe"
 OUT=$("$BIN" send "$MSG" "$CLI" --agent mohe)
 echo "$OUT"

@@ -26,11 +26,19 @@
 //! per human one, whatever the delivery order; when every bot sees the
 //! same order, at most `(n - 1) × max_hops + 1` (README "Loop guard").
 //!
+//! Within the bound, whom a message is answered by is the meeting's rule
+//! (Hermes's group settings): a person's message by the agents it
+//! addresses (every agent where `require_mention` is off), an agent's per
+//! `allow_bots`, nothing while a person's stop holds.
+//!
 //! This file is the rule ([`admit`]) and its WIT entry ([`admit_message`]);
-//! the state it keeps is in `state.rs`, its reading of bodies (who is
-//! named, what counts as the same message) in `text.rs`.
+//! the message it reads is in `message.rs`, the state it keeps in
+//! `state.rs`, whom a message addresses in `address.rs`, a person's stop in
+//! `stop.rs`, its reading of bodies (who is named, what counts as the same
+//! message) in `text.rs`.
 
 mod address;
+mod message;
 mod state;
 mod stop;
 mod text;
@@ -43,41 +51,13 @@ use address::Addressing;
 use session_switch_contract::keys::guard_key;
 use text::digest;
 
+pub use message::{ReplyTo, RoomMessage};
 pub use state::GuardState;
 pub use stop::{is_stop, stop_form};
 pub use text::addresses;
 
 /// The guard's settings: WIT `loop-guard` (config `[loop_guard]`).
 pub use crate::LoopGuard as GuardSettings;
-
-/// One live room message as the receiving bot sees it.
-#[derive(Clone, Copy, Debug)]
-pub struct RoomMessage<'a> {
-    /// The sender's nick in the room (the resource of its occupant JID
-    /// `room/nick`, XEP-0045).
-    pub nick: &'a str,
-    /// The sender's real bare JID, where the room exposes it (non-anonymous
-    /// rooms, XEP-0045 §7.2.3).
-    pub jid: Option<&'a str>,
-    /// The body, without an XEP-0461 reply's quoted fallback.
-    pub body: &'a str,
-    /// Delayed delivery (XEP-0203): history the room replays on join.
-    pub delayed: bool,
-    /// The stanza carries the bridge's human-origin marker.
-    pub human_origin: bool,
-    /// The room's XEP-0359 stanza-id of this message.
-    pub stanza_id: Option<&'a str>,
-    /// The message this one replies to (XEP-0461).
-    pub reply_to: Option<ReplyTo<'a>>,
-}
-
-/// The message a reply answers: its sender's nick and its stanza-id,
-/// either of which may be missing.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReplyTo<'a> {
-    pub nick: Option<&'a str>,
-    pub id: Option<&'a str>,
-}
 
 pub use crate::{Admission, AdmitReason};
 
@@ -182,7 +162,7 @@ pub fn admit(
         },
         |a| a.agent.name.clone(),
     );
-    let to = Addressing::of(agents, receiver, message, state);
+    let to = Addressing::of(agents, receiver, sender_agent, message, state);
     let name = &receiver.agent.name;
 
     if human {

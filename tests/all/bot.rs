@@ -87,7 +87,7 @@ fn answered_redirected_and_stopped(world: &BotWorld) {
     assert!(out.status.success(), "send: {out:?}");
     assert!(observer.wait_for_body(&cli, ANSWER).is_some());
     let seen = observer.messages().len();
-    let second = unique("and a second question");
+    let second = unique("@mohe and a second question");
     world.say("anna", &second);
     let reply2 = wait_from(&observer, "mohe", seen, ANSWER)
         .unwrap_or_else(|| panic!("no second reply:\n{}", bot.log()));
@@ -202,7 +202,7 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
     assert_eq!(health["joined"], true, "{health}");
     assert_ne!(health["hermes"], "ok", "{health}");
 
-    let lost = unique("while Hermes is down");
+    let lost = unique("@mohe while Hermes is down");
     world.say("anna", &lost);
     assert!(
         bot.wait_log("no reply to anna: Hermes API server unreachable", 1, ANSWER),
@@ -232,7 +232,7 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
         }),
         "--once logged a line with a time:\n{stderr}"
     );
-    let back = unique("Hermes is back");
+    let back = unique("@mohe Hermes is back");
     world.say("anna", &back);
     let reply = wait_from(&observer, "mohe", 0, ANSWER)
         .unwrap_or_else(|| panic!("no reply once Hermes is back:\n{}", bot.log()));
@@ -257,7 +257,7 @@ fn a_line_hermes_stored_before_it_was_killed_is_not_passed_again() {
     let observer = world.observer();
     let bot = world.bot("mohe");
     world.llm.set_delay(Duration::from_secs(30));
-    let first = unique("while Hermes thinks");
+    let first = unique("@mohe while Hermes thinks");
     world.say("anna", &first);
     let started = Instant::now();
     while world.llm.turn_messages().is_empty() {
@@ -280,7 +280,7 @@ fn a_line_hermes_stored_before_it_was_killed_is_not_passed_again() {
     );
     world.llm.set_delay(Duration::ZERO);
     world.gateway.restart();
-    let second = unique("after the restart");
+    let second = unique("@mohe after the restart");
     world.say("anna", &second);
     let reply = wait_from(&observer, "mohe", 0, ANSWER)
         .unwrap_or_else(|| panic!("no reply after the restart:\n{}", bot.log()));
@@ -546,7 +546,7 @@ fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session(
     let observer = world.observer();
     let bot = world.bot("mohe");
     world.llm.set_failing(true);
-    let failed = unique("while the LLM fails");
+    let failed = unique("@mohe while the LLM fails");
     world.say("anna", &failed);
     // Hermes retries the LLM before it gives up (about 20 s).
     assert!(
@@ -570,7 +570,7 @@ fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session(
     );
 
     world.llm.set_failing(false);
-    let next = unique("the LLM answers again");
+    let next = unique("@mohe the LLM answers again");
     world.say("anna", &next);
     wait_from(&observer, "mohe", 0, ANSWER)
         .unwrap_or_else(|| panic!("no reply once the LLM answers:\n{}", bot.log()));

@@ -1,7 +1,7 @@
 //! The TOML config (DESIGN §8): the example parses to the seed's agents, and
 //! every validation error names the line and says what is wrong.
 
-use session_switch::config::{Config, TransportKind};
+use session_switch::config::{Config, LoopGuardConfig, MeetingConfig, TransportKind};
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 
@@ -40,6 +40,11 @@ fn example_config_is_the_seeds_three_agents() {
     assert_eq!(c.redirect.ttl_seconds, 3600);
     assert_eq!(c.redirect.future_skew_seconds, 120);
     assert_eq!(c.redirect.legacy_agent.as_deref(), Some("mohe"));
+    // Its [loop_guard] and [bot] keys say the defaults, as written there.
+    assert_eq!(c.loop_guard, LoopGuardConfig::default());
+    assert_eq!(c.bot.meeting, MeetingConfig::default());
+    assert_eq!(c.bot.turn_timeout_seconds, 300);
+    assert!(c.bot.agents["mohe"].password.is_some());
     let names: Vec<_> = c.agents.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["mohe", "zhiwei", "xiaoguo"]);
     let mohe = c.agent("mohe").unwrap();

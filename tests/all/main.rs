@@ -23,6 +23,7 @@ mod isolation;
 mod layout;
 mod loop_guard;
 mod loop_guard_e2e;
+mod meeting;
 mod memo;
 mod policy_differential;
 mod policy_props;

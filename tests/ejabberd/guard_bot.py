@@ -13,8 +13,9 @@
        (SESSION_SWITCH_TEST_CLOCK_FILE) S seconds on before each reply, so
        replies are S seconds apart for the guard.
   say: join ROOM as NICK, post one message (with the human-origin marker
-       when --marker), wait for its reflection, leave. A person, or a
-       forger.
+       when --marker; an XEP-0461 reply with --reply-to/--reply-id, its
+       --quote before the body as the XEP-0428 fallback), wait for its
+       reflection, leave. A person, or a forger.
 
 The real JID of a sender is read from the room's presence (a
 non-anonymous room shows it to every occupant) when the message arrives.
@@ -60,20 +61,41 @@ class Client(slixmpp.ClientXMPP):
             self.a.room, self.a.nick, maxstanzas=self.a.history, timeout=20)
         out(event="READY")
         if self.a.mode == "say":
-            msg = self.make_message(mto=self.a.room, mbody=self.a.body,
+            msg = self.make_message(mto=self.a.room, mbody=self.said_body(),
                                     mtype="groupchat")
             if self.a.marker:
                 msg.append(ET.Element("{%s}human-origin" % MARKER_NS))
+            if self.a.reply_to or self.a.reply_id:
+                # XEP-0461, with the quote as an XEP-0428 fallback.
+                reply = ET.Element("{urn:xmpp:reply:0}reply")
+                if self.a.reply_to:
+                    reply.set("to", self.a.reply_to)
+                if self.a.reply_id:
+                    reply.set("id", self.a.reply_id)
+                msg.append(reply)
+                if self.a.quote is not None:
+                    fallback = ET.Element("{urn:xmpp:fallback:0}fallback",
+                                          {"for": "urn:xmpp:reply:0"})
+                    end = len(self.said_body()) - len(self.a.body)
+                    ET.SubElement(fallback, "{urn:xmpp:fallback:0}body",
+                                  {"start": "0", "end": str(end)})
+                    msg.append(fallback)
             msg.send()
             return
         asyncio.ensure_future(self.worker())
+
+    def said_body(self):
+        """The body as posted: a reply's quote first, where there is one."""
+        if self.a.quote is None:
+            return self.a.body
+        return "> %s\n%s" % (self.a.quote, self.a.body)
 
     def on_gc(self, msg):
         if msg["type"] != "groupchat" or not msg["body"]:
             return
         nick = msg["mucnick"]
         if self.a.mode == "say":
-            if nick == self.a.nick and msg["body"] == self.a.body:
+            if nick == self.a.nick and msg["body"] == self.said_body():
                 out(event="said")
                 self.disconnect()
             return
@@ -163,6 +185,9 @@ def main():
     # say
     ap.add_argument("--body")
     ap.add_argument("--marker", action="store_true")
+    ap.add_argument("--reply-to", help="XEP-0461: the replied message's occupant JID")
+    ap.add_argument("--reply-id", help="XEP-0461: the replied message's id")
+    ap.add_argument("--quote", help="the replied text, put before the body as its fallback")
     a = ap.parse_args()
     sys.exit(asyncio.run(amain(a)))
 

@@ -125,9 +125,24 @@ impl BotWorld {
         cmd
     }
 
+    /// A copy of this world's config with `keys` added to its `[bot]`
+    /// section, e.g. `require_mention = false`.
+    pub fn config_with_bot_keys(&self, name: &str, keys: &str) -> PathBuf {
+        let text = std::fs::read_to_string(&self.config).unwrap();
+        let text = text.replacen("[bot]\n", &format!("[bot]\n{keys}\n"), 1);
+        let path = self.home.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     /// Start `agent`'s bot and wait until it is seated (at most 60 s).
     pub fn bot(&self, agent: &str) -> BotProcess {
-        let mut cmd = self.cli();
+        self.bot_with(agent, &self.config)
+    }
+
+    /// [`BotWorld::bot`] reading the config at `config`.
+    pub fn bot_with(&self, agent: &str, config: &std::path::Path) -> BotProcess {
+        let mut cmd = self.cli_with(config);
         cmd.args(["bot", "--agent", agent]);
         let bot = BotProcess::spawn(cmd, agent);
         assert!(
@@ -154,6 +169,28 @@ impl BotWorld {
     /// A person (`outsider`'s account) posts `body` as `nick`; returns once
     /// the room reflected it.
     pub fn say(&self, nick: &str, body: &str) {
+        self.say_with(nick, body, &[]);
+    }
+
+    /// [`BotWorld::say`] as an XEP-0461 reply to `to`'s message (a nick of
+    /// the room), quoting `quote` before `body` as clients do.
+    pub fn reply(&self, nick: &str, body: &str, to: &str, quote: &str) {
+        let occupant = format!("{}/{to}", self.ej.room);
+        self.say_with(
+            nick,
+            body,
+            &[
+                "--reply-to",
+                &occupant,
+                "--reply-id",
+                "unknown",
+                "--quote",
+                quote,
+            ],
+        );
+    }
+
+    fn say_with(&self, nick: &str, body: &str, more: &[&str]) {
         let ej = &self.ej;
         let out = Command::new(venv_python())
             .arg(workspace_root().join("tests/ejabberd/guard_bot.py"))
@@ -161,6 +198,7 @@ impl BotWorld {
             .args(["--password", &ej.password(ej.outsider())])
             .args(["--room", &ej.room, "--nick", nick, "--body", body])
             .args(["--port", &ej.c2s_port.to_string(), "--timeout", "30"])
+            .args(more)
             .output()
             .unwrap();
         assert!(

@@ -3,8 +3,9 @@
 //! ([`addresses`]), by one of its `mention_patterns`, or by an XEP-0461
 //! reply to its message.
 
+use super::message::RoomMessage;
+use super::state::GuardState;
 use super::text::addresses;
-use super::{GuardState, RoomMessage};
 use crate::settings::AgentEntry;
 
 /// Whom one message addresses, as the receiving agent sees it.
@@ -20,18 +21,25 @@ pub(super) struct Addressing<'a> {
 }
 
 impl<'a> Addressing<'a> {
-    /// Whom `message` addresses among `agents`; `state` knows who said the
+    /// Whom `message` addresses among `agents`; `sender` is the agent who
+    /// sent it, if one did (a message never addresses its own sender:
+    /// `reply 3 from zhiwei` addresses nobody); `state` knows who said the
     /// messages a reply may name by id alone.
     pub fn of(
         agents: &'a [AgentEntry],
         receiver: &AgentEntry,
+        sender: Option<&AgentEntry>,
         message: &RoomMessage<'_>,
         state: &GuardState,
     ) -> Self {
         let replied = replied_agent(agents, message, state);
         let mut here = false;
         let mut elsewhere = false;
-        for agent in agents {
+        let from = sender.map(|a| a.agent.name.as_str());
+        for agent in agents
+            .iter()
+            .filter(|a| Some(a.agent.name.as_str()) != from)
+        {
             if addresses_agent(agent, message.body, replied) {
                 if agent.agent.name == receiver.agent.name {
                     here = true;

@@ -317,6 +317,20 @@ fn a_stop_repeated_in_the_duplicate_window_still_stops() {
 }
 
 #[test]
+fn a_message_never_addresses_its_own_sender() {
+    let mut room = Room::with(|s| s.meeting.allow_bots = AllowBots::All);
+    room.answering("@mohe start");
+    // Under `all`, a reply that names only its sender addresses nobody, so
+    // every other agent may answer it.
+    let d = room.deliver(&agent("zhiwei", "reply 1 from zhiwei", None));
+    assert_eq!(who(&d), ["mohe", "xiaoguo"]);
+    let mut room = Room::new();
+    room.answering("@mohe start");
+    let d = room.deliver(&agent("zhiwei", "zhiwei here", None));
+    assert_eq!(d[0].reason, AdmitReason::NotAddressed);
+}
+
+#[test]
 fn an_agents_stop_is_just_a_message() {
     let mut room = Room::new();
     room.answering("@mohe @zhiwei discuss");

@@ -19,6 +19,7 @@ use crate::settings::BotSettings;
 use session_switch::Bridge;
 use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now, untag};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc::UnboundedSender;
@@ -37,6 +38,31 @@ pub struct Reply {
     pub to_nick: String,
     /// The session the turn ran in.
     pub session: String,
+    /// How many stops the decision thread had heard when it handed the
+    /// reply on: a stop heard after that keeps it from the room.
+    pub stops: u64,
+}
+
+/// How far the decision thread is, for the XMPP task: how many messages
+/// it has heard and how many of them were stops. A reply is posted only
+/// once every message received before it was heard, and no stop among
+/// them.
+#[derive(Debug, Default)]
+pub struct Progress {
+    heard: AtomicU64,
+    stops: AtomicU64,
+}
+
+impl Progress {
+    /// Messages heard so far.
+    pub fn heard(&self) -> u64 {
+        self.heard.load(Ordering::Acquire)
+    }
+
+    /// Stops heard so far.
+    pub fn stops(&self) -> u64 {
+        self.stops.load(Ordering::Acquire)
+    }
 }
 
 /// A room line Hermes has not seen yet. `session`: `None` for one the bot
@@ -70,6 +96,7 @@ pub struct Decider {
     /// Counts the stops heard.
     stops: u64,
     under_way: UnderWay,
+    progress: Arc<Progress>,
 }
 
 /// The turn the decision thread is waiting on, if any (`the reply to anna
@@ -92,12 +119,14 @@ impl UnderWay {
 }
 
 impl Decider {
-    /// A decider; `under_way` shows its current turn to the XMPP task.
+    /// A decider; `under_way` shows its current turn to the XMPP task,
+    /// `progress` how far it has heard.
     pub fn new(
         bridge: Arc<Bridge>,
         hermes: HermesClient,
         settings: BotSettings,
         under_way: UnderWay,
+        progress: Arc<Progress>,
     ) -> Self {
         Self {
             bridge,
@@ -108,6 +137,7 @@ impl Decider {
             heard: 0,
             stops: 0,
             under_way,
+            progress,
         }
     }
 
@@ -134,7 +164,8 @@ impl Decider {
             while let Ok(m) = inbox.try_recv() {
                 self.hear(&m);
             }
-            let Some(reply) = reply else { continue };
+            let Some(mut reply) = reply else { continue };
+            reply.stops = self.stops;
             if self.stops != stops {
                 tracing::info!(
                     "reply to {} not posted: a person said stop while its turn ran \
@@ -153,6 +184,12 @@ impl Decider {
     /// Hear `m`: the policy's decision on it, logged; an answer queued, a
     /// heard line kept, a stop acted on. An own echo logs at debug only.
     pub fn hear(&mut self, m: &Incoming) {
+        self.decide(m);
+        self.progress.stops.store(self.stops, Ordering::Release);
+        self.progress.heard.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn decide(&mut self, m: &Incoming) {
         let agent = self.settings.agent.clone();
         let agent = agent.as_str();
         let own = match self.bridge.is_own(agent, &m.occupant) {
@@ -267,6 +304,7 @@ impl Decider {
                     body,
                     to_nick: m.nick.clone(),
                     session,
+                    stops: self.stops,
                 })
             }
             Err(e) if e.line_stored() => {

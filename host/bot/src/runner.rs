@@ -8,7 +8,7 @@
 //! refused join is retried here, also with a doubling pause (up to 60 s).
 //! `--once` is [`crate::check`].
 
-use crate::decide::{Decider, Reply, UnderWay};
+use crate::decide::{Decider, Progress, Reply, UnderWay};
 use crate::hermes::HermesClient;
 use crate::room::{self, Incoming, RoomEvent};
 use crate::seen::Seen;
@@ -16,11 +16,11 @@ use crate::settings::BotSettings;
 use futures::StreamExt;
 use session_switch::config::BotTls;
 use session_switch::{Bridge, Failure};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::time::{Instant, sleep_until, timeout};
+use tokio::time::{Instant, sleep, sleep_until, timeout};
 use tokio_xmpp::connect::{DnsConfig, StartTlsServerConnector, TcpServerConnector};
 use tokio_xmpp::jid::BareJid;
 use tokio_xmpp::xmlstream::Timeouts;
@@ -32,6 +32,9 @@ const FIRST_REJOIN_PAUSE: Duration = Duration::from_secs(1);
 const MAX_REJOIN_PAUSE: Duration = Duration::from_secs(60);
 /// How long a stop waits for replies of turns already under way.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How often a reply waiting for the decision thread to hear the messages
+/// before it is looked at again.
+const HELD_CHECK: Duration = Duration::from_millis(20);
 /// How long one stanza may wait to be written (the connection may be down
 /// and reconnecting meanwhile).
 const SEND_LIMIT: Duration = Duration::from_secs(30);
@@ -288,15 +291,32 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     let (inbox, inbox_rx) = std::sync::mpsc::channel::<Incoming>();
     let (replies_tx, mut replies) = tokio::sync::mpsc::unbounded_channel::<Reply>();
     let under_way = UnderWay::default();
-    let decider = Decider::new(bridge, hermes, settings.clone(), under_way.clone());
+    let progress = Arc::new(Progress::default());
+    let decider = Decider::new(
+        bridge,
+        hermes,
+        settings.clone(),
+        under_way.clone(),
+        Arc::clone(&progress),
+    );
     std::thread::Builder::new()
         .name(format!("bot-{}", settings.agent))
         .spawn(move || decider.run(inbox_rx, replies_tx))
         .map_err(|e| Failure::transport(format!("cannot start the decision thread: {e}")))?;
     let mut seen = Seen::default();
     let mut sent = 0u64;
+    // Messages handed to the decision thread, and the replies waiting for
+    // it to hear every message that came before them.
+    let mut forwarded = 0u64;
+    let mut held: VecDeque<(Reply, u64)> = VecDeque::new();
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     loop {
+        // A reply goes out once the decision thread has heard every
+        // message that came before it: a stop among them keeps it back.
+        while let Some((reply, _)) = held.pop_front_if(|(_, before)| progress.heard() >= *before) {
+            sent += 1;
+            post_unless_stopped(&mut client, &seat, &settings, reply, sent, &progress).await;
+        }
         tokio::select! {
             _ = term.recv() => {
                 tracing::info!("SIGTERM: stopping");
@@ -310,9 +330,9 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 seat.join(&mut client).await;
             }
             Some(reply) = replies.recv() => {
-                sent += 1;
-                post(&mut client, &seat, &settings, reply, sent).await;
+                held.push_back((reply, forwarded));
             }
+            _ = sleep(HELD_CHECK), if !held.is_empty() => {}
             event = client.next() => match event {
                 None => return Err(Failure::transport("the XMPP client ended by itself")),
                 Some(Event::Online { bound_jid, resumed: false, .. }) => {
@@ -340,6 +360,7 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                         if inbox.send(m).is_err() {
                             return Err(Failure::transport("the decision thread ended"));
                         }
+                        forwarded += 1;
                     }
                 }
             },
@@ -347,10 +368,14 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     }
     // Turns under way may still answer: post what comes within the grace.
     drop(inbox);
+    for (reply, _) in held.drain(..) {
+        sent += 1;
+        post_unless_stopped(&mut client, &seat, &settings, reply, sent, &progress).await;
+    }
     let deadline = Instant::now() + STOP_GRACE;
     while let Ok(Some(reply)) = tokio::time::timeout_at(deadline, replies.recv()).await {
         sent += 1;
-        post(&mut client, &seat, &settings, reply, sent).await;
+        post_unless_stopped(&mut client, &seat, &settings, reply, sent, &progress).await;
     }
     if let Some(turn) = under_way.get() {
         tracing::warn!(
@@ -380,6 +405,28 @@ pub(crate) async fn undo_creation(client: &mut Client, room: &BareJid) {
         "the room's destruction",
     )
     .await;
+}
+
+/// Post `reply` unless a stop was heard after the decision thread handed
+/// it on.
+async fn post_unless_stopped(
+    client: &mut Client,
+    seat: &Seat,
+    settings: &BotSettings,
+    reply: Reply,
+    n: u64,
+    progress: &Progress,
+) {
+    if progress.stops() != reply.stops {
+        tracing::info!(
+            "reply to {} not posted: a person said stop before it went out (Hermes keeps it \
+             in session {})",
+            reply.to_nick,
+            reply.session
+        );
+        return;
+    }
+    post(client, seat, settings, reply, n).await;
 }
 
 async fn post(client: &mut Client, seat: &Seat, settings: &BotSettings, reply: Reply, n: u64) {
