@@ -364,3 +364,38 @@ class PipBuild(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Meeting(unittest.TestCase):
+    """`Bridge.admit` decides as the CLI's `admit` does: whom a message
+    addresses (a reply by its sender or its stanza-id) and a person's stop."""
+
+    def setUp(self):
+        d = support.tempdir(self)
+        self.home = support.hermes_home(d / "home", "hermes-latest.db")
+        self.bridge = Bridge(self.home, cache_dir=d / "cache", watch=False)
+        self.addCleanup(self.bridge.close)
+        self.room = "coregroup@conference.meeting.localhost"
+
+    def admit(self, agent, nick, body, **kw):
+        return self.bridge.admit(agent, f"{self.room}/{nick}", body, **kw)
+
+    def test_a_reply_addresses_the_author_by_nick_or_by_stanza_id(self):
+        d = self.admit("mohe", "alice", "what does everyone think?")
+        self.assertEqual((d["reply"], d["reason"], d["heard"]), (False, "not-addressed", True))
+        d = self.admit("zhiwei", "alice", "go on", reply_to=f"{self.room}/zhiwei")
+        self.assertEqual((d["reply"], d["reason"]), (True, "human"))
+        d = self.admit("mohe", "zhiwei", "@mohe here is the plan", stanza_id="s-1")
+        self.assertEqual((d["reply"], d["reason"]), (True, "addressed"))
+        d = self.admit("mohe", "alice", "fine by me", reply_to_id="s-1")
+        self.assertEqual((d["reply"], d["reason"]), (False, "addressed-elsewhere"))
+
+    def test_a_stop_quiets_the_agents_until_a_person_writes(self):
+        d = self.admit("mohe", "alice", "Stop!")
+        self.assertEqual((d["reply"], d["reason"], d["stop"]), (False, "stopped", True))
+        d = self.admit("mohe", "zhiwei", "@mohe are you there?")
+        self.assertEqual((d["reply"], d["reason"], d["stop"]), (False, "stopped", False))
+        d = self.admit("mohe", "alice", "@mohe go on")
+        self.assertEqual((d["reply"], d["reason"]), (True, "human"))
+        with self.assertRaises(TypeError):
+            self.admit("mohe", "alice", "x", reply="zhiwei")
