@@ -231,7 +231,7 @@ fn allow_bots_none_mentions_and_all() {
     assert_eq!(d[1].reason, AdmitReason::FreeResponse);
     // Still bounded by the loop guard.
     let mut n = 0;
-    while who(&room.deliver(&agent("zhiwei", &format!("more {n}"), None))).len() > 0 {
+    while !who(&room.deliver(&agent("zhiwei", &format!("more {n}"), None))).is_empty() {
         n += 1;
         assert!(n < 100, "allow_bots all escaped the bound");
     }
