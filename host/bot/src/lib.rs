@@ -13,10 +13,15 @@ pub mod check;
 pub mod decide;
 pub mod hermes;
 pub mod line;
+pub mod lock;
+pub mod login;
+pub mod resource;
 pub mod room;
 pub mod runner;
+pub mod seats;
 pub mod seen;
 pub mod settings;
+pub mod tls;
 
 pub use check::{Health, check};
 pub use runner::run;

@@ -6,25 +6,33 @@
 //! again with a doubling pause (1 s up to 30 s) and logs each failed try;
 //! every new connection is logged here and rejoins the room. A kick or a
 //! refused join is retried here, also with a doubling pause (up to 60 s).
-//! `--once` is [`crate::check`].
+//! Before the client starts, the bot takes its agent's lock ([`crate::lock`])
+//! and logs in once ([`crate::login`]): a second bot on this machine, a
+//! refused login or an untrusted certificate end the process (exit 2). At
+//! its first join it looks for its agent's seat from another machine
+//! ([`crate::seats`]). `--once` is [`crate::check`].
 
 use crate::decide::{Decider, Reply, UnderWay};
 use crate::hermes::HermesClient;
 use crate::room::{self, Incoming, RoomEvent};
+use crate::seats::{self, JoinView};
 use crate::seen::Seen;
 use crate::settings::BotSettings;
+use crate::tls::StartTls;
+use crate::{lock, login, resource};
 use futures::StreamExt;
 use session_switch::config::BotTls;
-use session_switch::{Bridge, Failure};
+use session_switch::{Bridge, Failure, FailureKind};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until, timeout};
-use tokio_xmpp::connect::{DnsConfig, StartTlsServerConnector, TcpServerConnector};
-use tokio_xmpp::jid::BareJid;
+use tokio_xmpp::connect::{DnsConfig, TcpServerConnector};
+use tokio_xmpp::jid::{BareJid, FullJid, Jid};
+use tokio_xmpp::parsers::iq::Iq;
 use tokio_xmpp::xmlstream::Timeouts;
-use tokio_xmpp::{Client, Event, Stanza};
+use tokio_xmpp::{Client, Event, IqRequest, IqResponse, Stanza};
 
 /// The first pause before rejoining after a kick or a refused join; it
 /// doubles up to [`MAX_REJOIN_PAUSE`] and is reset by a join.
@@ -35,14 +43,34 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How long one stanza may wait to be written (the connection may be down
 /// and reconnecting meanwhile).
 const SEND_LIMIT: Duration = Duration::from_secs(30);
+/// How long another seat of the agent has to answer a ping (XEP-0199)
+/// before it counts as stale.
+const PING_LIMIT: Duration = Duration::from_secs(10);
+const NS_PING: &str = "urn:xmpp:ping";
 
 /// Run `settings.agent`'s bot until SIGTERM or SIGINT. Returns `Ok` after
 /// a graceful stop (left the room, stream closed).
 ///
-/// Errors: a JID or nick the XMPP library refuses (kind `bad-input`); a
+/// Errors: another bot of the agent on this machine holds its lock, or
+/// answered a ping from its seat in the room (kind `busy`); the server
+/// refused the login (kind `not-accepted`, naming the SASL condition); a
+/// JID or nick the XMPP library refuses, a `ca_file` that cannot be used,
+/// a certificate the roots do not trust, no STARTTLS (kind `bad-input`); a
 /// runtime that cannot start or signals that cannot be watched.
 pub fn run(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
-    runtime()?.block_on(serve(bridge, settings))
+    let dir = lock::lock_dir(
+        std::env::var("XDG_RUNTIME_DIR").ok().as_deref(),
+        &session_switch::hermes_home(),
+    );
+    let held = lock::take(&lock::lock_path(&dir, &settings.jid), &settings.agent)?;
+    tracing::info!(
+        "holding {} (one bot of {} on this machine)",
+        held.path.display(),
+        settings.agent
+    );
+    let served = runtime()?.block_on(serve(bridge, settings));
+    drop(held);
+    served
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -57,8 +85,51 @@ pub(crate) fn room_jid(settings: &BotSettings) -> Result<BareJid, Failure> {
         .map_err(|e| Failure::bad_input(format!("room {:?}: {e}", settings.room)))
 }
 
-/// A client that connects (and reconnects) in the background.
-pub(crate) fn connect(settings: &BotSettings) -> Result<Client, Failure> {
+/// How the bot reaches the server: the login probe and the client go the
+/// same way.
+pub(crate) enum Connector {
+    Plain(TcpServerConnector),
+    StartTls(StartTls),
+}
+
+impl Connector {
+    /// Log in once (see [`login::probe`]).
+    pub(crate) async fn probe(
+        &self,
+        jid: &Jid,
+        password: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(), Failure> {
+        match self {
+            Self::Plain(c) => login::probe(c, jid, password, deadline).await,
+            Self::StartTls(c) => login::probe(c, jid, password, deadline).await,
+        }
+    }
+
+    /// A client that connects (and reconnects) in the background.
+    pub(crate) fn client(self, jid: Jid, password: String) -> Client {
+        match self {
+            Self::Plain(c) => Client::new_with_connector(jid, password, c, Timeouts::tight()),
+            Self::StartTls(c) => Client::new_with_connector(jid, password, c, Timeouts::tight()),
+        }
+    }
+}
+
+/// The agent's JID, with `resource` when given (else the server picks one).
+pub(crate) fn agent_jid(settings: &BotSettings, resource: Option<&str>) -> Result<Jid, Failure> {
+    let bad =
+        |e: &dyn std::fmt::Display| Failure::bad_input(format!("JID {:?}: {e}", settings.jid));
+    let bare = BareJid::new(&settings.jid).map_err(|e| bad(&e))?;
+    Ok(match resource {
+        Some(r) => Jid::from(bare.with_resource_str(r).map_err(|e| bad(&e))?),
+        None => Jid::from(bare),
+    })
+}
+
+/// The connector `[bot] server`, `tls` and `ca_file` describe.
+///
+/// Errors (kind `bad-input`): a `ca_file` that cannot be used.
+pub(crate) fn connector(settings: &BotSettings) -> Result<Connector, Failure> {
     let jid = BareJid::new(&settings.jid)
         .map_err(|e| Failure::bad_input(format!("JID {:?}: {e}", settings.jid)))?;
     let dns = match &settings.server {
@@ -69,25 +140,15 @@ pub(crate) fn connect(settings: &BotSettings) -> Result<Client, Failure> {
         }
         None => DnsConfig::srv_default_client(jid.domain().as_str()),
     };
-    let password = settings.password.clone();
     Ok(match settings.tls {
         BotTls::Starttls => {
             // rustls needs one process-wide crypto provider; a second
             // install (another bot in the same process) is harmless.
             let _ = tokio_xmpp::rustls::crypto::ring::default_provider().install_default();
-            Client::new_with_connector(
-                jid,
-                password,
-                StartTlsServerConnector::from(dns),
-                Timeouts::tight(),
-            )
+            let roots = crate::tls::roots(settings.ca_file.as_deref())?;
+            Connector::StartTls(StartTls::new(dns, roots))
         }
-        BotTls::InsecurePlaintext => Client::new_with_connector(
-            jid,
-            password,
-            TcpServerConnector::from(dns),
-            Timeouts::tight(),
-        ),
+        BotTls::InsecurePlaintext => Connector::Plain(TcpServerConnector::from(dns)),
     })
 }
 
@@ -120,6 +181,13 @@ pub(crate) struct Seat {
     /// room shows none.
     own_jid: String,
     connections: u32,
+    /// The full JID the server bound for the current connection.
+    pub(crate) bound: Option<FullJid>,
+    /// What the presences showed since the join was sent.
+    pub(crate) view: JoinView,
+    /// The other-seat check ran (once per process, at the first join: the
+    /// bot that joined later is the one that leaves).
+    checked: bool,
 }
 
 impl Seat {
@@ -133,13 +201,18 @@ impl Seat {
             pause: FIRST_REJOIN_PAUSE,
             jids: HashMap::new(),
             connections: 0,
+            bound: None,
+            view: JoinView::default(),
+            checked: false,
         }
     }
 
     async fn join(&mut self, client: &mut Client) {
         self.rejoin_at = None;
+        self.view = JoinView::default();
         match room::join(&self.room, &self.nick) {
             Ok(p) => {
+                let p = p.with_priority(seats::JOIN_PRIORITY);
                 send(client, p.into(), "the join").await;
             }
             Err(e) => tracing::error!("cannot join: {e}"),
@@ -158,10 +231,11 @@ impl Seat {
     }
 
     /// A new connection (never a resumed one): the room seat is gone.
-    pub(crate) async fn online(&mut self, client: &mut Client, bound: &str) {
+    pub(crate) async fn online(&mut self, client: &mut Client, bound: &Jid) {
         self.connections += 1;
         self.joined = false;
         self.jids.clear();
+        self.bound = bound.try_as_full().ok().cloned();
         if self.connections == 1 {
             tracing::info!(
                 "connected as {bound}; joining {} as {}",
@@ -177,6 +251,75 @@ impl Seat {
             );
         }
         self.join(client).await;
+    }
+
+    /// Note what a room presence shows while the join is under way.
+    pub(crate) fn note(&mut self, stanza: &Stanza) {
+        if let (false, Some(bound), Stanza::Presence(p)) = (self.joined, &self.bound, stanza) {
+            self.view.note(p, &self.room, bound);
+        }
+    }
+
+    /// Whether `stanza` is a presence of another session of the agent's
+    /// account seated under the same nick (ejabberd lets them share it):
+    /// not the bot's own seat joining or leaving.
+    pub(crate) fn other_seat(&self, stanza: &Stanza) -> bool {
+        match (&self.bound, stanza) {
+            (Some(bound), Stanza::Presence(p)) => seats::is_other_seat(p, &self.room, bound),
+            _ => false,
+        }
+    }
+
+    /// The room confirmed the seat: at the first join, look for another
+    /// bot of the agent (ping each other seat of its account); then raise
+    /// the seat to priority 0.
+    ///
+    /// Errors (kind `busy`): another seat answered the ping.
+    async fn settle(&mut self, client: &mut Client, agent: &str) -> Result<(), Failure> {
+        let view = std::mem::take(&mut self.view);
+        let first = !self.checked;
+        if first {
+            self.checked = true;
+            if !view.non_anonymous {
+                tracing::warn!(
+                    "{} does not show real JIDs (a semi-anonymous room): a bot of {agent} on \
+                     another machine cannot be seen; not checked",
+                    self.room
+                );
+            }
+            for other in &view.others {
+                match answers_ping(client, other).await {
+                    Ok(()) => {
+                        return Err(Failure::new(
+                            FailureKind::Busy,
+                            format!(
+                                "another bot of {agent} is seated in {} as {other} (it answered \
+                                 a ping): this one leaves; one bot per agent",
+                                self.room
+                            ),
+                        ));
+                    }
+                    Err(why) => tracing::warn!(
+                        "{other} holds a seat of {agent} in {} but did not answer a ping \
+                         within {} s ({why}): taken for a stale seat; staying",
+                        self.room,
+                        PING_LIMIT.as_secs()
+                    ),
+                }
+            }
+        }
+        if let Ok(occupant) = self.room.with_resource_str(&self.nick) {
+            send(
+                client,
+                seats::seated(occupant).into(),
+                "the seat's priority",
+            )
+            .await;
+        }
+        if first && view.non_anonymous && view.others.is_empty() {
+            tracing::info!("no other bot of {agent} is seated in {}", self.room);
+        }
+        Ok(())
     }
 
     /// Update the seat from a room event; the live message, if any.
@@ -242,6 +385,41 @@ impl Seat {
     }
 }
 
+/// Whether `to` answers a ping (XEP-0199) within [`PING_LIMIT`]; else why
+/// not.
+async fn answers_ping(client: &mut Client, to: &FullJid) -> Result<(), String> {
+    let token = client
+        .send_iq(Some(Jid::from(to.clone())), IqRequest::Get(seats::ping()))
+        .await;
+    match timeout(PING_LIMIT, token).await {
+        Ok(Ok(IqResponse::Result(_))) => Ok(()),
+        Ok(Ok(IqResponse::Error(e))) => Err(format!("error {:?}", e.defined_condition)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer".into()),
+    }
+}
+
+/// Answer a ping (XEP-0199) addressed to the bot: another bot of the agent
+/// asks whether this seat is alive. `true` when `stanza` was one.
+async fn answer_ping(client: &mut Client, stanza: &Stanza) -> bool {
+    let Stanza::Iq(Iq::Get {
+        from: Some(from),
+        id,
+        payload,
+        ..
+    }) = stanza
+    else {
+        return false;
+    };
+    if !payload.is("ping", NS_PING) {
+        return false;
+    }
+    tracing::info!("answering {from}'s ping");
+    let answer = Iq::empty_result(from.clone(), id.clone());
+    send(client, answer.into(), "the ping's answer").await;
+    true
+}
+
 fn start_log(settings: &BotSettings) {
     tracing::info!(
         "bot of {}: {} as {} in {}; Hermes API server {} ({})",
@@ -279,7 +457,20 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     };
     let mut term = watch(SignalKind::terminate(), "SIGTERM")?;
     let mut int = watch(SignalKind::interrupt(), "SIGINT")?;
-    let mut client = connect(&settings)?;
+    let connector = connector(&settings)?;
+    let jid = agent_jid(&settings, Some(&resource::resource()))?;
+    tokio::select! {
+        probed = connector.probe(&jid, &settings.password, None) => probed?,
+        _ = term.recv() => {
+            tracing::info!("SIGTERM before the login: stopping");
+            return Ok(());
+        }
+        _ = int.recv() => {
+            tracing::info!("SIGINT before the login: stopping");
+            return Ok(());
+        }
+    }
+    let mut client = connector.client(jid, settings.password.clone());
     let hermes = HermesClient::new(
         &settings.api_url,
         settings.api_key.as_deref(),
@@ -316,18 +507,35 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             event = client.next() => match event {
                 None => return Err(Failure::transport("the XMPP client ended by itself")),
                 Some(Event::Online { bound_jid, resumed: false, .. }) => {
-                    seat.online(&mut client, &bound_jid.to_string()).await;
+                    seat.online(&mut client, &bound_jid).await;
                 }
                 Some(Event::Online { resumed: true, .. }) => {
                     tracing::info!("connection resumed; still in {}", seat.room);
                 }
                 Some(Event::Disconnected(e)) => tracing::warn!("disconnected: {e}"),
                 Some(Event::Stanza(stanza)) => {
+                    if answer_ping(&mut client, &stanza).await {
+                        continue;
+                    }
+                    seat.note(&stanza);
+                    if seat.other_seat(&stanza) {
+                        continue;
+                    }
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                     if event == RoomEvent::Created {
                         undo_creation(&mut client, &seat.room).await;
                     }
-                    if let Some(m) = seat.event(event) {
+                    let was_joined = seat.joined;
+                    let incoming = seat.event(event);
+                    if !was_joined
+                        && seat.joined
+                        && let Err(busy) = seat.settle(&mut client, &settings.agent).await
+                    {
+                        leave(&mut client, &seat).await;
+                        let _ = timeout(Duration::from_secs(5), client.send_end()).await;
+                        return Err(busy);
+                    }
+                    if let Some(m) = incoming {
                         if let Some(key) = &m.dedupe_key
                             && !seen.first_time(key)
                         {
@@ -359,14 +567,18 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             STOP_GRACE.as_secs()
         );
     }
-    if seat.joined
-        && let Ok(p) = room::leave(&seat.room, &seat.nick)
-    {
-        send(&mut client, p.into(), "the leave").await;
-    }
+    leave(&mut client, &seat).await;
     let _ = timeout(Duration::from_secs(5), client.send_end()).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+async fn leave(client: &mut Client, seat: &Seat) {
+    if seat.joined
+        && let Ok(p) = room::leave(&seat.room, &seat.nick)
+    {
+        send(client, p.into(), "the leave").await;
+    }
 }
 
 /// Destroy the room the bot's join created (the configured room did not
