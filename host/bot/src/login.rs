@@ -182,6 +182,39 @@ mod tests {
     }
 
     #[test]
+    fn a_server_that_cannot_be_reached_is_tried_again_until_the_deadline() {
+        // A port that was just free: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let connector = tokio_xmpp::connect::TcpServerConnector::from(
+            tokio_xmpp::connect::DnsConfig::no_srv("127.0.0.1", port),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let deadline = Instant::now() + Duration::from_millis(2500);
+        let failure = runtime
+            .block_on(probe(&connector, &jid(), "pw", Some(deadline)))
+            .unwrap_err();
+        assert_eq!(failure.kind, FailureKind::Transport);
+        assert!(
+            failure
+                .message
+                .starts_with("could not log in as mohe@example.org"),
+            "{}",
+            failure.message
+        );
+        // Tried again after the first pause, given up before the second.
+        let took = started.elapsed();
+        assert!(took >= FIRST_PAUSE && took < FIRST_PAUSE * 2, "{took:?}");
+    }
+
+    #[test]
     fn an_untrusted_certificate_is_a_config_error_and_the_network_is_retried() {
         let tls = std::io::Error::new(
             std::io::ErrorKind::InvalidData,

@@ -265,7 +265,9 @@ impl Seat {
     /// not the bot's own seat joining or leaving.
     pub(crate) fn other_seat(&self, stanza: &Stanza) -> bool {
         match (&self.bound, stanza) {
-            (Some(bound), Stanza::Presence(p)) => seats::is_other_seat(p, &self.room, bound),
+            (Some(bound), Stanza::Presence(p)) => {
+                seats::is_other_seat(p, &self.room, &self.nick, bound)
+            }
             _ => false,
         }
     }

@@ -54,11 +54,16 @@ impl JoinView {
     }
 }
 
-/// Whether `presence` is about another session of the account bound as
-/// `own` (its real JID another resource, no status 110): a seat sharing the
-/// bot's nick, whose presences must not move the bot's own seat.
-pub fn is_other_seat(presence: &Presence, room: &BareJid, own: &FullJid) -> bool {
-    if presence.from.as_ref().is_none_or(|f| f.to_bare() != *room) {
+/// Whether `presence`, from the bot's own occupant JID `room/nick`, is
+/// about another session of the account bound as `own` (its real JID
+/// another resource, no status 110): a seat sharing the bot's nick, whose
+/// presences must not move the bot's own seat.
+pub fn is_other_seat(presence: &Presence, room: &BareJid, nick: &str, own: &FullJid) -> bool {
+    let ours = presence
+        .from
+        .as_ref()
+        .is_some_and(|f| f.to_bare() == *room && f.resource().is_some_and(|r| r.as_str() == nick));
+    if !ours {
         return false;
     }
     let Some(user) = muc_user(presence) else {
@@ -160,7 +165,7 @@ mod tests {
              <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='member' \
              role='none' jid='mohe@example.org/session-switch-bot-a'/></x></presence>",
         );
-        assert!(is_other_seat(&other, &room, &own));
+        assert!(is_other_seat(&other, &room, "mohe", &own));
         // The bot's own seat, even where ejabberd names the other session's
         // JID in it (status 110 says whose it is).
         let own_seat = presence(
@@ -169,13 +174,21 @@ mod tests {
              role='participant' jid='mohe@example.org/session-switch-bot-a'/>\
              <status code='110'/></x></presence>",
         );
-        assert!(!is_other_seat(&own_seat, &room, &own));
+        assert!(!is_other_seat(&own_seat, &room, "mohe", &own));
         let zhiwei = presence(
             "<presence xmlns='jabber:client' from='coregroup@conference.example.org/zhiwei'>\
              <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='member' \
              role='participant' jid='zhiwei@example.org/session-switch-bot-a'/></x></presence>",
         );
-        assert!(!is_other_seat(&zhiwei, &room, &own));
+        assert!(!is_other_seat(&zhiwei, &room, "mohe", &own));
+        // The account under another nick (a person's client) is an
+        // occupant like any other.
+        let phone = presence(
+            "<presence xmlns='jabber:client' from='coregroup@conference.example.org/mohe-phone'>\
+             <x xmlns='http://jabber.org/protocol/muc#user'><item affiliation='member' \
+             role='participant' jid='mohe@example.org/phone'/></x></presence>",
+        );
+        assert!(!is_other_seat(&phone, &room, "mohe", &own));
     }
 
     #[test]
