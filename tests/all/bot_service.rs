@@ -299,6 +299,23 @@ fn starttls_with_the_operators_ca_through_ca_file_and_a_certificate_error_withou
             ("tls = \"insecure-plaintext\"", "tls = \"starttls\""),
         ],
     );
+    // STARTTLS asked of the plain port, which offers none: a config error.
+    let no_starttls = config_with(
+        &world,
+        "tls-plain-port.toml",
+        &[("tls = \"insecure-plaintext\"", "tls = \"starttls\"")],
+    );
+    let mut cmd = world.cli_with(&no_starttls);
+    cmd.args(["bot", "--agent", "mohe", "--once"]);
+    let (bot, code, took) = exits(&world, cmd);
+    assert_eq!(code, Some(2), "no STARTTLS: exit 2:\n{}", bot.log());
+    assert!(took < PROMPT, "{took:?}");
+    let last = bot.log().lines().last().unwrap_or_default().to_owned();
+    assert!(
+        last.starts_with("xmpp-session-bridge: the server offers no STARTTLS"),
+        "{last:?}"
+    );
+
     for once in [true, false] {
         let mut cmd = world.cli_with(&without_ca);
         cmd.args(["bot", "--agent", "mohe"]);
