@@ -139,10 +139,10 @@ impl ServerConnector for StartTls {
         let tls = TlsConnector::from(Arc::clone(&self.config))
             .connect(name, tcp)
             .await?;
-        // No channel binding: tokio-xmpp's SCRAM has no -PLUS mechanism,
-        // and a client that offers a binding it does not use sends the
-        // gs2 flag `y`, which a server offering -PLUS (ejabberd over TLS)
-        // must refuse as a downgrade (RFC 5802 §6).
+        // No channel binding: given the TLS 1.3 exporter (as tokio-xmpp's
+        // own connector gives it), the sasl crate logs in with SCRAM-*-PLUS
+        // and `tls-exporter` (RFC 9266), which ejabberd 23.01 refuses as
+        // not-authorized with the right password.
         let binding = sasl::common::ChannelBinding::None;
         let stream = initiate_stream(BufStream::new(tls), ns, header(jid), timeouts).await?;
         Ok((stream, binding))
