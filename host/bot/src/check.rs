@@ -6,12 +6,15 @@
 //! moment the room seats the agent twice (ejabberd lets sessions of one
 //! account share a nick).
 
+use crate::connect::{agent_jid, connector, send};
 use crate::hermes::HermesClient;
+use crate::login::Probed;
 use crate::room::{self, RoomEvent};
-use crate::runner::{Seat, agent_jid, connector, room_jid, runtime, send, undo_creation};
+use crate::runner::{room_jid, runtime, undo_creation};
+use crate::seat::Seat;
 use crate::settings::BotSettings;
 use futures::StreamExt;
-use session_switch::{Failure, FailureKind};
+use session_switch::Failure;
 use std::time::Duration;
 use tokio::time::{Instant, timeout};
 use tokio_xmpp::Event;
@@ -60,14 +63,13 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
     // a server that cannot be reached is a failed join.
     let reached = match connector
         .probe(&jid, &settings.password, Some(deadline))
-        .await
+        .await?
     {
-        Ok(()) => true,
-        Err(f) if f.kind == FailureKind::Transport => {
-            tracing::warn!("{}", f.message);
+        Probed::LoggedIn => true,
+        Probed::Unreachable(why) => {
+            tracing::warn!("{why}");
             false
         }
-        Err(f) => return Err(f),
     };
     let mut client = connector.client(jid, settings.password.clone());
     while reached && !seat.joined {

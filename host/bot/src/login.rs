@@ -26,24 +26,31 @@ const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// answers is a network failure too.
 const TRY_LIMIT: Duration = Duration::from_secs(20);
 
+/// What the probe found short of a refusal.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Probed {
+    LoggedIn,
+    /// The server could not be reached before the deadline: the last
+    /// failure.
+    Unreachable(String),
+}
+
 /// Log in once as `jid` through `connector`, trying again after network
 /// failures until `deadline` (`None`: no limit).
 ///
 /// Errors: the server refused the login (kind `not-accepted`, naming the
-/// SASL condition); TLS that needs the config changed (kind
-/// `bad-input`); the deadline passed (kind `transport`, with the last
-/// failure).
+/// SASL condition); TLS that needs the config changed (kind `bad-input`).
 pub async fn probe<C: ServerConnector>(
     connector: &C,
     jid: &Jid,
     password: &str,
     deadline: Option<Instant>,
-) -> Result<(), Failure> {
+) -> Result<Probed, Failure> {
     let mut pause = FIRST_PAUSE;
     loop {
         let tried = tokio::time::timeout(TRY_LIMIT, login(connector, jid, password)).await;
         let failure = match tried {
-            Ok(Ok(())) => return Ok(()),
+            Ok(Ok(())) => return Ok(Probed::LoggedIn),
             Ok(Err(e)) => {
                 if let Some(fatal) = refusal(&e, jid) {
                     return Err(fatal);
@@ -53,7 +60,7 @@ pub async fn probe<C: ServerConnector>(
             Err(_) => format!("no answer within {} s", TRY_LIMIT.as_secs()),
         };
         if deadline.is_some_and(|d| Instant::now() + pause > d) {
-            return Err(Failure::transport(format!(
+            return Ok(Probed::Unreachable(format!(
                 "could not log in as {jid}: {failure}"
             )));
         }
@@ -198,16 +205,15 @@ mod tests {
             .unwrap();
         let started = std::time::Instant::now();
         let deadline = Instant::now() + Duration::from_millis(2500);
-        let failure = runtime
+        let probed = runtime
             .block_on(probe(&connector, &jid(), "pw", Some(deadline)))
-            .unwrap_err();
-        assert_eq!(failure.kind, FailureKind::Transport);
+            .unwrap();
+        let Probed::Unreachable(why) = probed else {
+            panic!("{probed:?}")
+        };
         assert!(
-            failure
-                .message
-                .starts_with("could not log in as mohe@example.org"),
-            "{}",
-            failure.message
+            why.starts_with("could not log in as mohe@example.org"),
+            "{why}"
         );
         // Tried again after the first pause, given up before the second.
         let took = started.elapsed();
