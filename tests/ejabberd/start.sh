@@ -12,6 +12,9 @@
 # What it does (idempotent, every step bounded in time):
 #   1. apt-get install ejabberd if missing (no service is started by it);
 #   2. writes INSTANCE_DIR/etc (ejabberd.yml from this folder, ejabberdctl.cfg);
+#   2b. makes a test CA and a certificate for EJ_DOMAIN signed by it
+#      (openssl), for the client port with STARTTLS (EJ_C2S_TLS_PORT); the
+#      CA's certificate is printed as EJ_CA_FILE;
 #   3. starts the node unless it is already running, waits until
 #      `ejabberdctl status` succeeds (EJ_START_TIMEOUT, default 60 s);
 #   4. registers admin + EJ_USERS (password: pw-<user>), creates room
@@ -22,7 +25,7 @@
 #
 # Settings (env, read only when INSTANCE_DIR has no instance.conf yet; after
 # that the saved values win - use a new folder to change them):
-#   EJ_DOMAIN=meeting.localhost EJ_C2S_PORT=25222 EJ_HTTP_PORT=25280
+#   EJ_DOMAIN=meeting.localhost EJ_C2S_PORT=25222 EJ_C2S_TLS_PORT=25223 EJ_HTTP_PORT=25280
 #   EJ_DIST_PORT=25210 EJ_NODE=ejtest@localhost EJ_ROOM_NAME=coregroup
 #   EJ_USERS="mohe zhiwei xiaoguo outsider" EJ_SUBSCRIBERS="mohe zhiwei xiaoguo"
 # Timeouts: EJ_START_TIMEOUT=60 EJ_INSTALL_TIMEOUT=900 EJ_CTL_TIMEOUT=30
@@ -97,7 +100,9 @@ else
   : "${EJ_USERS:=mohe zhiwei xiaoguo outsider}"
   : "${EJ_SUBSCRIBERS=mohe zhiwei xiaoguo}"
 fi
-for v in EJ_C2S_PORT EJ_HTTP_PORT EJ_DIST_PORT; do
+# Folders saved before the TLS port existed get its default.
+: "${EJ_C2S_TLS_PORT:=25223}"
+for v in EJ_C2S_PORT EJ_C2S_TLS_PORT EJ_HTTP_PORT EJ_DIST_PORT; do
   [[ ${!v} =~ ^[0-9]{2,5}$ ]] || die "$v must be a port number"
 done
 [[ $EJ_DOMAIN =~ ^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$ ]] || die "bad EJ_DOMAIN"
@@ -107,8 +112,8 @@ for u in $EJ_USERS $EJ_SUBSCRIBERS; do
   [[ $u =~ ^[a-z0-9_.-]+$ ]] || die "bad user name '$u'"
 done
 {
-  printf "EJ_DOMAIN='%s'\nEJ_C2S_PORT='%s'\nEJ_HTTP_PORT='%s'\nEJ_DIST_PORT='%s'\n" \
-    "$EJ_DOMAIN" "$EJ_C2S_PORT" "$EJ_HTTP_PORT" "$EJ_DIST_PORT"
+  printf "EJ_DOMAIN='%s'\nEJ_C2S_PORT='%s'\nEJ_C2S_TLS_PORT='%s'\nEJ_HTTP_PORT='%s'\nEJ_DIST_PORT='%s'\n" \
+    "$EJ_DOMAIN" "$EJ_C2S_PORT" "$EJ_C2S_TLS_PORT" "$EJ_HTTP_PORT" "$EJ_DIST_PORT"
   printf "EJ_NODE='%s'\nEJ_ROOM_NAME='%s'\nEJ_USERS='%s'\nEJ_SUBSCRIBERS='%s'\n" \
     "$EJ_NODE" "$EJ_ROOM_NAME" "$EJ_USERS" "$EJ_SUBSCRIBERS"
 } >"$DIR/instance.conf"
@@ -129,9 +134,39 @@ if [ "$ME" = root ]; then
 fi
 
 # ---------------------------------------------------------- 2. write config
+# A test CA (etc/ca.pem, what a client is given to trust) and the server's
+# key and certificate for EJ_DOMAIN signed by it (etc/server.pem, read by
+# the node). A certificate that is its own CA would not do: rustls refuses
+# a CA certificate as the server's.
+make_certificate() {
+  [ -s "$DIR/etc/server.pem" ] && [ -s "$DIR/etc/ca.pem" ] && return 0
+  command -v openssl >/dev/null 2>&1 || die "openssl is needed for the test certificate"
+  local t
+  t=$(mktemp -d) || die "mktemp failed"
+  {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=session-switch test CA" \
+      -keyout "$t/ca.key" -out "$t/ca.pem" &&
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=$EJ_DOMAIN" \
+        -keyout "$t/server.key" -out "$t/server.csr" &&
+      printf 'subjectAltName=DNS:%s,DNS:*.%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+        "$EJ_DOMAIN" "$EJ_DOMAIN" >"$t/ext" &&
+      openssl x509 -req -in "$t/server.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" \
+        -CAcreateserial -days 30 -extfile "$t/ext" -out "$t/server.crt"
+  } >/dev/null 2>&1 || { rm -rf "$t"; die "openssl could not make the test certificate"; }
+  cat "$t/server.key" "$t/server.crt" >"$DIR/etc/server.pem"
+  cp "$t/ca.pem" "$DIR/etc/ca.pem"
+  rm -rf "$t"
+  chmod 600 "$DIR/etc/server.pem"
+  chmod 644 "$DIR/etc/ca.pem"
+  if [ "$ME" = root ]; then chown ejabberd:ejabberd "$DIR/etc/server.pem"; fi
+}
+
 write_config() {
+  make_certificate
   sed -e "s|^  TEST_DOMAIN: .*|  TEST_DOMAIN: \"$EJ_DOMAIN\"|" \
     -e "s|^  C2S_PORT: .*|  C2S_PORT: $EJ_C2S_PORT|" \
+    -e "s|^  C2S_TLS_PORT: .*|  C2S_TLS_PORT: $EJ_C2S_TLS_PORT|" \
+    -e "s|^  CERT_FILE: .*|  CERT_FILE: \"$DIR/etc/server.pem\"|" \
     -e "s|^  HTTP_PORT: .*|  HTTP_PORT: $EJ_HTTP_PORT|" \
     -e "s|^  MUC_LOG_DIR: .*|  MUC_LOG_DIR: \"$DIR/muclog\"|" \
     "$HERE/ejabberd.yml" >"$DIR/etc/ejabberd.yml"
@@ -193,7 +228,7 @@ if PID=$(find_pid); then
   log "instance already running (pid $PID): $DIR"
   ctl status >/dev/null 2>&1 || die "pid $PID runs but 'ejabberdctl status' fails; run stop.sh $DIR"
 else
-  for p in "$EJ_C2S_PORT" "$EJ_HTTP_PORT" "$EJ_DIST_PORT"; do
+  for p in "$EJ_C2S_PORT" "$EJ_C2S_TLS_PORT" "$EJ_HTTP_PORT" "$EJ_DIST_PORT"; do
     port_busy "$p" && die "127.0.0.1:$p is already in use (set EJ_*_PORT, new folder)"
   done
   if [ "$ME" = root ]; then
@@ -299,6 +334,8 @@ log "users/room ready in $((($(date +%s%N) - T1) / 1000000)) ms (via $VIA)"
   e EJ_PASSWORD_PREFIX "pw-"
   e EJ_C2S_HOST 127.0.0.1
   e EJ_C2S_PORT "$EJ_C2S_PORT"
+  e EJ_C2S_TLS_PORT "$EJ_C2S_TLS_PORT"
+  e EJ_CA_FILE "$DIR/etc/ca.pem"
   e EJ_HTTP_PORT "$EJ_HTTP_PORT"
   e EJ_API_URL "http://127.0.0.1:$EJ_HTTP_PORT/api"
   e EJ_DIST_PORT "$EJ_DIST_PORT"

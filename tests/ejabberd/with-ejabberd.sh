@@ -25,14 +25,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 [ $# -ge 1 ] || die "usage: with-ejabberd.sh CMD [ARGS...]"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to pick free ports"
 
-# Three distinct ports that can be bound on 127.0.0.1 right now, taken from
+# Four distinct ports that can be bound on 127.0.0.1 right now, taken from
 # below Linux's ephemeral range (32768-60999), so an outgoing connection's
 # local port cannot take one of them between now and ejabberd's start.
 pick_ports() {
   python3 - <<'EOF'
 import random, socket
 ports, socks = [], []
-while len(ports) < 3:
+while len(ports) < 4:
     p = random.randint(20000, 32000)
     if p in ports:
         continue
@@ -79,11 +79,11 @@ trap 'forward INT 130' INT
 trap 'forward TERM 143' TERM
 
 DIR=$(mktemp -d "${EJ_TMP:-/tmp}/session-switch-ej.XXXXXX") || die "mktemp failed"
-read -r EJ_C2S_PORT EJ_HTTP_PORT EJ_DIST_PORT < <(pick_ports)
-[ -n "$EJ_DIST_PORT" ] || die "could not pick free ports"
+read -r EJ_C2S_PORT EJ_HTTP_PORT EJ_DIST_PORT EJ_C2S_TLS_PORT < <(pick_ports)
+[ -n "$EJ_C2S_TLS_PORT" ] || die "could not pick free ports"
 # The node name only has to be unique on this machine (no epmd is used).
 EJ_NODE="ssw${DIR##*.}@localhost"
-export EJ_C2S_PORT EJ_HTTP_PORT EJ_DIST_PORT EJ_NODE
+export EJ_C2S_PORT EJ_HTTP_PORT EJ_DIST_PORT EJ_C2S_TLS_PORT EJ_NODE
 
 ENV_LINES=$(bash "$HERE/start.sh" "$DIR") || die "the ejabberd instance did not start"
 eval "$ENV_LINES"

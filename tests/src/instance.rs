@@ -19,13 +19,13 @@ pub struct OwnEjabberd {
     running: bool,
 }
 
-/// Three distinct loopback ports that can be bound now, from below Linux's
+/// Four distinct loopback ports that can be bound now, from below Linux's
 /// ephemeral range (as with-ejabberd.sh picks them).
-fn free_ports() -> [u16; 3] {
+fn free_ports() -> [u16; 4] {
     let mut ports = Vec::new();
     let mut held = Vec::new();
     let mut seed = std::process::id() as u64 ^ 0x9e37_79b9;
-    while ports.len() < 3 {
+    while ports.len() < 4 {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         let port = 20_000 + (seed >> 33) as u16 % 12_000;
         if ports.contains(&port) {
@@ -36,7 +36,7 @@ fn free_ports() -> [u16; 3] {
             ports.push(port);
         }
     }
-    [ports[0], ports[1], ports[2]]
+    [ports[0], ports[1], ports[2], ports[3]]
 }
 
 fn script(name: &str) -> PathBuf {
@@ -64,7 +64,7 @@ impl OwnEjabberd {
             .tempdir_in("/tmp")
             .expect("temp dir")
             .keep();
-        let [c2s, http, dist] = free_ports();
+        let [c2s, http, dist, tls] = free_ports();
         let node = format!(
             "{tag}{}@localhost",
             dir.extension().and_then(|e| e.to_str()).unwrap_or("x")
@@ -73,6 +73,7 @@ impl OwnEjabberd {
             .arg(script("start.sh"))
             .arg(&dir)
             .env("EJ_C2S_PORT", c2s.to_string())
+            .env("EJ_C2S_TLS_PORT", tls.to_string())
             .env("EJ_HTTP_PORT", http.to_string())
             .env("EJ_DIST_PORT", dist.to_string())
             .env("EJ_NODE", &node)

@@ -19,6 +19,7 @@ pub mod instance;
 pub mod own_room;
 pub mod room_bot;
 pub mod sample;
+pub mod tcp_relay;
 pub mod wit_convert;
 pub mod xmpp;
 

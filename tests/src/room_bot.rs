@@ -110,6 +110,20 @@ impl BotWorld {
         self.cli_with(&self.config)
     }
 
+    /// The folder of this world's bots' locks (`XDG_RUNTIME_DIR`): each
+    /// world is a machine of its own.
+    pub fn lock_dir(&self) -> PathBuf {
+        self.home.join("run")
+    }
+
+    /// The host name in this world's bots' resource
+    /// (`SESSION_SWITCH_BOT_HOST`): unique, so that bots of two worlds on
+    /// one server never replace each other's session.
+    pub fn host(&self) -> String {
+        let name = self.dir.path().file_name().unwrap_or_default();
+        format!("test-{}", name.to_string_lossy().trim_start_matches('.'))
+    }
+
     /// The CLI with the config at `config`, this world's database and cache.
     pub fn cli_with(&self, config: &std::path::Path) -> Command {
         let mut cmd = Command::new(bin_path());
@@ -120,6 +134,8 @@ impl BotWorld {
             .arg("--cache-dir")
             .arg(self.home.join("cache"))
             .env("HERMES_HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", self.lock_dir())
+            .env("SESSION_SWITCH_BOT_HOST", self.host())
             .env("ZHIWEI_XMPP_PASSWORD", self.ej.password("zhiwei"))
             .stdin(Stdio::null());
         cmd
@@ -144,6 +160,12 @@ impl BotWorld {
     pub fn bot_with(&self, agent: &str, config: &std::path::Path) -> BotProcess {
         let mut cmd = self.cli_with(config);
         cmd.args(["bot", "--agent", agent]);
+        self.seated(cmd, agent)
+    }
+
+    /// Start `cmd` (a `bot` command line) and wait until the bot is
+    /// seated (at most 60 s).
+    pub fn seated(&self, cmd: Command, agent: &str) -> BotProcess {
         let bot = BotProcess::spawn(cmd, agent);
         assert!(
             bot.wait_log("joined", 1, Duration::from_secs(60)),
@@ -159,6 +181,33 @@ impl BotWorld {
             "{agent}'s bot logged a line without its UTC time: {joined:?}"
         );
         bot
+    }
+
+    /// `cmd` (a `bot` command line of [`BotWorld::cli`]) started, not
+    /// waited for.
+    pub fn spawn(&self, cmd: Command, agent: &str) -> BotProcess {
+        BotProcess::spawn(cmd, agent)
+    }
+
+    /// The room's occupants as ejabberd lists them: `(real JID, nick)`.
+    pub fn occupants(&self) -> Vec<(String, String)> {
+        let out = Command::new(&self.ej.ctl)
+            .args([
+                "get_room_occupants",
+                &self.ej.room_name,
+                &self.ej.muc_service,
+            ])
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "get_room_occupants: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut cols = l.split('\t');
+                Some((cols.next()?.to_owned(), cols.next()?.to_owned()))
+            })
+            .collect()
     }
 
     /// A real occupant that records what the room broadcast.
@@ -251,6 +300,45 @@ impl BotProcess {
             child: Some(child),
             log,
         }
+    }
+
+    /// The process's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or_default()
+    }
+
+    /// SIGKILL: the process ends without a word to the server.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Wait at most `within` for the process to exit by itself: its exit
+    /// status, `None` while it still runs.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            let child = self.child.as_mut()?;
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                // The last line (the failure) may still be on its way.
+                self.wait_log("xmpp-session-bridge:", 1, Duration::from_secs(2));
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether the process still runs.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
     }
 
     /// The log so far.

@@ -54,6 +54,11 @@ pub struct Ejabberd {
     pub c2s_host: String,
     /// See `c2s_host`.
     pub c2s_port: u16,
+    /// The client port with STARTTLS required (`EJ_C2S_TLS_PORT`), its
+    /// certificate signed by the instance's test CA.
+    pub c2s_tls_port: u16,
+    /// That CA's certificate, PEM (`EJ_CA_FILE`).
+    pub ca_file: PathBuf,
     /// Registered users besides `admin` (`EJ_USERS`), password `pw-<user>`.
     pub users: Vec<String>,
     /// Users subscribed to the room with MUC/Sub, nick = user name.
@@ -124,6 +129,8 @@ impl Ejabberd {
             bin_dir: PathBuf::from(get("EJ_BIN")),
             c2s_host: get("EJ_C2S_HOST"),
             c2s_port: port("EJ_C2S_PORT"),
+            c2s_tls_port: port("EJ_C2S_TLS_PORT"),
+            ca_file: PathBuf::from(get("EJ_CA_FILE")),
             users: words("EJ_USERS"),
             subscribers: words("EJ_SUBSCRIBERS"),
             outsiders: words("EJ_OUTSIDERS"),

@@ -1,9 +1,17 @@
 //! `--once`: join the room, ask the Hermes API server's `/health`,
 //! leave; what a service manager or a monitor checks.
+//!
+//! The check takes no lock and lets the server pick its resource, so it
+//! runs beside the agent's bot without replacing the bot's session; for a
+//! moment the room seats the agent twice (ejabberd lets sessions of one
+//! account share a nick).
 
+use crate::connect::{agent_jid, connector, send};
 use crate::hermes::HermesClient;
+use crate::login::Probed;
 use crate::room::{self, RoomEvent};
-use crate::runner::{Seat, connect, room_jid, runtime, send, undo_creation};
+use crate::runner::{room_jid, runtime, undo_creation};
+use crate::seat::Seat;
 use crate::settings::BotSettings;
 use futures::StreamExt;
 use session_switch::Failure;
@@ -36,7 +44,8 @@ impl Health {
 /// Join the room once, ask Hermes's `/health`, leave: a check for a
 /// service manager (`--once`).
 ///
-/// Errors as [`crate::run`].
+/// Errors as [`crate::run`], but for `busy`: the check takes no lock and
+/// does not look for other seats.
 pub fn check(settings: BotSettings) -> Result<Health, Failure> {
     runtime()?.block_on(probe(settings))
 }
@@ -47,15 +56,32 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
         settings.nick.clone(),
         settings.jid.clone(),
     );
-    let mut client = connect(&settings)?;
     let deadline = Instant::now() + ONCE_LIMIT;
-    while !seat.joined {
+    let connector = connector(&settings)?;
+    let jid = agent_jid(&settings, None)?;
+    // A refused login or an untrusted certificate ends the check at once;
+    // a server that cannot be reached is a failed join.
+    let reached = match connector
+        .probe(&jid, &settings.password, Some(deadline))
+        .await?
+    {
+        Probed::LoggedIn => true,
+        Probed::Unreachable(why) => {
+            tracing::warn!("{why}");
+            false
+        }
+    };
+    let mut client = connector.client(jid, settings.password.clone());
+    while reached && !seat.joined {
         match tokio::time::timeout_at(deadline, client.next()).await {
             Err(_) | Ok(None) => break,
             Ok(Some(Event::Online { bound_jid, .. })) => {
-                seat.online(&mut client, &bound_jid.to_string()).await;
+                seat.online(&mut client, &bound_jid).await;
             }
             Ok(Some(Event::Stanza(stanza))) => {
+                if seat.other_seat(&stanza) {
+                    continue;
+                }
                 let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                 if let RoomEvent::JoinRefused(why) | RoomEvent::Left(why) = &event {
                     tracing::warn!("the room refused the join: {why}");

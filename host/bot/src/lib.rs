@@ -10,13 +10,20 @@
 //! the config, the password source and Hermes's `.env`.
 
 pub mod check;
+pub mod connect;
 pub mod decide;
 pub mod hermes;
 pub mod line;
+pub mod lock;
+pub mod login;
+pub mod other_seat;
+pub mod resource;
 pub mod room;
 pub mod runner;
+pub mod seat;
 pub mod seen;
 pub mod settings;
+pub mod tls;
 
 pub use check::{Health, check};
 pub use runner::run;

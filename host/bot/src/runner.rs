@@ -5,47 +5,62 @@
 //! Reconnecting is tokio-xmpp's: after a lost connection it connects
 //! again with a doubling pause (1 s up to 30 s) and logs each failed try;
 //! every new connection is logged here and rejoins the room. A kick or a
-//! refused join is retried here, also with a doubling pause (up to 60 s).
-//! `--once` is [`crate::check`].
+//! refused join is retried ([`crate::seat`]), also with a doubling pause
+//! (up to 60 s). Before the client starts, the bot takes its agent's lock ([`crate::lock`])
+//! and logs in once ([`crate::login`]): a second bot on this machine, a
+//! refused login or an untrusted certificate end the process (exit 2). At
+//! its first join it looks for its agent's seat from another machine
+//! ([`crate::other_seat`]). `--once` is [`crate::check`].
 
+use crate::connect::{agent_jid, connector, send};
 use crate::decide::{Decider, Progress, Reply, UnderWay};
 use crate::hermes::HermesClient;
+use crate::login::Probed;
 use crate::room::{self, Incoming, RoomEvent};
+use crate::seat::{Seat, answer_ping};
 use crate::seen::Seen;
 use crate::settings::BotSettings;
+use crate::{lock, resource};
 use futures::StreamExt;
 use session_switch::config::BotTls;
 use session_switch::{Bridge, Failure};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
-use tokio_xmpp::connect::{DnsConfig, StartTlsServerConnector, TcpServerConnector};
 use tokio_xmpp::jid::BareJid;
-use tokio_xmpp::xmlstream::Timeouts;
-use tokio_xmpp::{Client, Event, Stanza};
+use tokio_xmpp::{Client, Event};
 
-/// The first pause before rejoining after a kick or a refused join; it
-/// doubles up to [`MAX_REJOIN_PAUSE`] and is reset by a join.
-const FIRST_REJOIN_PAUSE: Duration = Duration::from_secs(1);
-const MAX_REJOIN_PAUSE: Duration = Duration::from_secs(60);
 /// How long a stop waits for replies of turns already under way.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How often a reply waiting for the decision thread to hear the messages
 /// before it is looked at again.
 const HELD_CHECK: Duration = Duration::from_millis(20);
-/// How long one stanza may wait to be written (the connection may be down
-/// and reconnecting meanwhile).
-const SEND_LIMIT: Duration = Duration::from_secs(30);
 
 /// Run `settings.agent`'s bot until SIGTERM or SIGINT. Returns `Ok` after
 /// a graceful stop (left the room, stream closed).
 ///
-/// Errors: a JID or nick the XMPP library refuses (kind `bad-input`); a
+/// Errors: another bot of the agent on this machine holds its lock, or
+/// answered a ping from its seat in the room (kind `busy`); the server
+/// refused the login (kind `not-accepted`, naming the SASL condition); a
+/// JID or nick the XMPP library refuses, a `ca_file` that cannot be used,
+/// a certificate the roots do not trust, no STARTTLS (kind `bad-input`); a
 /// runtime that cannot start or signals that cannot be watched.
 pub fn run(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
-    runtime()?.block_on(serve(bridge, settings))
+    let dir = lock::lock_dir(
+        std::env::var("XDG_RUNTIME_DIR").ok().as_deref(),
+        &session_switch::hermes_home(),
+    );
+    let held = lock::take(&lock::lock_path(&dir, &settings.jid), &settings.agent)?;
+    tracing::info!(
+        "holding {} (one bot of {} on this machine)",
+        held.path.display(),
+        settings.agent
+    );
+    let served = runtime()?.block_on(serve(bridge, settings));
+    drop(held);
+    served
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -58,191 +73,6 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 pub(crate) fn room_jid(settings: &BotSettings) -> Result<BareJid, Failure> {
     BareJid::new(&settings.room)
         .map_err(|e| Failure::bad_input(format!("room {:?}: {e}", settings.room)))
-}
-
-/// A client that connects (and reconnects) in the background.
-pub(crate) fn connect(settings: &BotSettings) -> Result<Client, Failure> {
-    let jid = BareJid::new(&settings.jid)
-        .map_err(|e| Failure::bad_input(format!("JID {:?}: {e}", settings.jid)))?;
-    let dns = match &settings.server {
-        Some(server) => {
-            let (host, port) = server.rsplit_once(':').unwrap_or((server, "5222"));
-            let port = port.parse().unwrap_or(5222);
-            DnsConfig::no_srv(host.trim_start_matches('[').trim_end_matches(']'), port)
-        }
-        None => DnsConfig::srv_default_client(jid.domain().as_str()),
-    };
-    let password = settings.password.clone();
-    Ok(match settings.tls {
-        BotTls::Starttls => {
-            // rustls needs one process-wide crypto provider; a second
-            // install (another bot in the same process) is harmless.
-            let _ = tokio_xmpp::rustls::crypto::ring::default_provider().install_default();
-            Client::new_with_connector(
-                jid,
-                password,
-                StartTlsServerConnector::from(dns),
-                Timeouts::tight(),
-            )
-        }
-        BotTls::InsecurePlaintext => Client::new_with_connector(
-            jid,
-            password,
-            TcpServerConnector::from(dns),
-            Timeouts::tight(),
-        ),
-    })
-}
-
-pub(crate) async fn send(client: &mut Client, stanza: Stanza, what: &str) -> bool {
-    match timeout(SEND_LIMIT, client.send_stanza(stanza)).await {
-        Ok(Ok(_)) => true,
-        Ok(Err(e)) => {
-            tracing::warn!("{what} not sent: {e}");
-            false
-        }
-        Err(_) => {
-            tracing::warn!(
-                "{what} not sent within {} s (no connection)",
-                SEND_LIMIT.as_secs()
-            );
-            false
-        }
-    }
-}
-
-/// The room seat: whether the bot is in, when to try again, who is there.
-pub(crate) struct Seat {
-    pub(crate) room: BareJid,
-    pub(crate) nick: String,
-    pub(crate) joined: bool,
-    rejoin_at: Option<Instant>,
-    pause: Duration,
-    pub(crate) jids: HashMap<String, String>,
-    /// The agent's bare JID: the real JID of the bot's own seat where the
-    /// room shows none.
-    own_jid: String,
-    connections: u32,
-}
-
-impl Seat {
-    pub(crate) fn new(room: BareJid, nick: String, own_jid: String) -> Self {
-        Self {
-            room,
-            nick,
-            own_jid,
-            joined: false,
-            rejoin_at: None,
-            pause: FIRST_REJOIN_PAUSE,
-            jids: HashMap::new(),
-            connections: 0,
-        }
-    }
-
-    async fn join(&mut self, client: &mut Client) {
-        self.rejoin_at = None;
-        match room::join(&self.room, &self.nick) {
-            Ok(p) => {
-                send(client, p.into(), "the join").await;
-            }
-            Err(e) => tracing::error!("cannot join: {e}"),
-        }
-    }
-
-    fn retry_later(&mut self, why: &str) {
-        self.joined = false;
-        tracing::warn!(
-            "not in {} ({why}); rejoining in {} s",
-            self.room,
-            self.pause.as_secs()
-        );
-        self.rejoin_at = Some(Instant::now() + self.pause);
-        self.pause = (self.pause * 2).min(MAX_REJOIN_PAUSE);
-    }
-
-    /// A new connection (never a resumed one): the room seat is gone.
-    pub(crate) async fn online(&mut self, client: &mut Client, bound: &str) {
-        self.connections += 1;
-        self.joined = false;
-        self.jids.clear();
-        if self.connections == 1 {
-            tracing::info!(
-                "connected as {bound}; joining {} as {}",
-                self.room,
-                self.nick
-            );
-        } else {
-            tracing::warn!(
-                "reconnected as {bound} (connection {}); rejoining {} as {}",
-                self.connections,
-                self.room,
-                self.nick
-            );
-        }
-        self.join(client).await;
-    }
-
-    /// Update the seat from a room event; the live message, if any.
-    pub(crate) fn event(&mut self, event: RoomEvent) -> Option<Incoming> {
-        match event {
-            RoomEvent::Joined { jid } => {
-                // The bot's own reflection carries a CLI send's human-origin
-                // marker, which the guard trusts only with an agent's real
-                // JID (DESIGN §9.3): the seat's JID is the agent's own.
-                let jid = jid.unwrap_or_else(|| self.own_jid.clone());
-                self.jids.insert(self.nick.clone(), jid);
-                if !self.joined {
-                    self.joined = true;
-                    self.pause = FIRST_REJOIN_PAUSE;
-                    self.rejoin_at = None;
-                    tracing::info!(
-                        "joined {} as {}: messages from here on are live",
-                        self.room,
-                        self.nick
-                    );
-                }
-            }
-            RoomEvent::Created => {
-                tracing::error!(
-                    "{} does not exist: joining it made the server create it, and the bot \
-                     destroys that room again; check [xmpp] room in the config",
-                    self.room
-                );
-                self.retry_later("no such room");
-            }
-            // The room's own unavailable presence for a seat the bot no
-            // longer holds (the room its join created, destroyed): the
-            // rejoin is scheduled already.
-            RoomEvent::Left(why) if !self.joined && self.rejoin_at.is_some() => {
-                tracing::debug!("{} ({why}): not seated, rejoin already set", self.room);
-            }
-            RoomEvent::Left(why) => self.retry_later(&why),
-            RoomEvent::MessageRefused(why) => {
-                tracing::warn!("{} refused the bot's message: {why}", self.room);
-            }
-            RoomEvent::JoinRefused(why) => self.retry_later(&format!("the room refused: {why}")),
-            RoomEvent::Occupant {
-                nick,
-                jid: Some(jid),
-            } => {
-                self.jids.insert(nick, jid);
-            }
-            RoomEvent::Occupant { nick, jid: None } => {
-                self.jids.remove(&nick);
-            }
-            RoomEvent::Message(m) if !self.joined => {
-                // Before the room echoed the join, a message is history
-                // (a server that ignores maxstanzas='0').
-                tracing::debug!("{}'s message before the join echo: not answered", m.nick);
-            }
-            RoomEvent::Message(m) if m.delayed => {
-                tracing::debug!("{}'s delayed message (history): not answered", m.nick);
-            }
-            RoomEvent::Message(m) => return Some(m),
-            _ => {}
-        }
-        None
-    }
 }
 
 fn start_log(settings: &BotSettings) {
@@ -282,7 +112,24 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     };
     let mut term = watch(SignalKind::terminate(), "SIGTERM")?;
     let mut int = watch(SignalKind::interrupt(), "SIGINT")?;
-    let mut client = connect(&settings)?;
+    let connector = connector(&settings)?;
+    let jid = agent_jid(&settings, Some(&resource::resource()))?;
+    tokio::select! {
+        probed = connector.probe(&jid, &settings.password, None) => {
+            if let Probed::Unreachable(why) = probed? {
+                return Err(Failure::transport(why));
+            }
+        }
+        _ = term.recv() => {
+            tracing::info!("SIGTERM before the login: stopping");
+            return Ok(());
+        }
+        _ = int.recv() => {
+            tracing::info!("SIGINT before the login: stopping");
+            return Ok(());
+        }
+    }
+    let mut client = connector.client(jid, settings.password.clone());
     let hermes = HermesClient::new(
         &settings.api_url,
         settings.api_key.as_deref(),
@@ -336,18 +183,35 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             event = client.next() => match event {
                 None => return Err(Failure::transport("the XMPP client ended by itself")),
                 Some(Event::Online { bound_jid, resumed: false, .. }) => {
-                    seat.online(&mut client, &bound_jid.to_string()).await;
+                    seat.online(&mut client, &bound_jid).await;
                 }
                 Some(Event::Online { resumed: true, .. }) => {
                     tracing::info!("connection resumed; still in {}", seat.room);
                 }
                 Some(Event::Disconnected(e)) => tracing::warn!("disconnected: {e}"),
                 Some(Event::Stanza(stanza)) => {
+                    if answer_ping(&mut client, &stanza).await {
+                        continue;
+                    }
+                    seat.note(&stanza);
+                    if seat.other_seat(&stanza) {
+                        continue;
+                    }
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                     if event == RoomEvent::Created {
                         undo_creation(&mut client, &seat.room).await;
                     }
-                    if let Some(m) = seat.event(event) {
+                    let was_joined = seat.joined;
+                    let incoming = seat.event(event);
+                    if !was_joined
+                        && seat.joined
+                        && let Err(busy) = seat.settle(&mut client, &settings.agent).await
+                    {
+                        leave(&mut client, &seat).await;
+                        let _ = timeout(Duration::from_secs(5), client.send_end()).await;
+                        return Err(busy);
+                    }
+                    if let Some(m) = incoming {
                         if let Some(key) = &m.dedupe_key
                             && !seen.first_time(key)
                         {
@@ -384,14 +248,18 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             STOP_GRACE.as_secs()
         );
     }
-    if seat.joined
-        && let Ok(p) = room::leave(&seat.room, &seat.nick)
-    {
-        send(&mut client, p.into(), "the leave").await;
-    }
+    leave(&mut client, &seat).await;
     let _ = timeout(Duration::from_secs(5), client.send_end()).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+async fn leave(client: &mut Client, seat: &Seat) {
+    if seat.joined
+        && let Ok(p) = room::leave(&seat.room, &seat.nick)
+    {
+        send(client, p.into(), "the leave").await;
+    }
 }
 
 /// Destroy the room the bot's join created (the configured room did not
@@ -439,53 +307,5 @@ async fn post(client: &mut Client, seat: &Seat, settings: &BotSettings, reply: R
             reply.session,
             reply.body.chars().count()
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn message(nick: &str, delayed: bool) -> RoomEvent {
-        RoomEvent::Message(Incoming {
-            occupant: format!("room@conference.example.org/{nick}"),
-            nick: nick.into(),
-            jid: None,
-            body: "hi".into(),
-            delayed,
-            human_origin: false,
-            stanza_id: None,
-            reply_to: None,
-            dedupe_key: None,
-        })
-    }
-
-    #[test]
-    fn only_live_messages_after_the_join_echo_are_handed_on() {
-        let room = BareJid::new("room@conference.example.org").unwrap();
-        let mut seat = Seat::new(room, "mohe".into(), "mohe@example.org".into());
-        // A server that replays history despite maxstanzas='0' sends it
-        // before the join echo, or marks it delayed.
-        assert_eq!(seat.event(message("anna", false)), None);
-        assert_eq!(seat.event(RoomEvent::Joined { jid: None }), None);
-        // The bot's own seat has its JID, so its reflection's marker counts.
-        assert_eq!(
-            seat.jids.get("mohe").map(String::as_str),
-            Some("mohe@example.org")
-        );
-        assert_eq!(seat.event(message("anna", true)), None);
-        assert!(seat.event(message("anna", false)).is_some());
-        // A kick: nothing is handed on until the seat is taken again, and
-        // the pause doubles.
-        assert_eq!(seat.event(RoomEvent::Left("kicked (307)".into())), None);
-        assert!(seat.rejoin_at.is_some());
-        assert_eq!(seat.pause, FIRST_REJOIN_PAUSE * 2);
-        assert_eq!(seat.event(message("anna", false)), None);
-        seat.event(RoomEvent::Joined { jid: None });
-        assert_eq!(seat.pause, FIRST_REJOIN_PAUSE);
-        assert!(seat.event(message("anna", false)).is_some());
-        // A join that created the room: not seated, tried again later.
-        assert_eq!(seat.event(RoomEvent::Created), None);
-        assert!(!seat.joined && seat.rejoin_at.is_some());
     }
 }

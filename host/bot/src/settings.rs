@@ -28,6 +28,8 @@ pub struct BotSettings {
     /// `host:port` of ejabberd's client port, or `None` for DNS.
     pub server: Option<String>,
     pub tls: BotTls,
+    /// Extra CA certificates for the server's certificate (`[bot] ca_file`).
+    pub ca_file: Option<PathBuf>,
     /// The Hermes API server's base URL.
     pub api_url: String,
     /// Its bearer key, if any.
@@ -148,6 +150,7 @@ impl BotSettings {
             sessions: a.sessions.clone(),
             server: config.bot.server.clone(),
             tls: config.bot.tls,
+            ca_file: config.bot.ca_file.clone(),
             api_url,
             api_key,
             api_source: format!("{url_from}, {key_from}"),

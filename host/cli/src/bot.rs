@@ -23,8 +23,11 @@ pub struct BotArgs {
 /// once and print the result (one line, JSON with `--json`).
 ///
 /// Errors: the bot's settings (no password source, an unreadable password
-/// file or `.env`: kind `bad-input`); for `--once`, a failed check (kind
-/// `transport`, after the result is printed).
+/// file or `.env`, an unusable `ca_file`: kind `bad-input`); another bot of
+/// the agent (kind `busy`, not for `--once`); a login the server refused
+/// (kind `not-accepted`) or a certificate it is not trusted for (kind
+/// `bad-input`); for `--once`, a failed check (kind `transport`, after the
+/// result is printed).
 pub fn run(bridge: Bridge, args: &BotArgs, json: bool) -> Result<(), Failure> {
     let home = session_switch_bot::settings::hermes_home();
     let settings = BotSettings::for_agent(bridge.config(), &args.agent, &home)?;

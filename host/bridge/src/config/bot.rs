@@ -27,6 +27,7 @@ use super::types::{
 pub(super) struct RawBot {
     server: Option<Spanned<String>>,
     tls: Option<BotTls>,
+    ca_file: Option<Spanned<String>>,
     turn_timeout_seconds: Option<Spanned<u32>>,
     require_mention: Option<bool>,
     free_response_rooms: Option<Vec<Spanned<String>>>,
@@ -52,9 +53,9 @@ pub(super) struct RawBotAgent {
     allow_bots: Option<super::types::AllowBots>,
 }
 
-/// `[bot]` checked: `server` is `host:port`, the agents are configured
-/// ones, at most one password source each, URLs are http(s), no value is
-/// empty.
+/// `[bot]` checked: `server` is `host:port`, `ca_file` goes with STARTTLS,
+/// the agents are configured ones, at most one password source each, URLs
+/// are http(s), no value is empty.
 pub(super) fn bot(
     raw: Option<RawBot>,
     agents: &[AgentConfig],
@@ -99,6 +100,23 @@ pub(super) fn bot(
         Some(t) => t.into_inner(),
         None => DEFAULT_TURN_TIMEOUT_SECONDS,
     };
+    let tls = raw.tls.unwrap_or_default();
+    let ca_file = match raw.ca_file {
+        Some(f) if f.get_ref().trim().is_empty() || f.get_ref().contains('\0') => {
+            return Err(src.at(f.span(), "[bot] ca_file must not be empty".into()));
+        }
+        // Extra roots for a connection without TLS would be silently unused.
+        Some(f) if tls != BotTls::Starttls => {
+            return Err(src.at(
+                f.span(),
+                "[bot] ca_file needs tls = \"starttls\" (it adds CA certificates for the \
+                 server's certificate)"
+                    .into(),
+            ));
+        }
+        Some(f) => Some(PathBuf::from(f.into_inner())),
+        None => None,
+    };
     let mut out = BTreeMap::new();
     for (name, table) in raw.agents {
         let span = table.span();
@@ -112,7 +130,8 @@ pub(super) fn bot(
     }
     Ok(BotConfig {
         server,
-        tls: raw.tls.unwrap_or_default(),
+        tls,
+        ca_file,
         turn_timeout_seconds,
         agents: out,
         meeting,
@@ -202,7 +221,22 @@ mod tests {
         assert_eq!(bot.tls, BotTls::Starttls);
         assert_eq!(bot.turn_timeout_seconds, DEFAULT_TURN_TIMEOUT_SECONDS);
         assert_eq!(bot.server, None);
+        assert_eq!(bot.ca_file, None);
         assert!(bot.agents.is_empty());
+    }
+
+    #[test]
+    fn ca_file_is_read_with_starttls_and_refused_without_it() {
+        let bot = parse("[bot]\nca_file = \"certs/ca.pem\"\n").unwrap().bot;
+        assert_eq!(bot.ca_file, Some(PathBuf::from("certs/ca.pem")));
+        let plain = parse("[bot]\ntls = \"insecure-plaintext\"\nca_file = \"ca.pem\"\n");
+        assert_eq!(
+            plain.unwrap_err(),
+            "config t, line 10: [bot] ca_file needs tls = \"starttls\" (it adds CA \
+             certificates for the server's certificate)"
+        );
+        let empty = parse("[bot]\nca_file = \" \"\n").unwrap_err();
+        assert_eq!(empty, "config t, line 9: [bot] ca_file must not be empty");
     }
 
     #[test]

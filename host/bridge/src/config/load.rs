@@ -35,6 +35,11 @@ impl Config {
             config.policy_path = Some(folder.join(policy));
         }
         let folder = path.parent().unwrap_or(Path::new(""));
+        if let Some(ca) = &mut config.bot.ca_file
+            && ca.is_relative()
+        {
+            *ca = folder.join(&*ca);
+        }
         for agent in config.bot.agents.values_mut() {
             if let Some(PasswordSource::File(file)) = &mut agent.password
                 && file.is_relative()

@@ -42,6 +42,16 @@ fn a_relative_policy_path_is_relative_to_the_config_folder() {
 }
 
 #[test]
+fn a_relative_ca_file_is_relative_to_the_config_folder_and_an_absolute_one_kept() {
+    let dir = temp_dir("ca-file");
+    let config = Config::load(&file(&dir, "[bot]\nca_file = \"certs/ca.pem\"\n")).unwrap();
+    assert_eq!(config.bot.ca_file, Some(dir.join("certs/ca.pem")));
+    let config = Config::load(&file(&dir, "[bot]\nca_file = \"/etc/ssl/ca.pem\"\n")).unwrap();
+    assert_eq!(config.bot.ca_file, Some(PathBuf::from("/etc/ssl/ca.pem")));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn an_absolute_policy_path_is_kept() {
     let dir = temp_dir("absolute");
     let config = Config::load(&file(&dir, "[policy]\npath = \"/srv/p.wasm\"\n")).unwrap();

@@ -149,6 +149,11 @@ pub struct BotConfig {
     /// (SRV `_xmpp-client._tcp`, then port 5222).
     pub server: Option<String>,
     pub tls: BotTls,
+    /// A PEM file of CA certificates trusted besides the system's roots for
+    /// the server's certificate (an ejabberd with a certificate of its
+    /// operator's own CA); relative paths are taken from the config file's
+    /// folder by `Config::load`.
+    pub ca_file: Option<PathBuf>,
     /// How long one Hermes turn may take, in seconds (default 300): past
     /// it the bot posts nothing and logs the time-out.
     pub turn_timeout_seconds: u32,

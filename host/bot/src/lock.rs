@@ -1,0 +1,134 @@
+//! One bot per agent on one machine: an exclusive `flock` on a file named
+//! after the agent's bare JID, held for the life of the process, as
+//! Hermes's gateway takes a scoped lock per credential. The kernel drops
+//! the lock when the process dies, however it dies, so no stale lock needs
+//! cleaning; the holder's PID is written into the file for the refusal.
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use session_switch::{Failure, FailureKind};
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+/// The held lock; dropping it (or the process ending) releases it.
+#[derive(Debug)]
+pub struct BotLock {
+    _file: Flock<File>,
+    pub path: PathBuf,
+}
+
+/// The folder of the bots' lock files: `$XDG_RUNTIME_DIR/session-switch`
+/// (per user, emptied at logout or boot) when set, else
+/// `HERMES_HOME/session-switch`.
+pub fn lock_dir(xdg_runtime_dir: Option<&str>, hermes_home: &Path) -> PathBuf {
+    match xdg_runtime_dir {
+        Some(dir) if !dir.is_empty() => Path::new(dir).join("session-switch"),
+        _ => hermes_home.join("session-switch"),
+    }
+}
+
+/// The lock file of the agent whose bare JID is `jid`: `bot-JID.lock`, the
+/// JID in lower case (XMPP compares local parts and domains without case),
+/// so two spellings of one account share one lock.
+pub fn lock_path(dir: &Path, jid: &str) -> PathBuf {
+    dir.join(format!("bot-{}.lock", jid.to_lowercase()))
+}
+
+/// Take `agent`'s lock at `path`, creating the file and its folder, and
+/// write this process's PID into it.
+///
+/// Errors: another process holds it (kind `busy`, naming its PID); the
+/// folder or file cannot be made or locked (kind `transport`).
+pub fn take(path: &Path, agent: &str) -> Result<BotLock, Failure> {
+    let cannot = |what: &str, e: &dyn std::fmt::Display| {
+        Failure::transport(format!(
+            "cannot {what} the bot's lock {}: {e}",
+            path.display()
+        ))
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| cannot("make the folder of", &e))?;
+    }
+    // Not truncated on open: the holder's PID must stay readable to the
+    // process that is refused.
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| cannot("open", &e))?;
+    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => lock,
+        Err((mut file, Errno::EWOULDBLOCK)) => {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            let holder = match text.trim().parse::<u32>() {
+                Ok(pid) => format!("PID {pid}"),
+                Err(_) => "a process that has not written its PID yet".to_owned(),
+            };
+            return Err(Failure::new(
+                FailureKind::Busy,
+                format!(
+                    "another bot of {agent} runs on this machine: {holder} holds {} \
+                     (stop it first; one bot per agent)",
+                    path.display()
+                ),
+            ));
+        }
+        Err((_, e)) => return Err(cannot("take", &e)),
+    };
+    file.set_len(0).map_err(|e| cannot("write", &e))?;
+    file.rewind().map_err(|e| cannot("write", &e))?;
+    writeln!(file, "{}", std::process::id()).map_err(|e| cannot("write", &e))?;
+    Ok(BotLock {
+        _file: file,
+        path: path.to_path_buf(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_lives_in_the_runtime_dir_else_the_hermes_home_named_by_the_jid() {
+        let home = Path::new("/home/a/.hermes");
+        assert_eq!(
+            lock_dir(Some("/run/user/1000"), home),
+            PathBuf::from("/run/user/1000/session-switch")
+        );
+        assert_eq!(lock_dir(Some(""), home), home.join("session-switch"));
+        assert_eq!(lock_dir(None, home), home.join("session-switch"));
+        assert_eq!(
+            lock_path(Path::new("/l"), "MoHe@Example.org"),
+            PathBuf::from("/l/bot-mohe@example.org.lock")
+        );
+    }
+
+    #[test]
+    fn a_second_lock_is_refused_naming_the_holders_pid_and_freed_on_drop() {
+        let dir = std::env::temp_dir().join(format!("ss-bot-lock-{}", std::process::id()));
+        let path = lock_path(&dir.join("sub"), "mohe@example.org");
+        let held = take(&path, "mohe").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{}\n", std::process::id()));
+        // flock locks belong to the open file description: a second open
+        // in the same process is refused as another process would be.
+        let refused = take(&path, "mohe").unwrap_err();
+        assert_eq!(refused.kind, FailureKind::Busy);
+        assert_eq!(refused.exit_status(), 2);
+        assert!(
+            refused
+                .message
+                .contains(&format!("PID {} holds", std::process::id())),
+            "{}",
+            refused.message
+        );
+        drop(held);
+        let again = take(&path, "mohe").unwrap();
+        drop(again);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
