@@ -258,22 +258,27 @@ fn person(
     // invitation to go on.
     if is_stop(message.body, settings.stop_words(), &to.names) {
         let applies = to.here || !to.anyone;
-        if applies {
-            if to.anyone {
-                state.quiet = true;
-            } else {
-                state.stopped = true;
-            }
+        if !applies {
+            return Verdict::heard(
+                AdmitReason::AddressedElsewhere,
+                format!("'{sender}' stopped other agents, not '{name}'"),
+            );
         }
-        let detail = match (applies, to.anyone) {
-            (true, false) => format!("'{sender}' stopped every agent until a person writes again"),
-            (true, true) => {
-                format!("'{sender}' stopped '{name}' until a person addresses it again")
-            }
-            (false, _) => format!("'{sender}' stopped other agents, not '{name}'"),
+        if to.anyone {
+            state.quiet = true;
+        } else {
+            state.stopped = true;
+        }
+        // What a person says after a stop is new: "go on" said before it
+        // must not be refused as a repeat and leave the stop in place.
+        state.seen.clear();
+        let detail = if to.anyone {
+            format!("'{sender}' stopped '{name}' until a person addresses it again")
+        } else {
+            format!("'{sender}' stopped every agent until a person writes again")
         };
         return Verdict {
-            stop: applies,
+            stop: true,
             ..Verdict::heard(AdmitReason::Stopped, detail)
         };
     }
@@ -285,13 +290,23 @@ fn person(
         );
     }
     // A person resets both bounds (Hermes's own bot loop guard resets its
-    // window when a human speaks): the window caps agent-origin messages
-    // only, so a person is never kept waiting for it.
-    state.hops = 0;
-    state.window.clear();
+    // window when a human speaks), for the agents the message is for (and
+    // for the agent whose person sent it through its bridge): one that
+    // addresses only others gives this agent's chain no new turns. The
+    // window caps agent-origin messages only, so a person is never kept
+    // waiting for it.
     state.stopped = false;
     if to.here {
         state.quiet = false;
+    }
+    if to.here || !to.anyone || own {
+        state.hops = 0;
+        state.window.clear();
+    } else if !own {
+        return Verdict::heard(
+            AdmitReason::AddressedElsewhere,
+            format!("a person addressed other agents, not '{name}'"),
+        );
     }
     let reset = "the hop counter and the room window are reset";
     if own {
@@ -309,11 +324,6 @@ fn person(
         Verdict::heard(
             AdmitReason::Stopped,
             format!("'{name}' is stopped until a person addresses it again; {reset}"),
-        )
-    } else if to.elsewhere {
-        Verdict::heard(
-            AdmitReason::AddressedElsewhere,
-            format!("a person addressed other agents, not '{name}'; {reset}"),
         )
     } else if !receiver.meeting.require_mention {
         Verdict::answer(

@@ -352,7 +352,7 @@ fn cli_admit_prints_the_decision_and_exits_0_either_way() {
     assert!(text.status.success(), "exit 0 when it must not reply");
     assert_eq!(
         String::from_utf8(text.stdout).unwrap(),
-        "do not reply (loop-guard, hops 2): 2 agent messages since the last human one (max_hops 2)\n"
+        "do not reply (loop-guard, hops 2, heard): 2 agent messages since the last human one (max_hops 2)\n"
     );
 }
 
@@ -574,7 +574,7 @@ fn cli_admit_says_stop() {
     let d = cli.admit(&["--agent", "mohe", "--from", &person, "@zhiwei stop."]);
     assert_eq!(
         (d["reason"].as_str(), d["stop"].as_bool()),
-        (Some("stopped"), Some(false))
+        (Some("addressed-elsewhere"), Some(false))
     );
     let text = cli.run(
         &["admit", "--agent", "xiaoguo", "--from", &person, "停！"],
@@ -583,7 +583,7 @@ fn cli_admit_says_stop() {
     let out = String::from_utf8(text.stdout).unwrap();
     assert_eq!(
         out,
-        "stop (stopped, hops 0): 'alice' stopped every agent until a person writes again\n"
+        "stop (stopped, hops 0, heard): 'alice' stopped every agent until a person writes again\n"
     );
 }
 

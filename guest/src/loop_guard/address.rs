@@ -6,6 +6,7 @@
 use super::message::RoomMessage;
 use super::state::GuardState;
 use super::text::addresses;
+use session_switch_contract::fold::fold_width;
 use crate::settings::AgentEntry;
 
 /// Whom one message addresses, as the receiving agent sees it.
@@ -36,11 +37,14 @@ impl<'a> Addressing<'a> {
         let mut here = false;
         let mut elsewhere = false;
         let from = sender.map(|a| a.agent.name.as_str());
+        // Wake words match full-width forms as ASCII too (`ｚｗ` for `zw`),
+        // as names do.
+        let narrow: String = message.body.chars().map(fold_width).collect();
         for agent in agents
             .iter()
             .filter(|a| Some(a.agent.name.as_str()) != from)
         {
-            if addresses_agent(agent, message.body, replied) {
+            if addresses_agent(agent, message.body, &narrow, replied) {
                 if agent.agent.name == receiver.agent.name {
                     here = true;
                 } else {
@@ -62,11 +66,16 @@ impl<'a> Addressing<'a> {
     }
 }
 
-/// Whether `body` (or the reply to `replied`'s message) addresses `agent`.
-pub(super) fn addresses_agent(agent: &AgentEntry, body: &str, replied: Option<&str>) -> bool {
+/// Whether `body` (`narrow`: the same with full-width forms as ASCII), or
+/// the reply to `replied`'s message, addresses `agent`.
+fn addresses_agent(agent: &AgentEntry, body: &str, narrow: &str, replied: Option<&str>) -> bool {
     replied == Some(agent.agent.name.as_str())
         || addresses(body, &agent.agent.nick, agent.agent.mention.as_deref())
-        || agent.meeting.patterns.iter().any(|p| p.is_match(body))
+        || agent
+            .meeting
+            .patterns
+            .iter()
+            .any(|p| p.is_match(body) || p.is_match(narrow))
 }
 
 /// The name of the agent whose message `message` replies to: the reply's

@@ -162,6 +162,7 @@ fn mention_patterns_are_wake_words() {
     assert_eq!(room.answering("zw, your turn"), ["zhiwei"]);
     assert_eq!(room.answering("Team: status?"), ["zhiwei"]);
     assert_eq!(room.answering("zwx is not it"), Vec::<&str>::new());
+    assert_eq!(room.answering("ＺＷ, full width"), ["zhiwei"]);
     // The room's patterns serve the agents without their own.
     let mut room = Room::with(|s| s.meeting.mention_patterns = vec!["^all:".into()]);
     assert_eq!(
@@ -271,7 +272,7 @@ fn a_room_wide_stop_holds_until_a_person_writes_again() {
         Vec::<&str>::new()
     );
     // A person's next message that is not a stop lifts it.
-    assert_eq!(room.answering("@mohe go on"), ["mohe"]);
+    assert_eq!(room.answering("@mohe @zhiwei go on"), ["mohe", "zhiwei"]);
     assert_eq!(
         who(&room.deliver(&agent("mohe", "zhiwei, go", None))),
         ["zhiwei"]
@@ -287,10 +288,15 @@ fn a_stop_that_addresses_agents_quiets_only_them() {
         d.iter().map(|a| a.stop).collect::<Vec<_>>(),
         [false, true, false]
     );
-    assert!(
-        d.iter()
-            .all(|a| !a.reply && a.reason == AdmitReason::Stopped)
+    assert_eq!(
+        d.iter().map(|a| a.reason).collect::<Vec<_>>(),
+        [
+            AdmitReason::AddressedElsewhere,
+            AdmitReason::Stopped,
+            AdmitReason::AddressedElsewhere
+        ]
     );
+    assert!(d.iter().all(|a| !a.reply));
     // mohe and xiaoguo talk on; zhiwei is quiet even when addressed.
     assert_eq!(
         who(&room.deliver(&agent("mohe", "zhiwei, xiaoguo: next", None))),
@@ -305,6 +311,38 @@ fn a_stop_that_addresses_agents_quiets_only_them() {
         who(&room.deliver(&agent("mohe", "zhiwei?", None))),
         ["zhiwei"]
     );
+}
+
+#[test]
+fn after_a_stop_a_person_may_say_again_what_they_said_before() {
+    let mut room = Room::new();
+    assert_eq!(room.answering("@zhiwei go on"), ["zhiwei"]);
+    room.deliver(&person("stop"));
+    assert_eq!(room.answering("@zhiwei go on"), ["zhiwei"]);
+    // The stop is lifted: agents are answered again.
+    assert_eq!(who(&room.deliver(&agent("zhiwei", "mohe, your turn", None))), ["mohe"]);
+}
+
+#[test]
+fn a_person_who_addresses_others_refuels_no_other_chain() {
+    let mut room = Room::with(|s| s.loop_guard.max_hops = 3);
+    room.answering("@mohe @zhiwei discuss");
+    // mohe and zhiwei talk up to the bound.
+    for n in 0..2 {
+        room.deliver(&agent("mohe", &format!("zhiwei, point {n}"), None));
+    }
+    let d = room.deliver(&agent("zhiwei", "mohe, last point", None));
+    assert_eq!(d[0].reason, AdmitReason::LoopGuard);
+    // A person asks xiaoguo: mohe's counter stays where it was.
+    let d = room.deliver(&person("@xiaoguo a quick question"));
+    assert_eq!(who(&d), ["xiaoguo"]);
+    assert_eq!((d[0].reason, d[0].hops), (AdmitReason::AddressedElsewhere, 3));
+    assert_eq!(d[2].hops, 0);
+    let d = room.deliver(&agent("zhiwei", "mohe, one more", None));
+    assert_eq!(d[0].reason, AdmitReason::LoopGuard);
+    // A person's message to nobody is for the whole room: it resets all.
+    let d = room.deliver(&person("thanks, all of that helps"));
+    assert!(d.iter().all(|a| a.hops == 0), "{d:?}");
 }
 
 #[test]

@@ -1,31 +1,46 @@
 //! A person's stop: a message that is one of the stop words, alone or with
-//! the names of the agents it stops (`stop`, `@zhiwei stop`, `停！`).
+//! the names of the agents it stops or a word for everyone (`stop`,
+//! `@zhiwei stop`, `停！`, `STOP!!!`, `everyone stop`).
 
 use session_switch_contract::marker::is_blank;
 
 use super::text::{fold, without_names};
 
 /// `text` as the stop rule compares it: case and width folded, blanks
-/// trimmed, one final `.`, `!`, `。` or `！` removed, blanks trimmed again.
+/// trimmed, the final `.`, `!`, `。` and `！` removed (a person who types
+/// `STOP!!!` means it more, not less), blanks trimmed again.
 pub fn stop_form(text: &str) -> String {
     let folded = fold(text);
-    let trimmed = folded.trim_matches(is_blank);
     // `！` is `!` once folded.
-    let trimmed = trimmed
-        .strip_suffix(['.', '!', '。'])
-        .unwrap_or(trimmed)
-        .trim_matches(is_blank);
+    let trimmed = folded
+        .trim_matches(is_blank)
+        .trim_end_matches(|c: char| matches!(c, '.' | '!' | '。') || is_blank(c));
     trimmed.to_owned()
 }
 
+/// Words that address everyone, or ask politely: around a stop word they
+/// leave it a stop for every agent (`everyone stop`, `please stop`).
+const EVERYONE: [&str; 8] = [
+    "everyone",
+    "everybody",
+    "all",
+    "please",
+    "guys",
+    "大家",
+    "请",
+    "你们",
+];
+
 /// Whether `body` is a stop: once the agents' `names` (nicks and
-/// mentions) are taken out, its [`stop_form`] is one of `stop_words`
-/// (already in that form).
+/// mentions) and the words for everyone are taken out, its [`stop_form`]
+/// is one of `stop_words` (already in that form).
 pub fn is_stop(body: &str, stop_words: &[String], names: &[&str]) -> bool {
     if stop_words.is_empty() {
         return false;
     }
-    let form = stop_form(&without_names(body, names));
+    let mut words: Vec<&str> = names.to_vec();
+    words.extend(EVERYONE);
+    let form = stop_form(&without_names(body, &words));
     !form.is_empty() && stop_words.contains(&form)
 }
 
@@ -54,14 +69,23 @@ mod tests {
             "别说了！",
             "halt",
             "\u{3000}stop\u{200b}",
+            "STOP!!!",
+            "停！！",
+            "stop..",
+            "everyone stop",
+            "stop all",
+            "please stop",
+            "大家停",
+            "all, stop!",
         ] {
             assert!(is_stop(body, &words(), &NAMES), "{body:?}");
         }
         for body in [
             "stop it",
-            "please stop",
-            "stop!!",
-            "stop..",
+            "stop?",
+            "please",
+            "all",
+            "bus stop ahead",
             "stopping",
             "don't stop",
             "",

@@ -245,11 +245,22 @@ impl Decider {
             }
             return;
         }
-        self.queue.push_back(Turn {
+        let turn = Turn {
             message: m.clone(),
             reason: admission.reason,
             order: self.heard,
-        });
+        };
+        // A person who addressed the agent goes before the agents' turns
+        // still waiting: a question is not buried behind their chatter.
+        let at = if turn.reason == AdmitReason::Human {
+            self.queue
+                .iter()
+                .position(|t| t.reason != AdmitReason::Human)
+                .unwrap_or(self.queue.len())
+        } else {
+            self.queue.len()
+        };
+        self.queue.insert(at, turn);
     }
 
     /// Run one turn in Hermes; `Some` when a reply is to be posted.

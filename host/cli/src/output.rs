@@ -206,8 +206,9 @@ pub fn admission(a: &Admission, json: bool) {
         (false, true) => "stop",
         (false, false) => "do not reply",
     };
+    let heard = if a.heard { ", heard" } else { "" };
     println!(
-        "{verdict} ({}, hops {}): {}",
+        "{verdict} ({}, hops {}{heard}): {}",
         a.reason.as_str(),
         a.hops,
         a.detail

@@ -32,7 +32,7 @@ pub(super) struct RawBot {
     require_mention: Option<bool>,
     free_response_rooms: Option<Vec<Spanned<String>>>,
     mention_patterns: Option<Vec<Spanned<String>>>,
-    allow_bots: Option<super::types::AllowBots>,
+    allow_bots: Option<Spanned<String>>,
     stop_words: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     agents: BTreeMap<String, Spanned<RawBotAgent>>,
@@ -50,7 +50,7 @@ pub(super) struct RawBotAgent {
     require_mention: Option<bool>,
     free_response_rooms: Option<Vec<Spanned<String>>>,
     mention_patterns: Option<Vec<Spanned<String>>>,
-    allow_bots: Option<super::types::AllowBots>,
+    allow_bots: Option<Spanned<String>>,
 }
 
 /// `[bot]` checked: `server` is `host:port`, `ca_file` goes with STARTTLS,

@@ -17,7 +17,7 @@ pub(super) struct RawMeeting {
     pub(super) require_mention: Option<bool>,
     pub(super) free_response_rooms: Option<Vec<Spanned<String>>>,
     pub(super) mention_patterns: Option<Vec<Spanned<String>>>,
-    pub(super) allow_bots: Option<AllowBots>,
+    pub(super) allow_bots: Option<Spanned<String>>,
 }
 
 /// `[bot]`'s meeting keys with their defaults; `stop_words` is `[bot]`'s
@@ -91,11 +91,23 @@ pub(super) fn overrides(
                 .collect::<Result<Vec<_>, _>>()
         })
         .transpose()?;
+    let allow_bots = raw
+        .allow_bots
+        .map(|v| match v.get_ref().as_str() {
+            "none" => Ok(AllowBots::None),
+            "mentions" => Ok(AllowBots::Mentions),
+            "all" => Ok(AllowBots::All),
+            other => Err(src.at(
+                v.span(),
+                format!("{section} allow_bots {other:?} must be one of \"none\", \"mentions\", \"all\""),
+            )),
+        })
+        .transpose()?;
     Ok(MeetingOverridesConfig {
         require_mention: raw.require_mention,
         free_response_rooms,
         mention_patterns,
-        allow_bots: raw.allow_bots,
+        allow_bots,
     })
 }
 
@@ -177,8 +189,10 @@ mod tests {
             "{room}"
         );
         let bots = parse("[bot]\nallow_bots = \"some\"\n").unwrap_err();
-        assert!(bots.starts_with("config t, line 9: "), "{bots}");
-        assert!(bots.contains("none") && bots.contains("mentions"), "{bots}");
+        assert_eq!(
+            bots,
+            "config t, line 9: [bot] allow_bots \"some\" must be one of \"none\", \"mentions\", \"all\""
+        );
         let stop = parse("[bot]\nstop_words = [\"stop\", \" \"]\n").unwrap_err();
         assert!(stop.contains("[bot] stop_words"), "{stop}");
         let agent_stop = parse("[bot.agents.mohe]\nstop_words = [\"x\"]\n").unwrap_err();

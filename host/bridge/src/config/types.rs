@@ -164,8 +164,7 @@ pub struct BotConfig {
 }
 
 /// Which agents' messages a bot may answer (Hermes's `allow_bots`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AllowBots {
     /// No agent's message.
     None,
