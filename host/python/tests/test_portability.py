@@ -49,12 +49,15 @@ class Portability(unittest.TestCase):
 
         self.assertTrue(call("version").startswith("session-switch-policy "))
         self.assertIsNotNone(call("self-check"))
+        own = record(require_mention=None, free_response_rooms=None, mention_patterns=None, allow_bots=None)
         agent = record(name="mohe", jid="mohe@meeting.localhost", nick="mohe", sessions=["xmpp-mohe"], aliases=[],
-                       mention=None)
+                       mention=None, meeting=own)
         loop_guard = record(max_hops=6, window_messages=20, window_seconds=300, duplicate_seconds=600)
+        meeting = record(require_mention=True, free_response_rooms=[], mention_patterns=["^team"],
+                         allow_bots="mentions", stop_words=["stop"])
         settings = record(room="coregroup@conference.meeting.localhost", ttl_seconds=3600,
                           future_skew_seconds=120, max_body_chars=10000, legacy_agent=None, agents=[agent],
-                          loop_guard=loop_guard)
+                          loop_guard=loop_guard, meeting=meeting)
         self.assertIsNone(call("configure", settings))
 
 
