@@ -9,12 +9,15 @@
 //! reply back to the room. [`settings`] gathers what one bot needs from
 //! the config, the password source and Hermes's `.env`.
 
+pub mod catch_up;
 pub mod check;
+pub mod cursor;
 pub mod decide;
 pub mod hermes;
 pub mod line;
 pub mod room;
 pub mod runner;
+pub mod seam;
 pub mod seen;
 pub mod settings;
 

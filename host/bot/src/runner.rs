@@ -8,9 +8,10 @@
 //! refused join is retried here, also with a doubling pause (up to 60 s).
 //! `--once` is [`crate::check`].
 
-use crate::decide::{Decider, Progress, Reply, UnderWay};
+use crate::decide::{Decider, Progress, Reply, UnderWay, cursor_of};
 use crate::hermes::HermesClient;
 use crate::room::{self, Incoming, RoomEvent};
+use crate::seam::{Seam, Steps};
 use crate::seen::Seen;
 use crate::settings::BotSettings;
 use futures::StreamExt;
@@ -160,8 +161,14 @@ impl Seat {
         self.pause = (self.pause * 2).min(MAX_REJOIN_PAUSE);
     }
 
-    /// A new connection (never a resumed one): the room seat is gone.
+    /// A new connection (never a resumed one): the room seat is gone; join.
     pub(crate) async fn online(&mut self, client: &mut Client, bound: &str) {
+        self.connected(bound);
+        self.join(client).await;
+    }
+
+    /// A new connection: the seat is gone, the join is the caller's.
+    fn connected(&mut self, bound: &str) {
         self.connections += 1;
         self.joined = false;
         self.jids.clear();
@@ -179,7 +186,6 @@ impl Seat {
                 self.nick
             );
         }
-        self.join(client).await;
     }
 
     /// Update the seat from a room event; the live message, if any.
@@ -235,9 +241,8 @@ impl Seat {
                 // (a server that ignores maxstanzas='0').
                 tracing::debug!("{}'s message before the join echo: not answered", m.nick);
             }
-            RoomEvent::Message(m) if m.delayed => {
-                tracing::debug!("{}'s delayed message (history): not answered", m.nick);
-            }
+            // A delayed message is history: the seam takes the history it
+            // asked for and drops the rest.
             RoomEvent::Message(m) => return Some(m),
             _ => {}
         }
@@ -292,8 +297,13 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     let (replies_tx, mut replies) = tokio::sync::mpsc::unbounded_channel::<Reply>();
     let under_way = UnderWay::default();
     let progress = Arc::new(Progress::default());
+    let mut seam = Seam::new(
+        seat.room.clone(),
+        seat.nick.clone(),
+        settings.catch_up_lines,
+    );
     let decider = Decider::new(
-        bridge,
+        Arc::clone(&bridge),
         hermes,
         settings.clone(),
         under_way.clone(),
@@ -327,7 +337,13 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 break;
             }
             _ = sleep_until(seat.rejoin_at.unwrap_or(far)), if seat.rejoin_at.is_some() => {
-                seat.join(&mut client).await;
+                seat.rejoin_at = None;
+                let steps = seam.online(cursor_of(&bridge, &settings.agent));
+                forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
+            }
+            _ = sleep_until(seam.until().unwrap_or(far)), if seam.until().is_some() => {
+                let steps = seam.expire();
+                forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
             }
             Some(reply) = replies.recv() => {
                 held.push_back((reply, forwarded));
@@ -336,31 +352,35 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             event = client.next() => match event {
                 None => return Err(Failure::transport("the XMPP client ended by itself")),
                 Some(Event::Online { bound_jid, resumed: false, .. }) => {
-                    seat.online(&mut client, &bound_jid.to_string()).await;
+                    seat.connected(&bound_jid.to_string());
+                    let cursor = cursor_of(&bridge, &settings.agent);
+                    let steps = seam.online(cursor);
+                    forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                 }
                 Some(Event::Online { resumed: true, .. }) => {
                     tracing::info!("connection resumed; still in {}", seat.room);
                 }
                 Some(Event::Disconnected(e)) => tracing::warn!("disconnected: {e}"),
                 Some(Event::Stanza(stanza)) => {
+                    let steps = match &stanza {
+                        Stanza::Iq(iq) => seam.iq(iq),
+                        Stanza::Message(m) if seam.archived(m, &seat.jids) => continue,
+                        _ => Steps::default(),
+                    };
+                    forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                     if event == RoomEvent::Created {
                         undo_creation(&mut client, &seat.room).await;
                     }
-                    if let Some(m) = seat.event(event) {
-                        if let Some(key) = &m.dedupe_key
-                            && !seen.first_time(key)
-                        {
-                            tracing::info!(
-                                "{}'s message {key} delivered again: already decided",
-                                m.nick
-                            );
-                            continue;
-                        }
-                        if inbox.send(m).is_err() {
-                            return Err(Failure::transport("the decision thread ended"));
-                        }
-                        forwarded += 1;
+                    let was_joined = seat.joined;
+                    let message = seat.event(event);
+                    if seat.joined && !was_joined {
+                        let steps = seam.joined();
+                        forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
+                    }
+                    if let Some(m) = message {
+                        let steps = seam.message(m);
+                        forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     }
                 }
             },
@@ -391,6 +411,36 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     }
     let _ = timeout(Duration::from_secs(5), client.send_end()).await;
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// Send the stanzas of `steps`, then hand its messages to the decision
+/// thread, each once (a message the room delivers again is skipped).
+async fn forward(
+    client: &mut Client,
+    steps: Steps,
+    seen: &mut Seen,
+    inbox: &std::sync::mpsc::Sender<Incoming>,
+    forwarded: &mut u64,
+) -> Result<(), Failure> {
+    for stanza in steps.send {
+        send(client, stanza, "the join or catch-up request").await;
+    }
+    for m in steps.decide {
+        if let Some(key) = &m.dedupe_key
+            && !seen.first_time(key)
+        {
+            tracing::info!(
+                "{}'s message {key} delivered again: already decided",
+                m.nick
+            );
+            continue;
+        }
+        if inbox.send(m).is_err() {
+            return Err(Failure::transport("the decision thread ended"));
+        }
+        *forwarded += 1;
+    }
     Ok(())
 }
 
@@ -457,6 +507,8 @@ mod tests {
             stanza_id: None,
             reply_to: None,
             dedupe_key: None,
+            caught_up: false,
+            at: 0.0,
         })
     }
 
@@ -473,7 +525,6 @@ mod tests {
             seat.jids.get("mohe").map(String::as_str),
             Some("mohe@example.org")
         );
-        assert_eq!(seat.event(message("anna", true)), None);
         assert!(seat.event(message("anna", false)).is_some());
         // A kick: nothing is handed on until the seat is taken again, and
         // the pause doubles.
