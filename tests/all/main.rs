@@ -11,6 +11,7 @@
 //! [`session_switch_tests::heavy`], so no two of them overlap.
 
 mod bot;
+mod bot_seam;
 mod chain;
 mod component;
 mod config;
