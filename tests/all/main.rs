@@ -17,6 +17,7 @@ mod component;
 mod config;
 mod e2e_cli;
 mod fidelity;
+mod heard_store;
 mod hostile_input;
 mod hot_swap;
 mod idle_bridge;

@@ -23,7 +23,7 @@ use crate::line::room_line;
 use crate::room::Incoming;
 use crate::settings::BotSettings;
 use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now, untag};
-use session_switch::{Bridge, HEARD_CAP, HeardLine, Hearing};
+use session_switch::{Bridge, HEARD_CAP, Hearing, WaitingLine};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
@@ -165,7 +165,7 @@ impl Decider {
     }
 
     /// Take up the lines stored before a restart, in their order.
-    fn restore(&mut self, lines: Vec<HeardLine>) {
+    fn restore(&mut self, lines: Vec<WaitingLine>) {
         if lines.is_empty() {
             return;
         }
@@ -471,7 +471,7 @@ impl Decider {
     }
 
     /// Drop from memory the lines the store's cap dropped, and log them.
-    fn forget_dropped(&mut self, dropped: &[HeardLine]) {
+    fn forget_dropped(&mut self, dropped: &[WaitingLine]) {
         for old in dropped {
             tracing::warn!(
                 "more than {BACKLOG_LINES} lines wait for the next turn: the oldest is dropped \

@@ -24,6 +24,33 @@ pub struct Hearing<'a> {
     pub cursor: Option<&'a str>,
 }
 
+/// A line waiting for the agent's next turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaitingLine {
+    /// Its row in `session_switch_heard`.
+    pub id: i64,
+    /// When it was decided, in the bot's count of decisions.
+    pub ordering: i64,
+    /// `None`: for the next turn; `Some`: for the next turn in that
+    /// session (its own turn never reached Hermes).
+    pub session: Option<String>,
+    pub line: String,
+    /// Unix seconds.
+    pub heard_at: f64,
+}
+
+impl From<HeardLine> for WaitingLine {
+    fn from(l: HeardLine) -> Self {
+        Self {
+            id: l.id,
+            ordering: l.ordering,
+            session: l.session,
+            line: l.line,
+            heard_at: l.heard_at,
+        }
+    }
+}
+
 /// A decision and what it kept.
 #[derive(Clone, Debug)]
 pub struct Heard {
@@ -32,7 +59,7 @@ pub struct Heard {
     /// answered (an answered line waits until Hermes takes its turn).
     pub kept: Option<i64>,
     /// Lines the cap dropped to make room (oldest first).
-    pub dropped: Vec<HeardLine>,
+    pub dropped: Vec<WaitingLine>,
 }
 
 impl Bridge {
@@ -74,7 +101,7 @@ impl Bridge {
                     heard_at: hearing.at,
                 })?;
                 kept = Some(id);
-                dropped = gone;
+                dropped = gone.into_iter().map(WaitingLine::from).collect();
             }
             if let Some(cursor) = hearing.cursor {
                 store.cursor_set_in_tx(agent, &room, cursor)?;
@@ -90,8 +117,9 @@ impl Bridge {
 
     /// The lines waiting for `agent`'s next turn in the configured room,
     /// oldest first. Errors: the store's (`busy`, `store`).
-    pub fn heard_lines(&self, agent: &str) -> Result<Vec<HeardLine>, Failure> {
-        self.store()?.heard_rows(agent, &self.config().xmpp.room)
+    pub fn heard_lines(&self, agent: &str) -> Result<Vec<WaitingLine>, Failure> {
+        let rows = self.store()?.heard_rows(agent, &self.config().xmpp.room)?;
+        Ok(rows.into_iter().map(WaitingLine::from).collect())
     }
 
     /// In one brief write transaction: forget the lines `forget` (Hermes
@@ -106,7 +134,7 @@ impl Bridge {
         forget: &[i64],
         assign: &[(i64, String)],
         add: &[(i64, Option<String>, String, f64)],
-    ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
+    ) -> Result<(Vec<i64>, Vec<WaitingLine>), Failure> {
         let room = &self.config().xmpp.room;
         let add: Vec<HeardLine> = add
             .iter()
@@ -120,7 +148,8 @@ impl Bridge {
                 heard_at: *at,
             })
             .collect();
-        self.store()?.heard_change(forget, assign, &add)
+        let (ids, dropped) = self.store()?.heard_change(forget, assign, &add)?;
+        Ok((ids, dropped.into_iter().map(WaitingLine::from).collect()))
     }
 
     /// `agent`'s stored room cursor (JSON), if any. Errors: the store's.
