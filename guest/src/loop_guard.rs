@@ -166,8 +166,25 @@ pub fn admit(
     let name = &receiver.agent.name;
 
     if human {
-        return person(settings, receiver, message, state, now, &sender, own, &to)
-            .with_hops(state.hops);
+        let verdict = person(settings, receiver, message, state, now, &sender, own, &to);
+        return caught_up_if(message, verdict).with_hops(state.hops);
+    }
+
+    if message.caught_up {
+        // The agent message was answered (or not) while the bot was away:
+        // counting it now would cap a chain the room has moved past.
+        if let (Some(id), Some(agent)) = (message.stanza_id, sender_agent) {
+            state.remember_said(id, &agent.agent.name);
+        }
+        let verdict = if own {
+            Verdict::ignored(AdmitReason::OwnMessage, "the agent's own message".into())
+        } else {
+            Verdict::heard(
+                AdmitReason::CaughtUp,
+                format!("'{sender}' said this while the bot was away: heard, not counted"),
+            )
+        };
+        return verdict.with_hops(state.hops);
     }
 
     // An agent message: counted before any other filter.
@@ -237,6 +254,21 @@ pub fn admit(
         )
     };
     verdict.with_hops(hops)
+}
+
+/// A caught-up message is never answered: an answer becomes a heard line.
+fn caught_up_if(message: &RoomMessage<'_>, verdict: Verdict) -> Verdict {
+    if message.caught_up && verdict.reply {
+        Verdict::heard(
+            AdmitReason::CaughtUp,
+            format!(
+                "said while the bot was away, heard and not answered ({})",
+                verdict.detail
+            ),
+        )
+    } else {
+        verdict
+    }
 }
 
 /// A person's message (or a send a bridge made for one): a stop, or
@@ -436,6 +468,7 @@ pub fn admit_message(
         human_origin: message.human_origin,
         stanza_id: message.stanza_id.as_deref(),
         reply_to,
+        caught_up: message.caught_up,
     };
     let before = state.clone();
     let mut admission = admit(settings, receiver, &room_message, &mut state, now);

@@ -39,6 +39,7 @@ fn message(occupant: &str, jid: Option<&str>, body: &str) -> RoomMessage {
         human_origin: false,
         stanza_id: None,
         reply_to: None,
+        caught_up: false,
     }
 }
 
@@ -1033,6 +1034,7 @@ fn run_room_with(
                     human_origin: p.human_origin,
                     stanza_id: None,
                     reply_to: None,
+                    caught_up: false,
                 },
             )
             .unwrap();

@@ -11,12 +11,14 @@
 //! [`session_switch_tests::heavy`], so no two of them overlap.
 
 mod bot;
+mod bot_seam;
 mod bot_service;
 mod chain;
 mod component;
 mod config;
 mod e2e_cli;
 mod fidelity;
+mod heard_store;
 mod hostile_input;
 mod hot_swap;
 mod idle_bridge;

@@ -201,7 +201,7 @@ fn a_person_addresses_agents_replies_and_stops_them() {
     assert!(
         bots[1]
             .log()
-            .contains("is stopped until a person addresses it again")
+            .contains("a person's stop holds until a person addresses it again")
     );
     world.say("anna", "stop");
     let settled = quiet(&observer, still);

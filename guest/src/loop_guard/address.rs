@@ -6,8 +6,8 @@
 use super::message::RoomMessage;
 use super::state::GuardState;
 use super::text::addresses;
-use session_switch_contract::fold::fold_width;
 use crate::settings::AgentEntry;
+use session_switch_contract::fold::fold_width;
 
 /// Whom one message addresses, as the receiving agent sees it.
 pub(super) struct Addressing<'a> {

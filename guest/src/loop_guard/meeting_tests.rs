@@ -67,6 +67,7 @@ fn person(body: &str) -> RoomMessage<'_> {
         human_origin: false,
         stanza_id: None,
         reply_to: None,
+        caught_up: false,
     }
 }
 
@@ -79,6 +80,7 @@ fn agent<'a>(nick: &'a str, body: &'a str, id: Option<&'a str>) -> RoomMessage<'
         human_origin: false,
         stanza_id: id,
         reply_to: None,
+        caught_up: false,
     }
 }
 
@@ -320,7 +322,10 @@ fn after_a_stop_a_person_may_say_again_what_they_said_before() {
     room.deliver(&person("stop"));
     assert_eq!(room.answering("@zhiwei go on"), ["zhiwei"]);
     // The stop is lifted: agents are answered again.
-    assert_eq!(who(&room.deliver(&agent("zhiwei", "mohe, your turn", None))), ["mohe"]);
+    assert_eq!(
+        who(&room.deliver(&agent("zhiwei", "mohe, your turn", None))),
+        ["mohe"]
+    );
 }
 
 #[test]
@@ -336,7 +341,10 @@ fn a_person_who_addresses_others_refuels_no_other_chain() {
     // A person asks xiaoguo: mohe's counter stays where it was.
     let d = room.deliver(&person("@xiaoguo a quick question"));
     assert_eq!(who(&d), ["xiaoguo"]);
-    assert_eq!((d[0].reason, d[0].hops), (AdmitReason::AddressedElsewhere, 3));
+    assert_eq!(
+        (d[0].reason, d[0].hops),
+        (AdmitReason::AddressedElsewhere, 3)
+    );
     assert_eq!(d[2].hops, 0);
     let d = room.deliver(&agent("zhiwei", "mohe, one more", None));
     assert_eq!(d[0].reason, AdmitReason::LoopGuard);
@@ -366,6 +374,52 @@ fn a_message_never_addresses_its_own_sender() {
     room.answering("@mohe start");
     let d = room.deliver(&agent("zhiwei", "zhiwei here", None));
     assert_eq!(d[0].reason, AdmitReason::NotAddressed);
+}
+
+/// `m` as caught up on a bot's return.
+fn caught_up(m: RoomMessage<'_>) -> RoomMessage<'_> {
+    RoomMessage {
+        caught_up: true,
+        ..m
+    }
+}
+
+#[test]
+fn a_caught_up_line_is_heard_never_answered_never_a_hop() {
+    let mut room = Room::new();
+    room.deliver(&agent("zhiwei", "@mohe what now?", Some("z1")));
+    let hops: Vec<u32> = room.states.iter().map(|s| s.hops).collect();
+    // An agent's line from while the bot was away: heard, not counted.
+    let d = room.deliver(&caught_up(agent("xiaoguo", "@mohe agreed", Some("x1"))));
+    assert!(
+        !d[0].reply && d[0].heard && d[0].reason == AdmitReason::CaughtUp,
+        "{d:?}"
+    );
+    assert_eq!(room.states.iter().map(|s| s.hops).collect::<Vec<_>>(), hops);
+    assert_eq!(d[2].reason, AdmitReason::OwnMessage);
+    // It is remembered for replies, as a live one.
+    assert_eq!(room.states[0].sayer_of("x1"), Some("xiaoguo"));
+    // A person's line addressing mohe: heard, not answered, and it resets
+    // mohe's counter as a live one does.
+    let d = room.deliver(&caught_up(person("@mohe and you?")));
+    assert!(d.iter().all(|a| !a.reply && a.heard), "{d:?}");
+    assert_eq!(d[0].reason, AdmitReason::CaughtUp);
+    assert_eq!(room.states[0].hops, 0);
+}
+
+#[test]
+fn a_stop_caught_up_holds_after_the_return() {
+    let mut room = Room::new();
+    let d = room.deliver(&caught_up(person("stop")));
+    assert!(d.iter().all(|a| a.stop && !a.reply), "{d:?}");
+    let d = room.deliver(&agent("zhiwei", "@mohe go on", None));
+    assert_eq!(d[0].reason, AdmitReason::Stopped, "{d:?}");
+    assert!(!d[0].reply);
+    // A person's caught-up message lifts it, as a live one does, and is
+    // still not answered itself.
+    let d = room.deliver(&caught_up(person("@mohe hello")));
+    assert!(!d[0].reply && d[0].reason == AdmitReason::CaughtUp);
+    assert!(room.deliver(&person("@mohe hello again"))[0].reply);
 }
 
 #[test]

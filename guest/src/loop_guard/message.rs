@@ -20,6 +20,9 @@ pub struct RoomMessage<'a> {
     pub stanza_id: Option<&'a str>,
     /// The message this one replies to (XEP-0461).
     pub reply_to: Option<ReplyTo<'a>>,
+    /// Said while the bot was away, caught up on its return: heard, never
+    /// answered, never a hop.
+    pub caught_up: bool,
 }
 
 /// The message a reply answers: its sender's nick and its stanza-id,

@@ -13,6 +13,7 @@ fn msg<'a>(nick: &'a str, jid: Option<&'a str>, body: &'a str) -> RoomMessage<'a
         human_origin: false,
         stanza_id: None,
         reply_to: None,
+        caught_up: false,
     }
 }
 
@@ -382,6 +383,7 @@ fn wit(occupant: &str, jid: Option<&str>, body: &str) -> WitMessage {
         human_origin: false,
         stanza_id: None,
         reply_to: None,
+        caught_up: false,
     }
 }
 

@@ -11,13 +11,19 @@
 //! Messages that arrive while a turn runs are heard before its reply is
 //! posted, so a person's stop among them keeps that reply out of the room
 //! and drops the turns still queued.
+//!
+//! The lines waiting for a turn live in `state.db` (`session_switch_heard`,
+//! written with the decision, forgotten once Hermes took them) and the
+//! in-memory backlog mirrors them, so a restarted bot passes on what it
+//! heard before; the room cursor moves with each decision.
 
+use crate::cursor::Cursor;
 use crate::hermes::HermesClient;
 use crate::line::room_line;
 use crate::room::Incoming;
 use crate::settings::BotSettings;
-use session_switch::Bridge;
 use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now, untag};
+use session_switch::{Bridge, HEARD_CAP, Hearing, WaitingLine};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
@@ -27,7 +33,7 @@ use tokio::sync::mpsc::UnboundedSender;
 /// How many room lines are kept for the next turn: lines the bot heard
 /// but did not answer, and lines whose turn never reached Hermes (a Hermes
 /// that stays down for a long chat would grow the turn past use).
-pub const BACKLOG_LINES: usize = 20;
+pub const BACKLOG_LINES: usize = HEARD_CAP;
 
 /// What the decision thread hands back to the XMPP task.
 #[derive(Debug)]
@@ -74,6 +80,9 @@ struct Kept {
     order: u64,
     session: Option<String>,
     line: String,
+    /// Its row in `session_switch_heard`; `None` when the store refused it
+    /// (it then lives in memory only).
+    id: Option<i64>,
 }
 
 /// A message the bot will answer, waiting for its turn.
@@ -81,6 +90,8 @@ struct Turn {
     message: Incoming,
     reason: AdmitReason,
     order: u64,
+    /// The line's row in `session_switch_heard`, kept until Hermes takes it.
+    id: Option<i64>,
 }
 
 /// The decision thread's state: the façade, the Hermes client, the room
@@ -97,6 +108,7 @@ pub struct Decider {
     stops: u64,
     under_way: UnderWay,
     progress: Arc<Progress>,
+    cursor: Cursor,
 }
 
 /// The turn the decision thread is waiting on, if any (`the reply to anna
@@ -128,7 +140,8 @@ impl Decider {
         under_way: UnderWay,
         progress: Arc<Progress>,
     ) -> Self {
-        Self {
+        let agent = settings.agent.clone();
+        let mut decider = Self {
             bridge,
             hermes,
             settings,
@@ -138,7 +151,45 @@ impl Decider {
             stops: 0,
             under_way,
             progress,
+            cursor: Cursor::default(),
+        };
+        match decider.bridge.heard_lines(&agent) {
+            Ok(lines) => decider.restore(lines),
+            Err(e) => tracing::warn!(
+                "could not read the lines waiting from before: {}; the next turn lacks them",
+                e.message
+            ),
         }
+        decider.cursor = cursor_of(&decider.bridge, &agent).unwrap_or_default();
+        decider
+    }
+
+    /// Take up the lines stored before a restart, in their order.
+    fn restore(&mut self, lines: Vec<WaitingLine>) {
+        if lines.is_empty() {
+            return;
+        }
+        tracing::info!(
+            "{} lines from before wait for the next turn (lines waiting: {})",
+            lines.len(),
+            lines.len()
+        );
+        for l in lines {
+            let order = u64::try_from(l.ordering).unwrap_or(0);
+            self.heard = self.heard.max(order);
+            self.backlog.push_back(Kept {
+                order,
+                session: l.session,
+                line: l.line,
+                id: Some(l.id),
+            });
+        }
+    }
+
+    /// Whether the bot decided `m` already (a message caught up across
+    /// the seam of a restart or a reconnect).
+    pub fn decided(&self, m: &Incoming) -> bool {
+        self.cursor.decided(m)
     }
 
     /// Decide every message of `inbox` until it closes; send each reply
@@ -184,7 +235,14 @@ impl Decider {
     /// Hear `m`: the policy's decision on it, logged; an answer queued, a
     /// heard line kept, a stop acted on. An own echo logs at debug only.
     pub fn hear(&mut self, m: &Incoming) {
-        self.decide(m);
+        if m.caught_up && self.cursor.decided(m) {
+            tracing::info!(
+                "{}'s message from while the bot was away was decided before it went: skipped",
+                m.nick
+            );
+        } else {
+            self.decide(m);
+        }
         self.progress.stops.store(self.stops, Ordering::Release);
         self.progress.heard.fetch_add(1, Ordering::AcqRel);
     }
@@ -199,17 +257,31 @@ impl Decider {
                 return;
             }
         };
+        let line = room_line(&self.bridge, agent, &m.nick, &m.body);
+        let order = self.heard + 1;
+        let cursor = self.cursor.after(m);
+        let cursor_json = cursor.to_json();
         // The guard sees every live message, the bot's own included: its
         // own lines count as hops, and a send the bridge made for a person
-        // (the human-origin marker) resets the counter (DESIGN §9.3).
-        let admission = match self.bridge.admit(agent, &room_message(m)) {
-            Ok(a) => a,
+        // (the human-origin marker) resets the counter (DESIGN §9.3). The
+        // line is stored with the decision, so a restart does not lose it.
+        let hearing = Hearing {
+            line: &line,
+            ordering: i64::try_from(order).unwrap_or(i64::MAX),
+            at: m.at,
+            cursor: Some(&cursor_json),
+        };
+        let heard = match self.bridge.admit_hearing(agent, &room_message(m), &hearing) {
+            Ok(h) => h,
             Err(e) => {
                 tracing::warn!("not answering {}: admit failed: {}", m.nick, e.message);
                 return;
             }
         };
-        self.heard += 1;
+        self.cursor = cursor;
+        self.heard = order;
+        self.forget_dropped(&heard.dropped);
+        let admission = heard.admission;
         if admission.stop {
             self.stops += 1;
             for turn in std::mem::take(&mut self.queue) {
@@ -219,7 +291,7 @@ impl Decider {
                     m.nick
                 );
                 let line = room_line(&self.bridge, agent, &turn.message.nick, &turn.message.body);
-                self.keep(turn.order, None, line);
+                self.keep_in_memory(turn.order, None, line, turn.id);
             }
         }
         if own {
@@ -240,15 +312,15 @@ impl Decider {
             );
             // The agent still learns what was said to others.
             if admission.heard {
-                let line = room_line(&self.bridge, agent, &m.nick, &m.body);
-                self.keep(self.heard, None, line);
+                self.keep_in_memory(order, None, line, heard.kept);
             }
             return;
         }
         let turn = Turn {
             message: m.clone(),
             reason: admission.reason,
-            order: self.heard,
+            order,
+            id: heard.kept,
         };
         // A person who addressed the agent goes before the agents' turns
         // still waiting: a question is not buried behind their chatter.
@@ -300,9 +372,17 @@ impl Decider {
             .set(Some(format!("the reply to {} (session {session})", m.nick)));
         let answer = self.hermes.turn(&session, &text);
         self.under_way.set(None);
+        let passed: Vec<i64> = self
+            .backlog
+            .iter()
+            .filter(|k| taken(k))
+            .filter_map(|k| k.id)
+            .chain(turn.id)
+            .collect();
         match answer {
             Ok(reply) => {
                 self.backlog.retain(|k| !taken(k));
+                self.forget(&passed);
                 let body = normalise(&reply, self.settings.max_body_chars);
                 if body.is_empty() {
                     tracing::warn!(
@@ -321,6 +401,7 @@ impl Decider {
             Err(e) if e.line_stored() => {
                 // Hermes has the line (and the lines passed with it).
                 self.backlog.retain(|k| !taken(k));
+                self.forget(&passed);
                 tracing::warn!(
                     "no reply to {}: {e}; the line is in session {session}",
                     m.nick
@@ -331,6 +412,7 @@ impl Decider {
                 // The connection broke after Hermes took the line (killed
                 // mid-turn): it is in the session already.
                 self.backlog.retain(|k| !taken(k));
+                self.forget(&passed);
                 tracing::warn!(
                     "no reply to {}: {e}; Hermes had stored the line in session {session} \
                      before that",
@@ -339,7 +421,18 @@ impl Decider {
                 None
             }
             Err(e) => {
-                self.keep(order, Some(session.clone()), line);
+                if let Some(id) = turn.id
+                    && let Err(f) =
+                        self.bridge
+                            .heard_change(agent, &[], &[(id, session.clone())], &[])
+                {
+                    tracing::warn!(
+                        "could not store the line's session: {}; a restart passes it with the \
+                         next turn, whatever its session",
+                        f.message
+                    );
+                }
+                self.keep_in_memory(order, Some(session.clone()), line, turn.id);
                 tracing::warn!(
                     "no reply to {}: {e}; the line goes to session {session} with the next turn \
                      there (lines waiting: {})",
@@ -372,9 +465,44 @@ impl Decider {
         })
     }
 
-    /// Keep a line for a later turn, in the order it was heard; the
-    /// oldest is dropped past [`BACKLOG_LINES`], and logged.
-    fn keep(&mut self, order: u64, session: Option<String>, line: String) {
+    /// Forget the stored lines Hermes took (`ids`), in one brief
+    /// transaction. A failure is logged: a restart would pass them again
+    /// (seen twice rather than lost).
+    fn forget(&self, ids: &[i64]) {
+        if let Err(e) = self
+            .bridge
+            .heard_change(&self.settings.agent, ids, &[], &[])
+        {
+            tracing::warn!(
+                "could not forget the {} lines Hermes took: {}; a restart passes them again",
+                ids.len(),
+                e.message
+            );
+        }
+    }
+
+    /// Drop from memory the lines the store's cap dropped, and log them.
+    fn forget_dropped(&mut self, dropped: &[WaitingLine]) {
+        for old in dropped {
+            tracing::warn!(
+                "more than {BACKLOG_LINES} lines wait for the next turn: the oldest is dropped \
+                 ({:?})",
+                old.line
+            );
+            self.backlog.retain(|k| k.id != Some(old.id));
+        }
+    }
+
+    /// Keep a line (stored as row `id`) for a later turn, in the order it
+    /// was heard; past [`BACKLOG_LINES`] the oldest is dropped, and logged.
+    fn keep_in_memory(
+        &mut self,
+        order: u64,
+        session: Option<String>,
+        line: String,
+        id: Option<i64>,
+    ) {
+        self.backlog.retain(|k| id.is_none() || k.id != id);
         let at = self.backlog.partition_point(|k| k.order <= order);
         self.backlog.insert(
             at,
@@ -382,6 +510,7 @@ impl Decider {
                 order,
                 session,
                 line,
+                id,
             },
         );
         while self.backlog.len() > BACKLOG_LINES {
@@ -391,7 +520,29 @@ impl Decider {
                      dropped ({:?})",
                     old.line
                 );
+                if let Some(id) = old.id {
+                    self.forget(&[id]);
+                }
             }
+        }
+    }
+}
+
+/// `agent`'s stored room cursor; `None` (logged) when it cannot be read
+/// or is not one of ours.
+pub fn cursor_of(bridge: &Bridge, agent: &str) -> Option<Cursor> {
+    match bridge.room_cursor(agent) {
+        Ok(None) => None,
+        Ok(Some(text)) => {
+            let cursor = Cursor::from_json(&text);
+            if cursor.is_none() {
+                tracing::warn!("the stored room cursor is not one of ours: no catch-up");
+            }
+            cursor
+        }
+        Err(e) => {
+            tracing::warn!("could not read the room cursor: {}; no catch-up", e.message);
+            None
         }
     }
 }
@@ -406,6 +557,7 @@ fn room_message(m: &Incoming) -> RoomMessage {
         human_origin: m.human_origin,
         stanza_id: m.stanza_id.clone(),
         reply_to: m.reply_to.clone().map(|(to, id)| ReplyTarget { to, id }),
+        caught_up: m.caught_up,
     }
 }
 

@@ -9,8 +9,10 @@
 //! reply back to the room. [`settings`] gathers what one bot needs from
 //! the config, the password source and Hermes's `.env`.
 
+pub mod catch_up;
 pub mod check;
 pub mod connect;
+pub mod cursor;
 pub mod decide;
 pub mod hermes;
 pub mod line;
@@ -20,6 +22,7 @@ pub mod other_seat;
 pub mod resource;
 pub mod room;
 pub mod runner;
+pub mod seam;
 pub mod seat;
 pub mod seen;
 pub mod settings;

@@ -3,10 +3,12 @@
 //! bot. Pure functions over xmpp-parsers types, no connection.
 
 use session_switch::origin::{HUMAN_ORIGIN_ELEMENT, HUMAN_ORIGIN_NS, ORIGIN_ID_NS};
+use session_switch::runtime::unix_now;
 use std::collections::HashMap;
 use tokio_xmpp::Stanza;
 use tokio_xmpp::jid::{BareJid, FullJid, Jid};
 use tokio_xmpp::minidom::Element;
+use tokio_xmpp::parsers::date::DateTime;
 use tokio_xmpp::parsers::iq::Iq;
 use tokio_xmpp::parsers::message::{Id, Lang, Message, MessageType};
 use tokio_xmpp::parsers::muc::Muc;
@@ -22,7 +24,7 @@ const NS_MUC_USER: &str = "http://jabber.org/protocol/muc#user";
 const NS_MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
 
 /// One groupchat message of the room, as the bot decides on it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Incoming {
     /// The sender's occupant JID `room/nick`.
     pub occupant: String,
@@ -45,10 +47,16 @@ pub struct Incoming {
     /// `<stanza-id by='room'/>`, else the sender's `<origin-id/>`, else the
     /// stanza `id` (each prefixed with its kind and the sender).
     pub dedupe_key: Option<String>,
+    /// Said while the bot was away: caught up from the room's archive or
+    /// its history after a restart or a reconnect.
+    pub caught_up: bool,
+    /// When the room got it (Unix seconds): its XEP-0203 delay stamp, else
+    /// the time the bot received it.
+    pub at: f64,
 }
 
 /// What one stanza means to the bot.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum RoomEvent {
     /// A groupchat message with a body from an occupant.
     Message(Incoming),
@@ -142,7 +150,7 @@ fn from_room(from: Option<&Jid>, room: &BareJid) -> Option<String> {
     from.resource().map(|r| r.as_str().to_owned())
 }
 
-fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEvent {
+pub(crate) fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEvent {
     if m.type_ == MessageType::Error && m.from.as_ref().is_some_and(|f| f.to_bare() == *room) {
         return RoomEvent::MessageRefused(error_condition(&m.payloads));
     }
@@ -199,7 +207,17 @@ fn message(m: Message, room: &BareJid, jids: &HashMap<String, String>) -> RoomEv
         stanza_id,
         reply_to,
         dedupe_key,
+        caught_up: false,
+        at: delay_stamp(&m.payloads).unwrap_or_else(unix_now),
     })
+}
+
+/// The XEP-0203 `<delay stamp=…/>` of a message, as Unix seconds.
+pub fn delay_stamp(payloads: &[Element]) -> Option<f64> {
+    let delay = payloads.iter().find(|p| p.is("delay", NS_DELAY))?;
+    let stamp = delay.attr("stamp")?.parse::<DateTime>().ok()?;
+    let t = stamp.0;
+    Some(t.timestamp() as f64 + f64::from(t.timestamp_subsec_micros()) / 1e6)
 }
 
 /// A reply's body without the quote its client put in front for clients

@@ -13,10 +13,11 @@
 //! ([`crate::other_seat`]). `--once` is [`crate::check`].
 
 use crate::connect::{agent_jid, connector, send};
-use crate::decide::{Decider, Progress, Reply, UnderWay};
+use crate::decide::{Decider, Progress, Reply, UnderWay, cursor_of};
 use crate::hermes::HermesClient;
 use crate::login::Probed;
 use crate::room::{self, Incoming, RoomEvent};
+use crate::seam::{Seam, Steps};
 use crate::seat::{Seat, answer_ping};
 use crate::seen::Seen;
 use crate::settings::BotSettings;
@@ -30,7 +31,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 use tokio_xmpp::jid::BareJid;
-use tokio_xmpp::{Client, Event};
+use tokio_xmpp::{Client, Event, Stanza};
 
 /// How long a stop waits for replies of turns already under way.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -139,8 +140,13 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     let (replies_tx, mut replies) = tokio::sync::mpsc::unbounded_channel::<Reply>();
     let under_way = UnderWay::default();
     let progress = Arc::new(Progress::default());
+    let mut seam = Seam::new(
+        seat.room.clone(),
+        seat.nick.clone(),
+        settings.catch_up_lines,
+    );
     let decider = Decider::new(
-        bridge,
+        Arc::clone(&bridge),
         hermes,
         settings.clone(),
         under_way.clone(),
@@ -174,7 +180,13 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 break;
             }
             _ = sleep_until(seat.rejoin_at.unwrap_or(far)), if seat.rejoin_at.is_some() => {
-                seat.join(&mut client).await;
+                seat.joining();
+                let steps = seam.online(cursor_of(&bridge, &settings.agent));
+                forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
+            }
+            _ = sleep_until(seam.until().unwrap_or(far)), if seam.until().is_some() => {
+                let steps = seam.expire();
+                forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
             }
             Some(reply) = replies.recv() => {
                 held.push_back((reply, forwarded));
@@ -183,7 +195,10 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             event = client.next() => match event {
                 None => return Err(Failure::transport("the XMPP client ended by itself")),
                 Some(Event::Online { bound_jid, resumed: false, .. }) => {
-                    seat.online(&mut client, &bound_jid).await;
+                    seat.connected(&bound_jid);
+                    seat.joining();
+                    let steps = seam.online(cursor_of(&bridge, &settings.agent));
+                    forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                 }
                 Some(Event::Online { resumed: true, .. }) => {
                     tracing::info!("connection resumed; still in {}", seat.room);
@@ -197,12 +212,18 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                     if seat.other_seat(&stanza) {
                         continue;
                     }
+                    let steps = match &stanza {
+                        Stanza::Iq(iq) => seam.iq(iq),
+                        Stanza::Message(m) if seam.archived(m, &seat.jids) => continue,
+                        _ => Steps::default(),
+                    };
+                    forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                     if event == RoomEvent::Created {
                         undo_creation(&mut client, &seat.room).await;
                     }
                     let was_joined = seat.joined;
-                    let incoming = seat.event(event);
+                    let message = seat.event(event);
                     if !was_joined
                         && seat.joined
                         && let Err(busy) = seat.settle(&mut client, &settings.agent).await
@@ -211,20 +232,13 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                         let _ = timeout(Duration::from_secs(5), client.send_end()).await;
                         return Err(busy);
                     }
-                    if let Some(m) = incoming {
-                        if let Some(key) = &m.dedupe_key
-                            && !seen.first_time(key)
-                        {
-                            tracing::info!(
-                                "{}'s message {key} delivered again: already decided",
-                                m.nick
-                            );
-                            continue;
-                        }
-                        if inbox.send(m).is_err() {
-                            return Err(Failure::transport("the decision thread ended"));
-                        }
-                        forwarded += 1;
+                    if seat.joined && !was_joined {
+                        let steps = seam.joined();
+                        forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
+                    }
+                    if let Some(m) = message {
+                        let steps = seam.message(m);
+                        forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     }
                 }
             },
@@ -260,6 +274,36 @@ async fn leave(client: &mut Client, seat: &Seat) {
     {
         send(client, p.into(), "the leave").await;
     }
+}
+
+/// Send the stanzas of `steps`, then hand its messages to the decision
+/// thread, each once (a message the room delivers again is skipped).
+async fn forward(
+    client: &mut Client,
+    steps: Steps,
+    seen: &mut Seen,
+    inbox: &std::sync::mpsc::Sender<Incoming>,
+    forwarded: &mut u64,
+) -> Result<(), Failure> {
+    for stanza in steps.send {
+        send(client, stanza, "the join or catch-up request").await;
+    }
+    for m in steps.decide {
+        if let Some(key) = &m.dedupe_key
+            && !seen.first_time(key)
+        {
+            tracing::info!(
+                "{}'s message {key} delivered again: already decided",
+                m.nick
+            );
+            continue;
+        }
+        if inbox.send(m).is_err() {
+            return Err(Failure::transport("the decision thread ended"));
+        }
+        *forwarded += 1;
+    }
+    Ok(())
 }
 
 /// Destroy the room the bot's join created (the configured room did not

@@ -40,6 +40,8 @@ pub struct BotSettings {
     pub turn_timeout: Duration,
     /// The longest body the room takes (`[xmpp] max_body_chars`).
     pub max_body_chars: usize,
+    /// At most how many messages from while the bot was away it catches up.
+    pub catch_up_lines: u32,
 }
 
 impl std::fmt::Debug for BotSettings {
@@ -156,6 +158,7 @@ impl BotSettings {
             api_source: format!("{url_from}, {key_from}"),
             turn_timeout: Duration::from_secs(u64::from(config.bot.turn_timeout_seconds)),
             max_body_chars: config.xmpp.max_body_chars as usize,
+            catch_up_lines: config.bot.catch_up_lines,
         })
     }
 }

@@ -160,7 +160,7 @@ impl Bridge {
 
     /// A connection to the agent's `state.db`, with the config's future
     /// skew for the sends it completes ([`HermesStore::set_future_skew`]).
-    fn store(&self) -> Result<HermesStore, Failure> {
+    pub(crate) fn store(&self) -> Result<HermesStore, Failure> {
         let mut store = HermesStore::open(&self.db)?;
         store.set_future_skew(self.config.redirect.future_skew_seconds);
         Ok(store)

@@ -16,6 +16,7 @@
 pub mod bridge;
 pub mod config;
 mod explain;
+mod heard;
 pub mod hermes_imports;
 mod hot_swap;
 pub mod json;
@@ -26,10 +27,12 @@ mod views;
 pub mod wiring;
 
 pub use bridge::{Bridge, BridgeOptions, default_db_path, init_db, refuse_unusable};
+pub use heard::{Heard, Hearing, WaitingLine};
 pub use reads::Reads;
 /// The human-origin marker the CLI's sends carry (the room bot reads it).
 pub use session_switch_contract::origin;
 pub use session_switch_runtime as runtime;
 pub use session_switch_runtime::{Failure, FailureKind, HistoryRow};
+pub use store::HEARD_CAP;
 pub use store::{hermes_home, sqlite_version};
 pub use views::{PendingReport, PendingStatus, SentRow};

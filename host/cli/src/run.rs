@@ -90,6 +90,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 human_origin,
                 stanza_id,
                 reply_to,
+                caught_up: false,
             };
             let admission = open(g)?.admit(&agent, &message)?;
             output::admission(&admission, g.json);

@@ -289,6 +289,7 @@ impl Bridge {
             human_origin,
             stanza_id: stanza_id.map(|s| s.to_owned()),
             reply_to,
+            caught_up: false,
         };
         let admission = py
             .detach(|| self.host.admit(&agent, &message))

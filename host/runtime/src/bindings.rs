@@ -41,6 +41,7 @@ impl AdmitReason {
             Self::Duplicate => "duplicate",
             Self::LoopGuard => "loop-guard",
             Self::Delayed => "delayed",
+            Self::CaughtUp => "caught-up",
         }
     }
 }

@@ -16,7 +16,7 @@ use super::call::no_check;
 use super::imports::{Call, HistoryQuery, SendArgs};
 use super::instance::PolicyInstance;
 use super::limits::max_text_bytes;
-use crate::{Failure, FailureKind, HistoryRow};
+use crate::{Failure, FailureKind, HistoryRow, HostImports};
 use fallback::{fallback_decision, or_fallback};
 use session_switch_contract::keys::guard_key;
 
@@ -254,6 +254,20 @@ impl PolicyInstance {
     /// Errors: the policy's (`unknown-agent`, `bad-input` for an occupant
     /// outside the room), the imports' (`busy`, `store`), `policy`.
     pub fn admit(&mut self, agent: &str, message: &RoomMessage) -> Result<Admission, Failure> {
+        self.admit_then(agent, message, &mut |_, _| Ok(()))
+    }
+
+    /// [`PolicyInstance::admit`], then `then` with the admission and the
+    /// imports, inside the same write transaction and before its commit:
+    /// the host writes what follows from the decision (the line the bot
+    /// keeps for the next turn) with the guard's state, or nothing at all.
+    /// A failure of `then` rolls the whole decision back and is returned.
+    pub fn admit_then(
+        &mut self,
+        agent: &str,
+        message: &RoomMessage,
+        then: &mut dyn FnMut(&Admission, &mut dyn HostImports) -> Result<(), Failure>,
+    ) -> Result<Admission, Failure> {
         let key = guard_key(agent, &self.settings().room);
         let mut attempt = 1;
         loop {
@@ -268,7 +282,11 @@ impl PolicyInstance {
                     |g, s| g.call_admit(s, agent, message),
                     no_check,
                 )
-                .map(|(admission, _)| admission);
+                .map(|(admission, _)| admission)
+                .and_then(|admission| {
+                    then(&admission, self.imports_mut())?;
+                    Ok(admission)
+                });
             let ended = self.imports_mut().end_write(answer.is_ok());
             match (answer, ended) {
                 (Err(failure), _) => return Err(failure),

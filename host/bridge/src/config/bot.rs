@@ -19,7 +19,8 @@ use toml::Spanned;
 use super::meeting::{RawMeeting, overrides, room_meeting};
 use super::source::Source;
 use super::types::{
-    AgentConfig, BotAgent, BotConfig, BotTls, DEFAULT_TURN_TIMEOUT_SECONDS, PasswordSource,
+    AgentConfig, BotAgent, BotConfig, BotTls, DEFAULT_CATCH_UP_LINES, DEFAULT_TURN_TIMEOUT_SECONDS,
+    MAX_CATCH_UP_LINES, PasswordSource,
 };
 
 #[derive(Deserialize)]
@@ -29,6 +30,7 @@ pub(super) struct RawBot {
     tls: Option<BotTls>,
     ca_file: Option<Spanned<String>>,
     turn_timeout_seconds: Option<Spanned<u32>>,
+    catch_up_lines: Option<Spanned<u32>>,
     require_mention: Option<bool>,
     free_response_rooms: Option<Vec<Spanned<String>>>,
     mention_patterns: Option<Vec<Spanned<String>>>,
@@ -64,6 +66,7 @@ pub(super) fn bot(
     let Some(raw) = raw else {
         return Ok(BotConfig {
             turn_timeout_seconds: DEFAULT_TURN_TIMEOUT_SECONDS,
+            catch_up_lines: DEFAULT_CATCH_UP_LINES,
             ..BotConfig::default()
         });
     };
@@ -117,6 +120,16 @@ pub(super) fn bot(
         Some(f) => Some(PathBuf::from(f.into_inner())),
         None => None,
     };
+    let catch_up_lines = match raw.catch_up_lines {
+        Some(n) if *n.get_ref() > MAX_CATCH_UP_LINES => {
+            return Err(src.at(
+                n.span(),
+                format!("[bot] catch_up_lines must be at most {MAX_CATCH_UP_LINES}"),
+            ));
+        }
+        Some(n) => n.into_inner(),
+        None => DEFAULT_CATCH_UP_LINES,
+    };
     let mut out = BTreeMap::new();
     for (name, table) in raw.agents {
         let span = table.span();
@@ -133,6 +146,7 @@ pub(super) fn bot(
         tls,
         ca_file,
         turn_timeout_seconds,
+        catch_up_lines,
         agents: out,
         meeting,
     })
@@ -220,6 +234,7 @@ mod tests {
         let bot = parse("").unwrap().bot;
         assert_eq!(bot.tls, BotTls::Starttls);
         assert_eq!(bot.turn_timeout_seconds, DEFAULT_TURN_TIMEOUT_SECONDS);
+        assert_eq!(bot.catch_up_lines, DEFAULT_CATCH_UP_LINES);
         assert_eq!(bot.server, None);
         assert_eq!(bot.ca_file, None);
         assert!(bot.agents.is_empty());
@@ -243,7 +258,7 @@ mod tests {
     fn every_key_is_read() {
         let bot = parse(
             "[bot]\nserver = \"127.0.0.1:25222\"\ntls = \"insecure-plaintext\"\n\
-             turn_timeout_seconds = 30\n\n[bot.agents.mohe]\npassword_env = \"MOHE_PW\"\n\
+             turn_timeout_seconds = 30\ncatch_up_lines = 7\n\n[bot.agents.mohe]\npassword_env = \"MOHE_PW\"\n\
              hermes_env = \"/srv/mohe/.env\"\napi_url = \"http://127.0.0.1:8642/\"\n\
              api_key_env = \"MOHE_KEY\"\n",
         )
@@ -252,6 +267,7 @@ mod tests {
         assert_eq!(bot.server.as_deref(), Some("127.0.0.1:25222"));
         assert_eq!(bot.tls, BotTls::InsecurePlaintext);
         assert_eq!(bot.turn_timeout_seconds, 30);
+        assert_eq!(bot.catch_up_lines, 7);
         let mohe = &bot.agents["mohe"];
         assert_eq!(mohe.password, Some(PasswordSource::Env("MOHE_PW".into())));
         assert_eq!(mohe.hermes_env, Some(PathBuf::from("/srv/mohe/.env")));
@@ -281,6 +297,18 @@ mod tests {
         assert!(tls.starts_with("config t, line 9: "), "{tls}");
         let url = parse("[bot.agents.mohe]\napi_url = \"127.0.0.1:8642\"\n").unwrap_err();
         assert!(url.contains("must start with http://"), "{url}");
+        let many = parse("[bot]\ncatch_up_lines = 1001\n").unwrap_err();
+        assert!(
+            many.starts_with("config t, line 9: [bot] catch_up_lines must be at most 1000"),
+            "{many}"
+        );
+        assert_eq!(
+            parse("[bot]\ncatch_up_lines = 0\n")
+                .unwrap()
+                .bot
+                .catch_up_lines,
+            0
+        );
         let zero = parse("[bot]\nturn_timeout_seconds = 0\n").unwrap_err();
         assert!(zero.contains("at least 1"), "{zero}");
     }

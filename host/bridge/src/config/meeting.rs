@@ -99,7 +99,9 @@ pub(super) fn overrides(
             "all" => Ok(AllowBots::All),
             other => Err(src.at(
                 v.span(),
-                format!("{section} allow_bots {other:?} must be one of \"none\", \"mentions\", \"all\""),
+                format!(
+                    "{section} allow_bots {other:?} must be one of \"none\", \"mentions\", \"all\""
+                ),
             )),
         })
         .transpose()?;

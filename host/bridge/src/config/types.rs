@@ -157,6 +157,10 @@ pub struct BotConfig {
     /// How long one Hermes turn may take, in seconds (default 300): past
     /// it the bot posts nothing and logs the time-out.
     pub turn_timeout_seconds: u32,
+    /// At most how many messages the room said while a bot was away it
+    /// catches up on its return (default 50; 0: none); beyond, they are
+    /// logged as skipped.
+    pub catch_up_lines: u32,
     /// Each agent's bot settings, by agent name (only configured agents).
     pub agents: BTreeMap<String, BotAgent>,
     /// Who answers what in the room, for every agent without its own.
@@ -253,3 +257,10 @@ pub enum PasswordSource {
 /// The default of `turn_timeout_seconds`: an agent turn with tools can take
 /// minutes; a bot that waited forever would never answer again.
 pub const DEFAULT_TURN_TIMEOUT_SECONDS: u32 = 300;
+
+/// `[bot] catch_up_lines` when absent.
+pub const DEFAULT_CATCH_UP_LINES: u32 = 50;
+
+/// The most `[bot] catch_up_lines` may be: a turn carries at most
+/// [`HEARD_CAP`](crate::store::HEARD_CAP) lines anyway.
+pub const MAX_CATCH_UP_LINES: u32 = 1000;

@@ -78,6 +78,11 @@ impl HermesImports {
             .map(|imports| &imports.store)
     }
 
+    /// The store these imports read and write.
+    pub(crate) fn store(&self) -> &HermesStore {
+        &self.store
+    }
+
     /// A record's value as the policy is given it: when it is a JSON object
     /// whose `session_id` Hermes ended by compression with a unique live
     /// tip (v31), the same object with `session_id` = the tip (logged and

@@ -17,7 +17,8 @@
 //! wrote), `send_write` (a send's intent → post → record), `pending`
 //! (sends between intent and record), `delivered` (the marker of a
 //! delivered send), `chain` (v31 compression chains), `guard_state` (the
-//! loop guard's state), `init` (a new database), `home` (Hermes's home
+//! loop guard's state), `heard` (the lines waiting for a turn, the room
+//! cursor), `init` (a new database), `home` (Hermes's home
 //! folder), `cjk` (Hermes's tokenizer extension), `sqlite_failure` (SQLite
 //! errors as failures), `change_counter` (whether anyone committed,
 //! without SQLite's lock), `read_memo` (two plain reads' answers while
@@ -29,6 +30,7 @@ mod change_counter;
 mod cjk;
 mod delivered;
 mod guard_state;
+mod heard;
 mod hermes;
 mod home;
 mod init;
@@ -49,6 +51,7 @@ mod write_tx;
 pub use bridge_rows::{BRIDGE_ROWS, BridgeRow};
 pub use chain::{CHAIN_CAP, Tip, target_problem};
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
+pub use heard::{HEARD_CAP, HeardLine, cursor_key};
 pub use hermes::{HermesStore, sqlite_version};
 pub use home::hermes_home;
 pub use init::HERMES_SCHEMA_VERSION;
