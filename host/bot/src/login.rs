@@ -17,6 +17,7 @@ use tokio_xmpp::connect::ServerConnector;
 use tokio_xmpp::error::{AuthError, Error, ProtocolError};
 use tokio_xmpp::jid::Jid;
 use tokio_xmpp::parsers::ns;
+use tokio_xmpp::parsers::sasl::DefinedCondition;
 use tokio_xmpp::rustls;
 use tokio_xmpp::xmlstream::{Timeouts, XmppStream};
 
@@ -92,6 +93,10 @@ async fn login<C: ServerConnector>(connector: &C, jid: &Jid, password: &str) -> 
 /// failure.
 pub fn refusal(e: &Error, jid: &Jid) -> Option<Failure> {
     match e {
+        // The server cannot check the password now (its auth backend is
+        // down, at boot say): tried again, as a network failure is, so a
+        // service is not left stopped by `RestartPreventExitStatus=2`.
+        Error::Auth(AuthError::Fail(DefinedCondition::TemporaryAuthFailure)) => None,
         Error::Auth(AuthError::Fail(condition)) => Some(Failure::new(
             FailureKind::NotAccepted,
             format!(
@@ -160,7 +165,6 @@ fn kebab(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio_xmpp::parsers::sasl::DefinedCondition;
 
     fn jid() -> Jid {
         Jid::new("mohe@example.org/session-switch-bot-box1").unwrap()
@@ -179,13 +183,16 @@ mod tests {
             "{}",
             f.message
         );
-        let e = Error::Auth(AuthError::Fail(DefinedCondition::TemporaryAuthFailure));
+        let e = Error::Auth(AuthError::Fail(DefinedCondition::AccountDisabled));
         assert!(
             refusal(&e, &jid())
                 .unwrap()
                 .message
-                .contains("SASL temporary-auth-failure")
+                .contains("SASL account-disabled")
         );
+        // A server that cannot check the password now is tried again.
+        let e = Error::Auth(AuthError::Fail(DefinedCondition::TemporaryAuthFailure));
+        assert!(refusal(&e, &jid()).is_none());
     }
 
     #[test]
