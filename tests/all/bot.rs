@@ -490,9 +490,9 @@ fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
         .map(|a| world.bot(a))
         .collect();
     let observer = world.observer();
-    let before = unique("@mohe before the restart");
+    let before = unique("@mohe @zhiwei @xiaoguo before the restart");
     world.say("anna", &before);
-    // A person's line is answered by every agent (reason `human`).
+    // A person's line that addresses every agent is answered by each (reason `human`).
     for bot in &bots {
         wait_from(&observer, &bot.agent, 0, ANSWER)
             .unwrap_or_else(|| panic!("no reply from {}:\n{}", bot.agent, bot.log()));
@@ -520,7 +520,7 @@ fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
         answered,
         "no line is answered again after the restart"
     );
-    let after = unique("@zhiwei after the restart");
+    let after = unique("@mohe @zhiwei @xiaoguo after the restart");
     world.say("anna", &after);
     for bot in &bots {
         wait_from(&observer, &bot.agent, 0, ANSWER)

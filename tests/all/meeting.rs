@@ -52,14 +52,21 @@ fn posters(observer: &RoomObserver, after: usize) -> Vec<String> {
     who
 }
 
-/// The index of the room's last reflection of `body` (posted by a person).
+/// The index of the room's last reflection of `body` (posted by a person;
+/// a reply's ends with it, after its quote).
 fn position(observer: &RoomObserver, body: &str) -> usize {
-    assert!(observer.wait_for_body(body, ANSWER).is_some(), "{body}");
-    observer
-        .messages()
-        .iter()
-        .rposition(|m| m.body.ends_with(body))
-        .unwrap()
+    let deadline = Instant::now() + ANSWER;
+    loop {
+        if let Some(at) = observer
+            .messages()
+            .iter()
+            .rposition(|m| m.nick == "anna" && m.body.ends_with(body))
+        {
+            return at;
+        }
+        assert!(Instant::now() < deadline, "the room never showed {body:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Whether `bot` logged a reply after it heard anna's first stop and
