@@ -11,7 +11,9 @@
 //! - answered once, twice, never (the log of the bots says why);
 //! - heard lines lost: a person's line that reached none of an agent's
 //!   turns (each agent's turns are those whose last line addresses it; a
-//!   final message addresses all three, so every line has a next turn);
+//!   final message addresses all three, so every line has a next turn),
+//!   apart from those the 20-line cap dropped, which the bot logged and
+//!   which are counted on their own;
 //! - the longest wait between a message and its answer in the room.
 //!
 //! The figures are printed and written to `target/room-soak-report.json`;
@@ -61,7 +63,7 @@ fn room_soak() {
     };
     let names: Vec<&str> = AGENTS.iter().map(|(a, _)| *a).collect();
     let mut bots: HashMap<&str, BotProcess> = names.iter().map(|a| (*a, world.bot(a))).collect();
-    let mut logs: Vec<String> = Vec::new();
+    let mut logs: Vec<(String, String)> = Vec::new();
 
     // When each reply first reached the room (a real occupant's view).
     let seen: Arc<Mutex<HashMap<usize, Instant>>> = Arc::default();
@@ -139,7 +141,7 @@ fn room_soak() {
             _ => {}
         }
         if mohe_back == Some(i) {
-            logs.push(bots.remove("mohe").unwrap().log());
+            logs.push(("mohe".into(), bots.remove("mohe").unwrap().log()));
             bots.insert("mohe", world.bot("mohe"));
             mohe_back = None;
         }
@@ -178,6 +180,19 @@ fn room_soak() {
     done.store(true, Ordering::Release);
     let _ = watcher.join();
 
+    for (agent, bot) in &bots {
+        logs.push(((*agent).to_owned(), bot.log()));
+    }
+    // The lines each bot's cap dropped, as its log quotes them.
+    let capped: std::collections::HashSet<(String, String)> = logs
+        .iter()
+        .flat_map(|(agent, log)| {
+            log.lines().filter_map(move |l| {
+                let quoted = l.split("the oldest is dropped (\"").nth(1)?;
+                Some((agent.clone(), quoted.strip_suffix("\")")?.to_owned()))
+            })
+        })
+        .collect();
     let turn_texts = world.llm.turn_messages();
     let seen = seen.lock().unwrap().clone();
     let mut answered: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -192,7 +207,7 @@ fn room_soak() {
             }
         }
     }
-    let (mut once, mut twice, mut never, mut lost) = (0, 0, Vec::new(), 0);
+    let (mut once, mut twice, mut never, mut lost, mut dropped) = (0, 0, Vec::new(), 0, 0);
     let mut longest = Duration::ZERO;
     for (body, agent, at) in &said {
         match answered.get(body.as_str()).map_or(0, Vec::len) {
@@ -214,7 +229,9 @@ fn room_soak() {
                     .is_some_and(|l| l.contains(&format!("@{other}")))
                     && t.lines().any(|l| l == line)
             });
-            if !heard {
+            if !heard && capped.contains(&((*other).to_owned(), line.clone())) {
+                dropped += 1;
+            } else if !heard {
                 lost += 1;
                 eprintln!("{other} never got {line:?} (addressed to {agent})");
             }
@@ -226,6 +243,7 @@ fn room_soak() {
         "answered_twice": twice,
         "never_answered": never.len(),
         "heard_lines_lost": lost,
+        "heard_lines_dropped_by_the_cap_logged": dropped,
         "longest_wait_seconds": longest.as_secs_f64(),
         "faults": faults,
         "never_answered_bodies": never,
@@ -233,9 +251,6 @@ fn room_soak() {
     let text = serde_json::to_string_pretty(&report).unwrap();
     println!("{text}");
     std::fs::write(workspace_root().join("target/room-soak-report.json"), &text).unwrap();
-    for bot in bots.values() {
-        logs.push(bot.log());
-    }
     let mut replies: Vec<usize> = seen.keys().copied().collect();
     replies.sort_unstable();
     std::fs::write(
@@ -246,7 +261,10 @@ fn room_soak() {
     .unwrap();
     std::fs::write(
         workspace_root().join("target/room-soak-bots.log"),
-        logs.join("\n----\n"),
+        logs.iter()
+            .map(|(a, l)| format!("==== {a}\n{l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     )
     .unwrap();
     assert_eq!(twice, 0, "{text}");
