@@ -192,6 +192,9 @@ fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
 # The long soak (tests/all/soak.rs): SOAK_SECONDS of load and faults with an
 # ejabberd of its own that it stops and restarts; prints the figures and
 # writes them to target/soak-report.json (the README's Reliability section).
+# The room soak (tests/all/room_soak.rs): three bots, Hermes's API server and
+# a person's ROOM_SOAK_MESSAGES (default 500) messages under faults; figures
+# in target/room-soak-report.json.
 SOAK_SECONDS ?= 240
 
 # Then the gateway side for as long (host/python/tests/test_soak.py): the
@@ -199,6 +202,7 @@ SOAK_SECONDS ?= 240
 # kinds of faults.
 soak: build venv variants wheel hermes-venvs ## the long soaks (SOAK_SECONDS each, default 240): CLI and Rust gateway with real ejabberd restarts, then Hermes with the plugin
 	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OWN_EJABBERD=1 $(CARGO) test -p session-switch-tests --test all soak:: -- --nocapture
+	ROOM_SOAK=1 $(CARGO) test -p session-switch-tests --test all room_soak:: -- --nocapture
 	SOAK_SECONDS=$(SOAK_SECONDS) SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh \
 	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python -p test_soak.py
 

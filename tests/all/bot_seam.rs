@@ -264,3 +264,54 @@ fn a_stop_said_while_the_bot_was_away_holds_archive_on() {
 fn a_stop_said_while_the_bot_was_away_holds_archive_off() {
     stop_said_while_away_holds(false);
 }
+
+/// Killed while a turn ran and another was decided and waiting: after the
+/// restart the waiting one is answered once, the one Hermes had taken is
+/// not answered again.
+#[test]
+fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
+    let _heavy = heavy();
+    let Some(world) = world(true) else {
+        return;
+    };
+    let observer = world.observer();
+    let mohe = world.bot("mohe");
+    world.llm.set_delay(Duration::from_secs(6));
+    world.say("anna", &unique("@mohe zero"));
+    assert!(mohe.wait_log("answering anna", 1, ANSWER), "{}", mohe.log());
+    let one = unique("@mohe one");
+    let two = unique("@mohe two");
+    world.say("anna", &one);
+    world.say("anna", &two);
+    // Turn zero ends, both are decided, turn one starts: killed then.
+    assert!(mohe.wait_log("answering anna", 2, ANSWER), "{}", mohe.log());
+    std::thread::sleep(Duration::from_millis(500));
+    mohe.signal("KILL");
+    let before = observer.messages().len();
+    world.llm.set_delay(Duration::ZERO);
+    let mohe = world.bot("mohe");
+    assert!(
+        mohe.wait_log("not answering anna again", 1, ANSWER),
+        "{}",
+        mohe.log()
+    );
+    let reply = wait_from(&observer, "mohe", before, ANSWER)
+        .unwrap_or_else(|| panic!("the waiting turn was not answered:\n{}", mohe.log()));
+    assert!(reply.body.starts_with(REPLY), "{reply:?}");
+    std::thread::sleep(Duration::from_secs(3));
+    let after: Vec<_> = observer.messages()[before..]
+        .iter()
+        .filter(|m| m.nick == "mohe")
+        .cloned()
+        .collect();
+    assert_eq!(after.len(), 1, "{after:?}\n{}", mohe.log());
+    let ends_with = |line: &str| {
+        world
+            .llm
+            .turn_messages()
+            .iter()
+            .filter(|t| t.ends_with(&format!("anna: {line}")))
+            .count()
+    };
+    assert_eq!((ends_with(&one), ends_with(&two)), (1, 1), "{}", mohe.log());
+}

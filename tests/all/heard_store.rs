@@ -44,6 +44,7 @@ fn person(body: &str) -> RoomMessage {
 
 fn hearing<'a>(line: &'a str, ordering: i64, cursor: Option<&'a str>) -> Hearing<'a> {
     Hearing {
+        nick: "anna",
         line,
         ordering,
         at: 1_800_000_000.0 + ordering as f64,
@@ -102,17 +103,18 @@ fn a_decided_line_and_the_cursor_are_written_with_the_decision() {
             )
             .unwrap();
         assert_eq!(heard.kept, None, "{name}");
-        let lines: Vec<(i64, String)> = b
+        let lines: Vec<(i64, String, bool)> = b
             .heard_lines("mohe")
             .unwrap()
             .into_iter()
-            .map(|l| (l.id, l.line))
+            .map(|l| (l.id, l.line, l.answer))
             .collect();
+        // The addressed one is still to answer: a restarted bot answers it.
         assert_eq!(
             lines,
             vec![
-                (first, "anna: @zhiwei hi".to_owned()),
-                (second, "anna: @mohe hi".to_owned())
+                (first, "anna: @zhiwei hi".to_owned(), false),
+                (second, "anna: @mohe hi".to_owned(), true)
             ],
             "{name}"
         );
@@ -128,7 +130,7 @@ fn a_decided_line_and_the_cursor_are_written_with_the_decision() {
             .heard_change(
                 "mohe",
                 &[first],
-                &[(second, "xmpp-mohe-v2".into())],
+                &[(second, Some("xmpp-mohe-v2".into()))],
                 &[(4, None, "zhiwei: ok".into(), 1.0)],
             )
             .unwrap();
@@ -137,11 +139,11 @@ fn a_decided_line_and_the_cursor_are_written_with_the_decision() {
         assert_eq!(
             lines
                 .iter()
-                .map(|l| (l.line.as_str(), l.session.as_deref()))
+                .map(|l| (l.line.as_str(), l.session.as_deref(), l.answer))
                 .collect::<Vec<_>>(),
             vec![
-                ("anna: @mohe hi", Some("xmpp-mohe-v2")),
-                ("zhiwei: ok", None)
+                ("anna: @mohe hi", Some("xmpp-mohe-v2"), false),
+                ("zhiwei: ok", None, false)
             ],
             "{name}"
         );
@@ -195,6 +197,8 @@ fn nothing_is_written_outside_a_transaction_or_while_the_file_is_locked() {
         session: None,
         line: "anna: hi".into(),
         heard_at: 1.0,
+        nick: "anna".into(),
+        answer: false,
     };
     let outside = store.heard_insert_in_tx(&line).unwrap_err();
     assert_eq!(outside.kind, FailureKind::BadInput, "{outside:?}");

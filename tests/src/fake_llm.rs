@@ -2,7 +2,7 @@
 //! (the project's own, as `../shared/hermes/fake_llm.py` suggests): records
 //! the `messages` of every chat completion and answers `FAKE-REPLY N`,
 //! streamed or not, N counting the agent turns from 1. A last user message
-//! containing [`LOOP`] gets a reply that names every agent of
+//! whose last line contains [`LOOP`] gets a reply that names every agent of
 //! [`FakeLlm::start`] (`@mohe @zhiwei …`), so bots that answer each other
 //! keep going until the loop guard stops them.
 
@@ -150,7 +150,10 @@ fn serve(stream: TcpStream, state: &Mutex<State>, mentions: &str) -> std::io::Re
                 (s.turns.len(), s.delay)
             };
             thread::sleep(delay);
-            if last_user_text(&body).contains(LOOP) {
+            // The line answered is the last one: lines heard earlier (a
+            // bot passes them with its turn) ask for nothing.
+            let answered = last_user_text(&body);
+            if answered.lines().last().unwrap_or("").contains(LOOP) {
                 format!("{REPLY} {n} {LOOP}{mentions}")
             } else {
                 format!("{REPLY} {n}")

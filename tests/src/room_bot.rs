@@ -239,6 +239,20 @@ impl BotWorld {
         );
     }
 
+    /// [`BotWorld::say`], `false` (instead of a panic) when the person's
+    /// client could not post it (the server restarting).
+    pub fn try_say(&self, nick: &str, body: &str) -> bool {
+        let ej = &self.ej;
+        Command::new(venv_python())
+            .arg(workspace_root().join("tests/ejabberd/guard_bot.py"))
+            .args(["say", "--jid", &ej.jid(ej.outsider())])
+            .args(["--password", &ej.password(ej.outsider())])
+            .args(["--room", &ej.room, "--nick", nick, "--body", body])
+            .args(["--port", &ej.c2s_port.to_string(), "--timeout", "15"])
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("\"said\""))
+    }
+
     fn say_with(&self, nick: &str, body: &str, more: &[&str]) {
         let ej = &self.ej;
         let out = Command::new(venv_python())
@@ -371,6 +385,15 @@ impl BotProcess {
                 return false;
             }
             lines = cvar.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    /// Send `signal` (`KILL`, `STOP`, `CONT`, …) to the process.
+    pub fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status();
         }
     }
 

@@ -87,11 +87,17 @@ struct Kept {
 
 /// A message the bot will answer, waiting for its turn.
 struct Turn {
-    message: Incoming,
+    /// Whom it answers.
+    nick: String,
+    /// The message as the turn's line.
+    line: String,
     reason: AdmitReason,
     order: u64,
     /// The line's row in `session_switch_heard`, kept until Hermes takes it.
     id: Option<i64>,
+    /// For a turn decided before a restart: when its message came (Hermes
+    /// may have taken it before the bot went).
+    restored: Option<f64>,
 }
 
 /// The decision thread's state: the façade, the Hermes client, the room
@@ -166,23 +172,36 @@ impl Decider {
 
     /// Take up the lines stored before a restart, in their order.
     fn restore(&mut self, lines: Vec<WaitingLine>) {
-        if lines.is_empty() {
-            return;
-        }
-        tracing::info!(
-            "{} lines from before wait for the next turn (lines waiting: {})",
-            lines.len(),
-            lines.len()
-        );
         for l in lines {
             let order = u64::try_from(l.ordering).unwrap_or(0);
             self.heard = self.heard.max(order);
+            if l.answer {
+                // Decided "answer" before the bot went, and not taken by
+                // Hermes as far as the bot knew: answered now.
+                self.queue.push_back(Turn {
+                    nick: l.nick,
+                    line: l.line,
+                    reason: AdmitReason::Human,
+                    order,
+                    id: Some(l.id),
+                    restored: Some(l.heard_at),
+                });
+                continue;
+            }
             self.backlog.push_back(Kept {
                 order,
                 session: l.session,
                 line: l.line,
                 id: Some(l.id),
             });
+        }
+        if !self.backlog.is_empty() || !self.queue.is_empty() {
+            tracing::info!(
+                "{} lines from before wait for the next turn; {} messages decided before are \
+                 answered now",
+                self.backlog.len(),
+                self.queue.len()
+            );
         }
     }
 
@@ -266,6 +285,7 @@ impl Decider {
         // (the human-origin marker) resets the counter (DESIGN §9.3). The
         // line is stored with the decision, so a restart does not lose it.
         let hearing = Hearing {
+            nick: &m.nick,
             line: &line,
             ordering: i64::try_from(order).unwrap_or(i64::MAX),
             at: m.at,
@@ -287,11 +307,13 @@ impl Decider {
             for turn in std::mem::take(&mut self.queue) {
                 tracing::info!(
                     "turn for {}'s message dropped: {} said stop",
-                    turn.message.nick,
+                    turn.nick,
                     m.nick
                 );
-                let line = room_line(&self.bridge, agent, &turn.message.nick, &turn.message.body);
-                self.keep_in_memory(turn.order, None, line, turn.id);
+                if let Some(id) = turn.id {
+                    self.store_session(id, None);
+                }
+                self.keep_in_memory(turn.order, None, turn.line, turn.id);
             }
         }
         if own {
@@ -317,10 +339,12 @@ impl Decider {
             return;
         }
         let turn = Turn {
-            message: m.clone(),
+            nick: m.nick.clone(),
+            line,
             reason: admission.reason,
             order,
             id: heard.kept,
+            restored: None,
         };
         // A person who addressed the agent goes before the agents' turns
         // still waiting: a question is not buried behind their chatter.
@@ -339,7 +363,7 @@ impl Decider {
     fn turn(&mut self, turn: Turn) -> Option<Reply> {
         let agent = self.settings.agent.clone();
         let agent = agent.as_str();
-        let m = &turn.message;
+        let m = &turn;
         let default_session = self.settings.sessions[0].clone();
         let decision = match self.bridge.resolve(agent, &default_session) {
             Ok(d) => d,
@@ -349,14 +373,31 @@ impl Decider {
             }
         };
         let session = decision.session_id.clone();
+        let why = if turn.restored.is_some() {
+            "decided before the restart"
+        } else {
+            turn.reason.as_str()
+        };
         tracing::info!(
-            "answering {} ({}) in session {session} ({}: {})",
+            "answering {} ({why}) in session {session} ({}: {})",
             m.nick,
-            turn.reason.as_str(),
             decision.reason.as_str(),
             decision.detail
         );
-        let line = room_line(&self.bridge, agent, &m.nick, &m.body);
+        if let Some(at) = turn.restored
+            && self.stored_meanwhile(&session, &turn.line, at)
+        {
+            // Hermes took it before the bot went (its reply may have been
+            // posted): answering again could double it.
+            tracing::warn!(
+                "not answering {} again: Hermes had the line in session {session} before the \
+                 bot restarted",
+                m.nick
+            );
+            self.forget(&turn.id.into_iter().collect::<Vec<_>>());
+            return None;
+        }
+        let line = turn.line.clone();
         let order = turn.order;
         let taken = |k: &Kept| k.order < order && k.session.as_ref().is_none_or(|s| *s == session);
         let mut text: Vec<&str> = self
@@ -421,16 +462,8 @@ impl Decider {
                 None
             }
             Err(e) => {
-                if let Some(id) = turn.id
-                    && let Err(f) =
-                        self.bridge
-                            .heard_change(agent, &[], &[(id, session.clone())], &[])
-                {
-                    tracing::warn!(
-                        "could not store the line's session: {}; a restart passes it with the \
-                         next turn, whatever its session",
-                        f.message
-                    );
+                if let Some(id) = turn.id {
+                    self.store_session(id, Some(session.clone()));
                 }
                 self.keep_in_memory(order, Some(session.clone()), line, turn.id);
                 tracing::warn!(
@@ -476,6 +509,20 @@ impl Decider {
             tracing::warn!(
                 "could not forget the {} lines Hermes took: {}; a restart passes them again",
                 ids.len(),
+                e.message
+            );
+        }
+    }
+
+    /// Keep row `id` as a line for a later turn (in `session`, or any):
+    /// no longer a turn to answer after a restart. A failure is logged.
+    fn store_session(&self, id: i64, session: Option<String>) {
+        if let Err(e) = self
+            .bridge
+            .heard_change(&self.settings.agent, &[], &[(id, session)], &[])
+        {
+            tracing::warn!(
+                "could not keep the line for a later turn: {}; after a restart it is answered",
                 e.message
             );
         }

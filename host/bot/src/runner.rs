@@ -235,6 +235,12 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                         _ => Steps::default(),
                     };
                     forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
+                    // A join queued on a lost connection may have seated the
+                    // bot before the room said it archives: ask now.
+                    if seat.joined {
+                        let steps = seam.joined();
+                        forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
+                    }
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                     if event == RoomEvent::Created {
                         undo_creation(&mut client, &seat.room).await;

@@ -13,6 +13,8 @@ use std::any::Any;
 /// answered.
 #[derive(Clone, Debug)]
 pub struct Hearing<'a> {
+    /// The sender's nick.
+    pub nick: &'a str,
     /// The line as the agent's turn gets it (`nick: body`).
     pub line: &'a str,
     /// The bot's count of decisions: the line's place among the others.
@@ -37,6 +39,10 @@ pub struct WaitingLine {
     pub line: String,
     /// Unix seconds.
     pub heard_at: f64,
+    /// The sender's nick.
+    pub nick: String,
+    /// To answer: decided so, and no turn took it yet (the bot went).
+    pub answer: bool,
 }
 
 impl From<HeardLine> for WaitingLine {
@@ -47,6 +53,8 @@ impl From<HeardLine> for WaitingLine {
             session: l.session,
             line: l.line,
             heard_at: l.heard_at,
+            nick: l.nick,
+            answer: l.answer,
         }
     }
 }
@@ -99,6 +107,8 @@ impl Bridge {
                     session: None,
                     line: hearing.line.to_owned(),
                     heard_at: hearing.at,
+                    nick: hearing.nick.to_owned(),
+                    answer: admission.reply,
                 })?;
                 kept = Some(id);
                 dropped = gone.into_iter().map(WaitingLine::from).collect();
@@ -123,8 +133,9 @@ impl Bridge {
     }
 
     /// In one brief write transaction: forget the lines `forget` (Hermes
-    /// took them), give the lines `assign` a session (their turn never
-    /// reached Hermes), store `add` (`agent`'s, in the configured room).
+    /// took them), keep the lines `assign` for a later turn in a session
+    /// (their turn never reached Hermes) or any (a stop dropped their
+    /// turn), store `add` (`agent`'s, in the configured room).
     /// The ids given to `add` and the lines the cap dropped.
     ///
     /// Errors: the store's (`busy`, `store`); nothing is written then.
@@ -132,7 +143,7 @@ impl Bridge {
         &self,
         agent: &str,
         forget: &[i64],
-        assign: &[(i64, String)],
+        assign: &[(i64, Option<String>)],
         add: &[(i64, Option<String>, String, f64)],
     ) -> Result<(Vec<i64>, Vec<WaitingLine>), Failure> {
         let room = &self.config().xmpp.room;
@@ -146,6 +157,8 @@ impl Bridge {
                 session: session.clone(),
                 line: line.clone(),
                 heard_at: *at,
+                nick: String::new(),
+                answer: false,
             })
             .collect();
         let (ids, dropped) = self.store()?.heard_change(forget, assign, &add)?;

@@ -6,7 +6,9 @@
 //! first write transaction, never on open, like `session_switch_sent`):
 //! one row per line, `session` NULL for a line heard and not answered (it
 //! goes with the next turn, whatever its session), a session id for a line
-//! whose turn never reached Hermes (it goes with the next turn there).
+//! whose turn never reached Hermes (it goes with the next turn there);
+//! `answer` 1 for a message the bot decided to answer whose turn has not
+//! yet taken it (a restarted bot answers it).
 //! `ordering` is the bot's count of decisions, so a turn takes only the
 //! lines said before its own. At most [`HEARD_CAP`] rows per agent and
 //! room: the oldest beyond are deleted and handed back for the log.
@@ -31,7 +33,8 @@ pub const HEARD_CAP: usize = 20;
 
 const CREATE_HEARD: &str = "CREATE TABLE IF NOT EXISTS session_switch_heard (\
      id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, room TEXT NOT NULL, \
-     ordering INTEGER NOT NULL, session TEXT, line TEXT NOT NULL, heard_at REAL NOT NULL); \
+     ordering INTEGER NOT NULL, session TEXT, line TEXT NOT NULL, heard_at REAL NOT NULL, \
+     nick TEXT NOT NULL, answer INTEGER NOT NULL); \
      CREATE INDEX IF NOT EXISTS session_switch_heard_agent \
      ON session_switch_heard (agent, room, ordering);";
 
@@ -53,6 +56,10 @@ pub struct HeardLine {
     pub line: String,
     /// Unix seconds.
     pub heard_at: f64,
+    /// The sender's nick.
+    pub nick: String,
+    /// The bot decided to answer it and no turn took it yet.
+    pub answer: bool,
 }
 
 /// The `state_meta` key of `agent`'s cursor in `room`.
@@ -82,15 +89,18 @@ impl HermesStore {
         self.conn.execute_batch(CREATE_HEARD).map_err(fail)?;
         self.conn
             .execute(
-                "INSERT INTO session_switch_heard (agent, room, ordering, session, line, heard_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO session_switch_heard \
+                 (agent, room, ordering, session, line, heard_at, nick, answer) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     line.agent,
                     line.room,
                     line.ordering,
                     line.session,
                     line.line,
-                    line.heard_at
+                    line.heard_at,
+                    line.nick,
+                    line.answer
                 ],
             )
             .map_err(fail)?;
@@ -144,7 +154,8 @@ impl HermesStore {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, ordering, session, line, heard_at FROM session_switch_heard \
+                "SELECT id, ordering, session, line, heard_at, nick, answer \
+                 FROM session_switch_heard \
                  WHERE agent = ?1 AND room = ?2 ORDER BY ordering, id",
             )
             .map_err(|e| self.fail(doing, e))?;
@@ -157,6 +168,8 @@ impl HermesStore {
                 session: row.get(2)?,
                 line: row.get(3)?,
                 heard_at: row.get(4)?,
+                nick: row.get(5)?,
+                answer: row.get(6)?,
             })
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
@@ -164,15 +177,16 @@ impl HermesStore {
     }
 
     /// In one brief write transaction ([`HermesStore::begin_state_write`]'s
-    /// rules): delete the rows `forget`, set `session` on the rows
-    /// `assign`, then store `add` (each capped as
+    /// rules): delete the rows `forget`, keep the rows `assign` as lines
+    /// for a later turn (in their session, or any; no longer to answer),
+    /// then store `add` (each capped as
     /// [`HermesStore::heard_insert_in_tx`]). Returns the ids given to
     /// `add`, in order, and the lines the cap dropped. Nothing is written
     /// on any failure (rolled back).
     pub fn heard_change(
         &mut self,
         forget: &[i64],
-        assign: &[(i64, String)],
+        assign: &[(i64, Option<String>)],
         add: &[HeardLine],
     ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
         if forget.is_empty() && assign.is_empty() && add.is_empty() {
@@ -189,7 +203,7 @@ impl HermesStore {
     fn heard_change_in_tx(
         &self,
         forget: &[i64],
-        assign: &[(i64, String)],
+        assign: &[(i64, Option<String>)],
         add: &[HeardLine],
     ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
         let doing = "change the heard lines";
@@ -204,7 +218,7 @@ impl HermesStore {
         for (id, session) in assign {
             self.conn
                 .execute(
-                    "UPDATE session_switch_heard SET session = ?2 WHERE id = ?1",
+                    "UPDATE session_switch_heard SET session = ?2, answer = 0 WHERE id = ?1",
                     params![id, session],
                 )
                 .map_err(|e| self.fail(doing, e))?;
