@@ -218,42 +218,6 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
     drop(relay);
 }
 
-/// Two bots of mohe with the same host name but another lock folder (an
-/// environment without `XDG_RUNTIME_DIR` beside a shell with one) bind the
-/// same resource: the server replaces the older session, and that bot exits
-/// 2 (`busy`) instead of taking the resource back for ever.
-#[test]
-fn two_bots_with_one_host_name_do_not_fight_over_the_resource() {
-    let _heavy = heavy();
-    let Some(world) = BotWorld::new(6) else {
-        return;
-    };
-    let mut first = world.bot("mohe");
-    let mut cmd = world.cli();
-    cmd.env("XDG_RUNTIME_DIR", world.home.join("run-another-shell"))
-        .args(["bot", "--agent", "mohe"]);
-    let second = world.spawn(cmd, "mohe");
-    let status = first.wait_exit(PROMPT + Duration::from_secs(5));
-    let log = first.log();
-    assert_eq!(
-        status.and_then(|s| s.code()),
-        Some(2),
-        "the replaced bot exits 2:\n{log}"
-    );
-    let last = log.lines().last().unwrap_or_default();
-    assert!(
-        last.contains("another session took this bot's resource")
-            && last.contains("SESSION_SWITCH_BOT_HOST"),
-        "{last:?}"
-    );
-    assert!(
-        second.wait_log("joined", 1, PROMPT),
-        "the newer bot keeps its seat:\n{}",
-        second.log()
-    );
-    assert!(second.count("reconnected") == 0, "{}", second.log());
-}
-
 #[test]
 fn a_refused_login_ends_the_bot_and_the_check_with_the_sasl_condition() {
     let _heavy = heavy();

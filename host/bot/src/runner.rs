@@ -24,14 +24,13 @@ use crate::settings::BotSettings;
 use crate::{lock, resource};
 use futures::StreamExt;
 use session_switch::config::BotTls;
-use session_switch::{Bridge, Failure, FailureKind};
+use session_switch::{Bridge, Failure};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 use tokio_xmpp::jid::BareJid;
-use tokio_xmpp::parsers::stream_error::{DefinedCondition as StreamCondition, ReceivedStreamError};
 use tokio_xmpp::{Client, Event, Stanza};
 
 /// How long a stop waits for replies of turns already under way.
@@ -204,22 +203,6 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 Some(Event::Online { resumed: true, .. }) => {
                     tracing::info!("connection resumed; still in {}", seat.room);
                 }
-                Some(Event::Disconnected(e)) if replaced(&e) => {
-                    // Another session bound this bot's resource: another
-                    // bot of the agent with the same host name (another
-                    // lock folder, or another machine of that name). Two
-                    // would take the resource from each other for ever.
-                    return Err(Failure::new(
-                        FailureKind::Busy,
-                        format!(
-                            "another session took this bot's resource {} (stream conflict): \
-                             another bot of {} runs with the same host name; stop it, or give \
-                             one of them another SESSION_SWITCH_BOT_HOST",
-                            resource::resource(),
-                            settings.agent
-                        ),
-                    ));
-                }
                 Some(Event::Disconnected(e)) => tracing::warn!("disconnected: {e}"),
                 Some(Event::Stanza(stanza)) => {
                     if answer_ping(&mut client, &stanza).await {
@@ -296,20 +279,6 @@ async fn leave(client: &mut Client, seat: &Seat) {
         && let Ok(p) = room::leave(&seat.room, &seat.nick)
     {
         send(client, p.into(), "the leave").await;
-    }
-}
-
-/// Whether `e` is the server's stream error `conflict`: a new session
-/// bound the same full JID and replaced this one (RFC 6120 §4.9.3.3).
-fn replaced(e: &tokio_xmpp::Error) -> bool {
-    let conflict = |r: &ReceivedStreamError| r.0.condition == StreamCondition::Conflict;
-    match e {
-        tokio_xmpp::Error::StreamError(r) => conflict(r),
-        tokio_xmpp::Error::Io(io) => io
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<ReceivedStreamError>())
-            .is_some_and(conflict),
-        _ => false,
     }
 }
 
