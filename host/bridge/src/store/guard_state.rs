@@ -20,11 +20,6 @@ use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::GUARD_KEY_PREFIX;
 use std::time::{Duration, Instant};
 
-/// Hermes's DDL for `state_meta` (early databases lack the table; Hermes
-/// creates it the same way).
-const CREATE_STATE_META: &str =
-    "CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT);";
-
 /// Longest random pause between two `BEGIN IMMEDIATE` attempts.
 const MAX_PAUSE: Duration = Duration::from_millis(250);
 
@@ -99,17 +94,7 @@ impl HermesStore {
                 "refusing to set state_meta key {key:?} outside the loop guard's transaction"
             )));
         }
-        self.conn
-            .execute_batch(CREATE_STATE_META)
-            .and_then(|()| {
-                self.conn.execute(
-                    "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
-                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [key, value],
-                )
-            })
-            .map(|_| ())
-            .map_err(|e| self.fail(&format!("set state_meta key {key:?}"), e))
+        self.meta_upsert_in_tx(key, value)
     }
 
     /// End the transaction of [`HermesStore::begin_state_write`]: `COMMIT`

@@ -38,9 +38,6 @@ const CREATE_HEARD: &str = "CREATE TABLE IF NOT EXISTS session_switch_heard (\
      CREATE INDEX IF NOT EXISTS session_switch_heard_agent \
      ON session_switch_heard (agent, room, ordering);";
 
-const CREATE_STATE_META: &str =
-    "CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT);";
-
 /// One line waiting for a turn.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HeardLine {
@@ -128,17 +125,7 @@ impl HermesStore {
             ));
         }
         let key = cursor_key(agent, room);
-        self.conn
-            .execute_batch(CREATE_STATE_META)
-            .and_then(|()| {
-                self.conn.execute(
-                    "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
-                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [&key, value],
-                )
-            })
-            .map(|_| ())
-            .map_err(|e| self.fail(&format!("set state_meta key {key:?}"), e))
+        self.meta_upsert_in_tx(&key, value)
     }
 
     /// The lines waiting for `agent` in `room`, oldest first (by

@@ -1,6 +1,8 @@
 //! Our reads and deletes of Hermes's `state_meta` table (DESIGN §4: never
-//! Hermes's own keys). Writes of records and intents are `send_write.rs`'s
-//! and `pending.rs`'s; the loop guard's state is `guard_state.rs`'s.
+//! Hermes's own keys), and the one upsert the decision's transaction uses.
+//! Writes of records and intents are `send_write.rs`'s and `pending.rs`'s;
+//! the loop guard's state is `guard_state.rs`'s, the room cursor
+//! `heard.rs`'s.
 
 use rusqlite::OptionalExtension;
 
@@ -95,4 +97,29 @@ fn lossy_text(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<Stri
         .get_ref(i)?
         .as_bytes_or_null()?
         .map(|b| loader::lossy(b).into_owned()))
+}
+
+/// `state_meta` as Hermes creates it, for the early databases without it.
+pub(super) const CREATE_STATE_META: &str =
+    "CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT);";
+
+impl HermesStore {
+    /// Set `key` to `value` inside the caller's open write transaction,
+    /// creating `state_meta` where an early Hermes database lacks it.
+    ///
+    /// SQL: `CREATE TABLE IF NOT EXISTS state_meta …`, then `INSERT …
+    /// ON CONFLICT(key) DO UPDATE`. Errors as the caller's statements.
+    pub(super) fn meta_upsert_in_tx(&self, key: &str, value: &str) -> Result<(), Failure> {
+        self.conn
+            .execute_batch(CREATE_STATE_META)
+            .and_then(|()| {
+                self.conn.execute(
+                    "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
+                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [key, value],
+                )
+            })
+            .map(|_| ())
+            .map_err(|e| self.fail(&format!("set state_meta key {key:?}"), e))
+    }
 }

@@ -44,11 +44,6 @@ use session_switch_contract::clock::unix_now;
 use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::pending_key;
 
-/// Hermes's DDL for `state_meta` (missing in early databases; Hermes
-/// creates it the same way). The intent step creates nothing else.
-const CREATE_STATE_META: &str =
-    "CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT);";
-
 /// Our provenance table, DESIGN §8's exact DDL, created inside the record
 /// transaction (never on open, so reads leave the file untouched), with no
 /// foreign key to `messages`: with foreign keys ON one would make Hermes's
@@ -111,7 +106,7 @@ impl HermesStore {
             // Before the post: a tokenizer that cannot load would fail the
             // record step after the room took the message.
             self.ensure_cjk_tokenizer()?;
-            tx.execute_batch(CREATE_STATE_META)
+            tx.execute_batch(super::meta::CREATE_STATE_META)
                 .and_then(|()| {
                     tx.execute(
                         "INSERT INTO state_meta (key, value) VALUES (?1, ?2)",
