@@ -20,56 +20,20 @@
 use crate::cursor::Cursor;
 use crate::hermes::HermesClient;
 use crate::line::room_line;
+use crate::reply::{Progress, Reply, UnderWay, normalise};
 use crate::room::Incoming;
 use crate::settings::BotSettings;
-use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now, untag};
+use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now};
 use session_switch::{Bridge, HEARD_CAP, Hearing, WaitingLine};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// How many room lines are kept for the next turn: lines the bot heard
 /// but did not answer, and lines whose turn never reached Hermes (a Hermes
 /// that stays down for a long chat would grow the turn past use).
 pub const BACKLOG_LINES: usize = HEARD_CAP;
-
-/// What the decision thread hands back to the XMPP task.
-#[derive(Debug)]
-pub struct Reply {
-    /// The body to post (normalised, within `max_body_chars`).
-    pub body: String,
-    /// Whom it answers, for the log.
-    pub to_nick: String,
-    /// The session the turn ran in.
-    pub session: String,
-    /// How many stops the decision thread had heard when it handed the
-    /// reply on: a stop heard after that keeps it from the room.
-    pub stops: u64,
-}
-
-/// How far the decision thread is, for the XMPP task: how many messages
-/// it has heard and how many of them were stops. A reply is posted only
-/// once every message received before it was heard, and no stop among
-/// them.
-#[derive(Debug, Default)]
-pub struct Progress {
-    heard: AtomicU64,
-    stops: AtomicU64,
-}
-
-impl Progress {
-    /// Messages heard so far.
-    pub fn heard(&self) -> u64 {
-        self.heard.load(Ordering::Acquire)
-    }
-
-    /// Stops heard so far.
-    pub fn stops(&self) -> u64 {
-        self.stops.load(Ordering::Acquire)
-    }
-}
 
 /// A room line Hermes has not seen yet. `session`: `None` for one the bot
 /// heard and did not answer (it goes with the next turn, in the session
@@ -115,25 +79,6 @@ pub struct Decider {
     under_way: UnderWay,
     progress: Arc<Progress>,
     cursor: Cursor,
-}
-
-/// The turn the decision thread is waiting on, if any (`the reply to anna
-/// (session …)`): what a stop leaves unposted, for its log line.
-#[derive(Clone, Default)]
-pub struct UnderWay(Arc<Mutex<Option<String>>>);
-
-impl UnderWay {
-    fn set(&self, turn: Option<String>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = turn;
-    }
-
-    /// The turn under way now.
-    pub fn get(&self) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
 }
 
 impl Decider {
@@ -262,8 +207,7 @@ impl Decider {
         } else {
             self.decide(m);
         }
-        self.progress.stops.store(self.stops, Ordering::Release);
-        self.progress.heard.fetch_add(1, Ordering::AcqRel);
+        self.progress.heard_one(self.stops);
     }
 
     fn decide(&mut self, m: &Incoming) {
@@ -605,34 +549,5 @@ fn room_message(m: &Incoming) -> RoomMessage {
         stanza_id: m.stanza_id.clone(),
         reply_to: m.reply_to.clone().map(|(to, id)| ReplyTarget { to, id }),
         caught_up: m.caught_up,
-    }
-}
-
-/// A reply as the room may carry it: CRLF and CR → LF, the characters
-/// XML 1.0 forbids removed (a stanza holding one would end the stream),
-/// a leading `[YOU]` marker removed (the room must not see the tag,
-/// DESIGN §3), blanks trimmed, cut to `max_chars` characters.
-pub fn normalise(reply: &str, max_chars: usize) -> String {
-    let text = reply.replace("\r\n", "\n").replace('\r', "\n");
-    let text: String = text
-        .chars()
-        .filter(|&c| {
-            matches!(c, '\t' | '\n') || (c >= ' ' && !matches!(c, '\u{FFFE}' | '\u{FFFF}'))
-        })
-        .collect();
-    let text = untag(text.trim()).trim();
-    text.chars().take(max_chars).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalise;
-
-    #[test]
-    fn replies_are_made_fit_for_the_room() {
-        assert_eq!(normalise("[YOU] hello\r\nthere\u{1}", 100), "hello\nthere");
-        assert_eq!(normalise("  ok  ", 100), "ok");
-        assert_eq!(normalise("abcdef", 3), "abc");
-        assert_eq!(normalise("\u{7}", 3), "");
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! Data flows one way: XMPP ([`runner`], [`room`]) → the decision thread
 //! ([`decide`]: `is-own`, `admit`, `resolve`) → Hermes ([`hermes`]) → the
-//! reply back to the room. [`settings`] gathers what one bot needs from
+//! reply back to the room ([`reply`]). [`settings`] gathers what one bot needs from
 //! the config, the password source and Hermes's `.env`.
 
 pub mod catch_up;
@@ -19,6 +19,7 @@ pub mod line;
 pub mod lock;
 pub mod login;
 pub mod other_seat;
+pub mod reply;
 pub mod resource;
 pub mod room;
 pub mod runner;

@@ -13,9 +13,10 @@
 //! ([`crate::other_seat`]). `--once` is [`crate::check`].
 
 use crate::connect::{agent_jid, connector, send};
-use crate::decide::{Decider, Progress, Reply, UnderWay, cursor_of};
+use crate::decide::{Decider, cursor_of};
 use crate::hermes::HermesClient;
 use crate::login::Probed;
+use crate::reply::{Progress, Reply, UnderWay};
 use crate::room::{self, Incoming, RoomEvent};
 use crate::seam::{Seam, Steps};
 use crate::seat::{Seat, answer_ping};
