@@ -32,24 +32,30 @@
 //! `allow_bots`, nothing while a person's stop holds.
 //!
 //! This file is the rule ([`admit`]) and its WIT entry ([`admit_message`]);
-//! the message it reads is in `message.rs`, the state it keeps in
-//! `state.rs`, whom a message addresses in `address.rs`, a person's stop in
-//! `stop.rs`, its reading of bodies (who is named, what counts as the same
-//! message) in `text.rs`.
+//! a person's message is decided in `person.rs`, and a decision is a
+//! `Verdict` (`verdict.rs`) until it becomes an admission; the message it
+//! reads is in `message.rs`, the state it keeps in `state.rs`, whom a
+//! message addresses in `address.rs`, a person's stop in `stop.rs`, its
+//! reading of bodies (who is named, what counts as the same message) in
+//! `text.rs`.
 
 mod address;
 mod message;
+mod person;
 mod state;
 mod stop;
 mod text;
+mod verdict;
 
 use crate::failure::bad_input;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings};
 use crate::{AllowBots, Failure, RoomMessage as WitMessage};
 use address::Addressing;
+use person::person;
 use session_switch_contract::keys::guard_key;
 use text::digest;
+use verdict::Verdict;
 
 pub use message::{ReplyTo, RoomMessage};
 pub use state::GuardState;
@@ -60,61 +66,6 @@ pub use text::addresses;
 pub use crate::LoopGuard as GuardSettings;
 
 pub use crate::{Admission, AdmitReason};
-
-/// What a decision says, before it becomes an [`Admission`].
-struct Verdict {
-    reply: bool,
-    reason: AdmitReason,
-    stop: bool,
-    heard: bool,
-    detail: String,
-}
-
-impl Verdict {
-    fn answer(reason: AdmitReason, detail: String) -> Self {
-        Self {
-            reply: true,
-            reason,
-            stop: false,
-            heard: false,
-            detail,
-        }
-    }
-
-    /// Not answered; the line reaches the agent's next turn.
-    fn heard(reason: AdmitReason, detail: String) -> Self {
-        Self {
-            reply: false,
-            reason,
-            stop: false,
-            heard: true,
-            detail,
-        }
-    }
-
-    /// Not answered, and not worth the agent's attention (its own line, a
-    /// repeat, replayed history).
-    fn ignored(reason: AdmitReason, detail: String) -> Self {
-        Self {
-            reply: false,
-            reason,
-            stop: false,
-            heard: false,
-            detail,
-        }
-    }
-
-    fn with_hops(self, hops: u32) -> Admission {
-        Admission {
-            reply: self.reply,
-            reason: self.reason,
-            stop: self.stop,
-            heard: self.heard,
-            hops,
-            detail: self.detail,
-        }
-    }
-}
 
 /// Decide for `receiver` (one of the configured agents) whether to answer
 /// `message` at `now` (Unix seconds), updating `state` (the receiver's,
@@ -268,108 +219,6 @@ fn caught_up_if(message: &RoomMessage<'_>, verdict: Verdict) -> Verdict {
         )
     } else {
         verdict
-    }
-}
-
-/// A person's message (or a send a bridge made for one): a stop, or
-/// a message that resets the counter and is answered by whom it addresses.
-#[allow(clippy::too_many_arguments)]
-fn person(
-    settings: &ValidSettings,
-    receiver: &AgentEntry,
-    message: &RoomMessage<'_>,
-    state: &mut GuardState,
-    now: f64,
-    sender: &str,
-    own: bool,
-    to: &Addressing,
-) -> Verdict {
-    let name = &receiver.agent.name;
-    // A stop comes before the duplicate rule: "stop", "go on", "stop"
-    // within the window must stop twice. It resets nothing: a stop is no
-    // invitation to go on.
-    if is_stop(message.body, settings.stop_words(), &to.names) {
-        let applies = to.here || !to.anyone;
-        if !applies {
-            return Verdict::heard(
-                AdmitReason::AddressedElsewhere,
-                format!("'{sender}' stopped other agents, not '{name}'"),
-            );
-        }
-        if to.anyone {
-            state.quiet = true;
-        } else {
-            state.stopped = true;
-        }
-        // What a person says after a stop is new: "go on" said before it
-        // must not be refused as a repeat and leave the stop in place.
-        state.seen.clear();
-        let detail = if to.anyone {
-            format!("'{sender}' stopped '{name}' until a person addresses it again")
-        } else {
-            format!("'{sender}' stopped every agent until a person writes again")
-        };
-        return Verdict {
-            stop: true,
-            ..Verdict::heard(AdmitReason::Stopped, detail)
-        };
-    }
-    let guard = settings.loop_guard();
-    if state.repeated(sender, digest(message.body), now) {
-        return Verdict::ignored(
-            AdmitReason::Duplicate,
-            format!("'{sender}' said this within {} s", guard.duplicate_seconds),
-        );
-    }
-    // A person resets both bounds (Hermes's own bot loop guard resets its
-    // window when a human speaks), for the agents the message is for (and
-    // for the agent whose person sent it through its bridge): one that
-    // addresses only others gives this agent's chain no new turns. The
-    // window caps agent-origin messages only, so a person is never kept
-    // waiting for it.
-    state.stopped = false;
-    if to.here {
-        state.quiet = false;
-    }
-    if to.here || !to.anyone || own {
-        state.hops = 0;
-        state.window.clear();
-    } else if !own {
-        return Verdict::heard(
-            AdmitReason::AddressedElsewhere,
-            format!("a person addressed other agents, not '{name}'"),
-        );
-    }
-    let reset = "the hop counter and the room window are reset";
-    if own {
-        return Verdict::ignored(
-            AdmitReason::OwnMessage,
-            format!("the agent's own send for a person: {reset}"),
-        );
-    }
-    if to.here {
-        Verdict::answer(
-            AdmitReason::Human,
-            format!("a person addressed '{name}': {reset}"),
-        )
-    } else if state.quiet {
-        Verdict::heard(
-            AdmitReason::Stopped,
-            format!("'{name}' is stopped until a person addresses it again; {reset}"),
-        )
-    } else if !receiver.meeting.require_mention {
-        Verdict::answer(
-            AdmitReason::FreeResponse,
-            format!(
-                "a person addressed nobody and '{name}' answers all (require_mention off \
-                 or a free-response room); {reset}"
-            ),
-        )
-    } else {
-        Verdict::heard(
-            AdmitReason::NotAddressed,
-            format!("a person addressed nobody (require_mention); {reset}"),
-        )
     }
 }
 
