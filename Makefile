@@ -167,7 +167,7 @@ bench: component variants wheel hermes-venvs ## benchmarks: policy per call, CLI
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
 	@command -v strace >/dev/null 2>&1 || apt-get install -y -qq strace
-	$(CARGO) build --release -p xmpp-session-bridge --bins && $(CARGO) build --release -p session-switch-tests --benches
+	$(CARGO) build --release -p session-switch-cli --bins && $(CARGO) build --release -p session-switch-tests --benches
 	bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
 
 # cargo-fuzz targets (fuzz/, its own workspace, nightly toolchain): each runs

@@ -6,8 +6,8 @@
 
 use rusqlite::Connection;
 use session_switch::runtime::{CacheMode, RoomMessage};
-use session_switch::store::{HeardLine, HermesStore};
 use session_switch::{Bridge, BridgeOptions, FailureKind, HEARD_CAP, Hearing, WaitingLine};
+use session_switch_store::{HeardLine, HermesStore};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::sample::sample_config_text;
 use std::path::Path;

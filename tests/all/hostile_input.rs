@@ -13,9 +13,9 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 use session_switch::HistoryRow;
-use session_switch::store::{HermesStore, py_strip, sanitize_context};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
 use session_switch_policy::{Reason, Role};
+use session_switch_store::{HermesStore, py_strip, sanitize_context};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::{
     RecordCase, RowCase, check_body, check_config, check_history_rows, check_record, check_tagging,

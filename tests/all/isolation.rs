@@ -18,15 +18,15 @@ use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag,
 };
-use session_switch::store::{HermesStore, SendWrite};
-use session_switch::transport::{HttpApi, Transport};
 use session_switch_contract::keys::{LEGACY_KEY, record_key};
+use session_switch_store::{HermesStore, SendWrite};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::starts_with_tag;
 use session_switch_tests::sample::{
     DOMAIN, ROOM, SAMPLE_CLI, record, sample_settings_in, unix_now,
 };
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver};
+use session_switch_transport::{HttpApi, Transport};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -45,7 +45,7 @@ fn message(occupant: &str, jid: Option<&str>, body: &str) -> RoomMessage {
 
 /// An instance of `component` over the real Hermes store of `db`.
 fn hermes_instance(policy: &Policy, db: &Path) -> PolicyInstance {
-    let store = session_switch::store::HermesStore::open(db).unwrap();
+    let store = session_switch_store::HermesStore::open(db).unwrap();
     let settings = sample_settings();
     let imports =
         session_switch::hermes_imports::HermesImports::new(store, None, settings.room.clone());

@@ -9,8 +9,8 @@ use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, FailureKind, Policy, PolicyInstance, PolicyOptions, Reason,
 };
-use session_switch::store::HermesStore;
 use session_switch_contract::keys::record_key;
+use session_switch_store::HermesStore;
 use session_switch_tests::fixture_copy;
 use session_switch_tests::sample::{ROOM, record, sample_settings, unix_now};
 use std::path::Path;

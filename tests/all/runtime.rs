@@ -668,7 +668,7 @@ fn measure_costs() {
 #[test]
 fn the_read_snapshot_is_closed_after_a_trap() {
     use session_switch::hermes_imports::HermesImports;
-    use session_switch::store::HermesStore;
+    use session_switch_store::HermesStore;
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
         return;
     };

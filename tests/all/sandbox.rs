@@ -344,7 +344,7 @@ const HIJACKED: &str = "20260619_193000_a1b2c3";
 /// snapshots and all), mohe being the legacy agent.
 fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> PolicyInstance {
     let policy = Policy::load(component, options(Limits::default())).unwrap();
-    let store = session_switch::store::HermesStore::open(db).unwrap();
+    let store = session_switch_store::HermesStore::open(db).unwrap();
     let mut settings = sample_settings();
     settings.legacy_agent = Some("mohe".into());
     let backend =

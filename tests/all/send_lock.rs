@@ -7,8 +7,8 @@
 //! completed, once, by the next call.
 
 use rusqlite::Connection;
-use session_switch::store::{HermesStore, PendingState, SendWrite};
 use session_switch::{Failure, FailureKind};
+use session_switch_store::{HermesStore, PendingState, SendWrite};
 use session_switch_tests::fixture_copy;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

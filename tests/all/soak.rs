@@ -37,9 +37,9 @@ use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
     CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher, untag,
 };
-use session_switch::store::HermesStore;
 use session_switch_contract::keys::record_key;
 use session_switch_policy::body::clean;
+use session_switch_store::HermesStore;
 use session_switch_tests::archive::read_archive;
 use session_switch_tests::fault_proxy::{Fate, FaultProxy};
 use session_switch_tests::hostile::starts_with_tag;

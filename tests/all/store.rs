@@ -1,4 +1,4 @@
-//! The Hermes store (`session_switch::store`) on copies of the real Hermes
+//! The Hermes store (`session_switch_store`) on copies of the real Hermes
 //! databases (`shared/fixtures/hermes/`): history as Hermes's loader reads
 //! it, the atomic send write, `init-db`, and every failure path, each
 //! checked against the full contents of the file.
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use serde_json::json;
-use session_switch::store::{BRIDGE_ROWS, HermesStore, PendingState, SendWrite, Written};
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::record_key;
+use session_switch_store::{BRIDGE_ROWS, HermesStore, PendingState, SendWrite, Written};
 use session_switch_tests::sample::{self, SAMPLE_CLI, unix_now};
 use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
 

@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use session_switch::transport::{
-    EJABBERDCTL_TIMEOUT, EjabberdCtl, HTTP_TIMEOUT, HttpApi, Transport,
-};
 use session_switch::{Failure, FailureKind};
 use session_switch_tests::workspace_root;
 use session_switch_tests::xmpp::{Ejabberd, REQUIRE_ENV, RoomObserver, unused_port};
+use session_switch_transport::{
+    EJABBERDCTL_TIMEOUT, EjabberdCtl, HTTP_TIMEOUT, HttpApi, Transport,
+};
 
 /// How long a posted body may take to reach the observer (measured: well
 /// under a second; the margin absorbs a loaded 2-core machine).

@@ -47,8 +47,8 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rusqlite::types::ValueRef;
 use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
-use session_switch::store::{BRIDGE_ROWS, HermesStore};
 use session_switch::wiring;
+use session_switch_store::{BRIDGE_ROWS, HermesStore};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -44,7 +44,7 @@ pub struct HistoryRow {
 }
 
 /// Everything else Hermes's loader puts into one message, read off its
-/// source per schema (see `host/bridge/src/store/loader.rs`).
+/// source per schema (see `host/store/src/loader/`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LoadedMessage {
     /// The keys of the loader's message besides `role`, `content` and a

@@ -17,7 +17,8 @@
 //! - [`failure`]: the failure kinds and the CLI's exit statuses;
 //! - with feature `host` (std and serde_json, never in the guest):
 //!   [`history`], the rows a host reads as Hermes's loader returns them and
-//!   the version of what it read, and [`clock`], the host's Unix clock.
+//!   the version of what it read, [`clock`], the host's Unix clock, and
+//!   [`home`], Hermes's home folder.
 
 #![cfg_attr(not(feature = "host"), no_std)]
 extern crate alloc;
@@ -28,6 +29,8 @@ pub mod failure;
 pub mod fold;
 #[cfg(feature = "host")]
 pub mod history;
+#[cfg(feature = "host")]
+pub mod home;
 pub mod ids;
 pub mod keys;
 pub mod limits;

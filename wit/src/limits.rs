@@ -13,6 +13,11 @@ pub const DEFAULT_MAX_BODY_CHARS: u32 = 10_000;
 /// (the policy refuses it, reason `future-dated`), and a send replaces it.
 pub const DEFAULT_FUTURE_SKEW_SECONDS: u32 = 120;
 
+/// How many heard room lines wait per agent and room for the next turn: a
+/// Hermes that stays down for a long chat would otherwise grow the next
+/// turn past use.
+pub const HEARD_CAP: usize = 20;
+
 /// Largest `max_body_chars` a config may set, in characters: the host's
 /// text cap ([`max_text_bytes`]) then stays far below the guest's memory cap.
 pub const MAX_BODY_CHARS_LIMIT: u32 = 1_000_000;

@@ -2,9 +2,8 @@
 //! imports`, from every `import` and `from … import` statement (at any
 //! depth, so an import inside a function counts), absolute or relative.
 
-use super::sources;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The dotted name of `file` in the package whose folder is `package`
 /// (`session_switch.hermes_plugin` for `hermes_plugin/__init__.py`).
@@ -145,4 +144,32 @@ pub fn graph(package: &Path) -> BTreeMap<String, BTreeSet<String>> {
         graph.insert(module.clone(), targets);
     }
     graph
+}
+
+fn files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files(&path, ext, out);
+        } else if path.extension().is_some_and(|e| e == ext) {
+            out.push(path);
+        }
+    }
+}
+
+/// The `.ext` files under `dir` and their text; at least one, so a folder
+/// that moved fails the check instead of passing it empty.
+fn sources(dir: &Path, ext: &str) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    files(dir, ext, &mut found);
+    assert!(!found.is_empty(), "no .{ext} file under {}", dir.display());
+    found.sort();
+    found
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect()
 }

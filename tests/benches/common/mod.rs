@@ -9,9 +9,9 @@
 use session_switch::HistoryRow;
 use session_switch::config::Config;
 use session_switch::runtime::{tag, untag};
-use session_switch::store::HermesStore;
 use session_switch::wiring;
 use session_switch_policy as native;
+use session_switch_store::HermesStore;
 use session_switch_tests::wit_convert::{failure_to_guest, settings_to_guest};
 use session_switch_tests::workspace_root;
 use std::path::{Path, PathBuf};

@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 use serde_json::json;
-use session_switch::store::{HermesStore, SendWrite, cjk_extension_path};
 use session_switch_contract::keys::record_key;
+use session_switch_store::{HermesStore, SendWrite, cjk_extension_path};
 use session_switch_tests::sample::unix_now;
 
 /// The agent, sessions and content every worker send uses.

@@ -1,0 +1,173 @@
+//! The façade of the lines waiting for an agent's next turn and of the
+//! bot's cursor in the room (`store/heard.rs`): the bot hands a decided
+//! message's line to [`Bridge::admit_hearing`], which stores it with the
+//! loop guard's state in the decision's one brief transaction.
+
+use crate::Bridge;
+use crate::hermes_imports::HermesImports;
+use session_switch_runtime::{Admission, Failure, RoomMessage};
+use session_switch_store::{HeardLine, cursor_key};
+use std::any::Any;
+
+/// What the bot keeps of a message, should the policy say it is heard or
+/// answered.
+#[derive(Clone, Debug)]
+pub struct Hearing<'a> {
+    /// The sender's nick.
+    pub nick: &'a str,
+    /// The line as the agent's turn gets it (`nick: body`).
+    pub line: &'a str,
+    /// The bot's count of decisions: the line's place among the others.
+    pub ordering: i64,
+    /// Unix seconds.
+    pub at: f64,
+    /// The room cursor to store with the decision (JSON, see
+    /// `store/heard.rs`), if the bot moves it.
+    pub cursor: Option<&'a str>,
+}
+
+/// A line waiting for the agent's next turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaitingLine {
+    /// Its row in `session_switch_heard`.
+    pub id: i64,
+    /// When it was decided, in the bot's count of decisions.
+    pub ordering: i64,
+    /// `None`: for the next turn; `Some`: for the next turn in that
+    /// session (its own turn never reached Hermes).
+    pub session: Option<String>,
+    pub line: String,
+    /// Unix seconds.
+    pub heard_at: f64,
+    /// The sender's nick.
+    pub nick: String,
+    /// To answer: decided so, and no turn took it yet (the bot went).
+    pub answer: bool,
+}
+
+impl From<HeardLine> for WaitingLine {
+    fn from(l: HeardLine) -> Self {
+        Self {
+            id: l.id,
+            ordering: l.ordering,
+            session: l.session,
+            line: l.line,
+            heard_at: l.heard_at,
+            nick: l.nick,
+            answer: l.answer,
+        }
+    }
+}
+
+/// A decision and what it kept.
+#[derive(Clone, Debug)]
+pub struct Heard {
+    pub admission: Admission,
+    /// The id of the stored line: the message was heard or is to be
+    /// answered (an answered line waits until Hermes takes its turn).
+    pub kept: Option<i64>,
+    /// Lines the cap dropped to make room (oldest first).
+    pub dropped: Vec<WaitingLine>,
+}
+
+impl Bridge {
+    /// [`Bridge::admit`], and in the same brief write transaction: the
+    /// line of `hearing` stored when the policy says the message is heard
+    /// or answered (not for the agent's own line, a repeat or history),
+    /// and the cursor moved. Either the guard's state, the line and the
+    /// cursor are all written, or none.
+    ///
+    /// Errors: those of [`Bridge::admit`]; the store's (`busy`, `store`).
+    pub fn admit_hearing(
+        &self,
+        agent: &str,
+        message: &RoomMessage,
+        hearing: &Hearing<'_>,
+    ) -> Result<Heard, Failure> {
+        let room = self.config().xmpp.room.clone();
+        let mut kept = None;
+        let mut dropped = Vec::new();
+        let mut instance = self.instance(false)?;
+        let admission = instance.admit_then(agent, message, &mut |admission, imports| {
+            kept = None;
+            dropped.clear();
+            let imports: &mut dyn Any = imports;
+            let Some(imports) = imports.downcast_mut::<HermesImports>() else {
+                return Err(Failure::policy(
+                    "the bridge's instance has no Hermes store to keep the line in",
+                ));
+            };
+            let store = imports.store();
+            if admission.heard || admission.reply {
+                let (id, gone) = store.heard_insert_in_tx(&HeardLine {
+                    id: 0,
+                    agent: agent.to_owned(),
+                    room: room.clone(),
+                    ordering: hearing.ordering,
+                    session: None,
+                    line: hearing.line.to_owned(),
+                    heard_at: hearing.at,
+                    nick: hearing.nick.to_owned(),
+                    answer: admission.reply,
+                })?;
+                kept = Some(id);
+                dropped = gone.into_iter().map(WaitingLine::from).collect();
+            }
+            if let Some(cursor) = hearing.cursor {
+                store.cursor_set_in_tx(agent, &room, cursor)?;
+            }
+            Ok(())
+        })?;
+        Ok(Heard {
+            admission,
+            kept,
+            dropped,
+        })
+    }
+
+    /// The lines waiting for `agent`'s next turn in the configured room,
+    /// oldest first. Errors: the store's (`busy`, `store`).
+    pub fn heard_lines(&self, agent: &str) -> Result<Vec<WaitingLine>, Failure> {
+        let rows = self.store()?.heard_rows(agent, &self.config().xmpp.room)?;
+        Ok(rows.into_iter().map(WaitingLine::from).collect())
+    }
+
+    /// In one brief write transaction: forget the lines `forget` (Hermes
+    /// took them), keep the lines `assign` for a later turn in a session
+    /// (their turn never reached Hermes) or any (a stop dropped their
+    /// turn), store `add` (`agent`'s, in the configured room).
+    /// The ids given to `add` and the lines the cap dropped.
+    ///
+    /// Errors: the store's (`busy`, `store`); nothing is written then.
+    pub fn heard_change(
+        &self,
+        agent: &str,
+        forget: &[i64],
+        assign: &[(i64, Option<String>)],
+        add: &[(i64, Option<String>, String, f64)],
+    ) -> Result<(Vec<i64>, Vec<WaitingLine>), Failure> {
+        let room = &self.config().xmpp.room;
+        let add: Vec<HeardLine> = add
+            .iter()
+            .map(|(ordering, session, line, at)| HeardLine {
+                id: 0,
+                agent: agent.to_owned(),
+                room: room.clone(),
+                ordering: *ordering,
+                session: session.clone(),
+                line: line.clone(),
+                heard_at: *at,
+                nick: String::new(),
+                answer: false,
+            })
+            .collect();
+        let (ids, dropped) = self.store()?.heard_change(forget, assign, &add)?;
+        Ok((ids, dropped.into_iter().map(WaitingLine::from).collect()))
+    }
+
+    /// `agent`'s stored room cursor (JSON), if any. Errors: the store's.
+    pub fn room_cursor(&self, agent: &str) -> Result<Option<String>, Failure> {
+        self.store()?
+            .meta_get(&cursor_key(agent, &self.config().xmpp.room))
+    }
+}

@@ -1,0 +1,69 @@
+//! A gateway's plain reads of `state.db` beside the policy's calls, on the
+//! connection those calls use (`Bridge::reads`): after another
+//! connection's commit SQLite drops a connection's page cache and the next
+//! read goes back to the file (~40 µs), so a request whose reads share one
+//! connection pays that once. The faces (the Python binding, a Rust
+//! gateway) read through this view, never through the store's own type.
+
+use crate::views::SentRow;
+use session_switch_contract::failure::Failure;
+use session_switch_contract::history::DataVersion;
+use session_switch_store::HermesStore;
+
+/// Read-only access to one connection of a Hermes `state.db`.
+pub struct Reads<'a>(pub(crate) &'a HermesStore);
+
+impl Reads<'_> {
+    /// Whether any session names `session_id` as its parent (Hermes's
+    /// compression and branches). Without one, Hermes's own walks from it
+    /// to a continuation end at `session_id` itself. Errors: kind `busy`
+    /// or `store`.
+    pub fn has_child_sessions(&self, session_id: &str) -> Result<bool, Failure> {
+        self.0.has_child_sessions(session_id)
+    }
+
+    /// The rows the bridge wrote into `session_id` for `agent`
+    /// (`session_switch_sent`), in id order, empty when that table is
+    /// missing. Errors: kind `busy` or `store`.
+    pub fn bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
+        let rows = self.0.bridge_rows(session_id, agent)?;
+        Ok(rows.into_iter().map(SentRow::from).collect())
+    }
+
+    /// Whether `session_id` (or its live tip) holds a `user` row stored at
+    /// or after `since` (Unix seconds) whose text contains `line`: a
+    /// turn's line that reached Hermes although its answer did not. Errors:
+    /// kind `busy` or `store`.
+    pub fn holds_user_line(
+        &self,
+        session_id: &str,
+        line: &str,
+        since: f64,
+    ) -> Result<bool, Failure> {
+        self.0.holds_user_line(session_id, line, since)
+    }
+
+    /// A version of what this connection reads, only compared for
+    /// equality with another of the same [`Reads::serial`]: it changes
+    /// when any connection commits to `state.db`. Errors: kind `busy` or
+    /// `store`.
+    pub fn data_version(&self) -> Result<DataVersion, Failure> {
+        self.0.data_version()
+    }
+
+    /// This connection's number, unique in the process.
+    pub fn serial(&self) -> u64 {
+        self.0.serial()
+    }
+
+    /// The session `session_id` continues through Hermes's compression
+    /// chain (v31) for which `is_root` holds; `None` when there is none.
+    /// Errors: kind `busy` or `store`.
+    pub(crate) fn continued_root(
+        &self,
+        session_id: &str,
+        is_root: impl Fn(&str) -> bool,
+    ) -> Result<Option<String>, Failure> {
+        self.0.continued_root(session_id, is_root)
+    }
+}
