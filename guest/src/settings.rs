@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use crate::failure::{bad_input, unknown_agent};
 use crate::{Agent, Failure, Settings};
 
-mod fields;
+mod field_checks;
 mod meeting;
 
-use fields::{check_bare_jid, check_text};
+use field_checks::{check_bare_jid, check_text};
 pub use meeting::{AgentMeeting, Pattern};
 
-pub use fields::check_session_id;
+pub use field_checks::check_session_id;
 pub use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 pub use session_switch_contract::marker::{MARKER_NAME, YOU_TAG as TAG};
 

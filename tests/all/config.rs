@@ -567,7 +567,7 @@ fn the_tests_sample_config_is_the_guests_sample() {
     use session_switch_tests::sample::sample_config;
     use session_switch_tests::wit_convert::settings_to_host;
     assert_eq!(
-        session_switch::wiring::settings(&sample_config()),
+        session_switch::from_config::settings(&sample_config()),
         settings_to_host(&session_switch_policy::samples::sample_settings())
     );
 }

@@ -135,7 +135,7 @@ struct World {
     _dir: tempfile::TempDir,
     db: PathBuf,
     config: PathBuf,
-    /// The config's settings (`wiring::settings`), what the gateway runs
+    /// The config's settings (`from_config::settings`), what the gateway runs
     /// on: the CLI and the gateway read the same file.
     settings: Settings,
     cache: PathBuf,
@@ -197,7 +197,7 @@ impl World {
             ));
         }
         std::fs::write(&config, text).unwrap();
-        let settings = session_switch::wiring::settings(&Config::load(&config).unwrap());
+        let settings = session_switch::from_config::settings(&Config::load(&config).unwrap());
         let live_policy = dir.path().join("policy.wasm");
         std::fs::copy(component_path(), &live_policy).unwrap();
         let cache = dir.path().join("cache");

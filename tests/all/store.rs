@@ -12,7 +12,7 @@ use rusqlite::Connection;
 use serde_json::json;
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::record_key;
-use session_switch_store::{BRIDGE_ROWS, HermesStore, PendingState, SendWrite, Written};
+use session_switch_store::{HermesStore, PendingState, SENT_ROWS, SendWrite, Written};
 use session_switch_tests::sample::{self, SAMPLE_CLI, unix_now};
 use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
 
@@ -2094,20 +2094,20 @@ fn the_bridge_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() 
         let (_dir, db) = fixture!("hermes-latest.db");
         set_journal_mode(&db, wal);
         let mut reader = HermesStore::open(&db).unwrap();
-        assert_eq!(reader.bridge_rows("xmpp-mohe-v2", "mohe").unwrap(), vec![]);
-        assert_eq!(reader.bridge_rows("xmpp-mohe-v2", "mohe").unwrap(), vec![]);
+        assert_eq!(reader.sent_rows("xmpp-mohe-v2", "mohe").unwrap(), vec![]);
+        assert_eq!(reader.sent_rows("xmpp-mohe-v2", "mohe").unwrap(), vec![]);
         let mut writer = HermesStore::open(&db).unwrap();
         let first = send(&mut writer, "[YOU] from the writer", 1_800_000_000.0).unwrap();
         let session = first.history_session_id.as_str();
-        let rows = reader.bridge_rows(session, "mohe").unwrap();
+        let rows = reader.sent_rows(session, "mohe").unwrap();
         assert_eq!(rows.len(), 1, "wal: {wal}: {rows:?}");
-        assert_eq!(rows[0].0, first.message_id);
+        assert_eq!(rows[0].message_id, first.message_id);
         let second = send(&mut reader, "[YOU] from the reader", 1_800_000_001.0).unwrap();
         let ids: Vec<i64> = reader
-            .bridge_rows(session, "mohe")
+            .sent_rows(session, "mohe")
             .unwrap()
             .into_iter()
-            .map(|(id, _, _)| id)
+            .map(|row| row.message_id)
             .collect();
         assert_eq!(ids, vec![first.message_id, second.message_id], "wal: {wal}");
     }
@@ -2124,7 +2124,7 @@ fn the_bridge_rows_are_read_from_the_bridges_list_not_the_sessions_rows() {
         let sent = send(&mut store, "[YOU] planned", 1_800_000_000.0).unwrap();
         let conn = Connection::open(&db).unwrap();
         let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {BRIDGE_ROWS}"))
+            .prepare(&format!("EXPLAIN QUERY PLAN {SENT_ROWS}"))
             .unwrap()
             .query_map([sent.history_session_id.as_str(), "mohe"], |row| row.get(3))
             .unwrap()
@@ -2136,8 +2136,8 @@ fn the_bridge_rows_are_read_from_the_bridges_list_not_the_sessions_rows() {
             plan.iter().all(|step| !step.contains("TEMP B-TREE")),
             "{name}: {plan:?}"
         );
-        let rows = store.bridge_rows(&sent.history_session_id, "mohe").unwrap();
+        let rows = store.sent_rows(&sent.history_session_id, "mohe").unwrap();
         assert_eq!(rows.len(), 1, "{name}: {rows:?}");
-        assert_eq!(rows[0].0, sent.message_id);
+        assert_eq!(rows[0].message_id, sent.message_id);
     }
 }

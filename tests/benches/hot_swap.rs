@@ -21,9 +21,9 @@
 mod common;
 
 use common::run;
+use session_switch::from_config;
 use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{CacheMode, Policy, PolicyOptions};
-use session_switch::wiring;
 use session_switch_store::HermesStore;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,7 +100,7 @@ fn one_mode(run: &common::Run, db: &Path, cache: CacheMode, swaps: usize) -> ser
         Policy::load(variant("v2"), options.clone()).unwrap_or_else(|f| panic!("{}", f.message));
     }
     let policy = Policy::load(&live, options).unwrap_or_else(|f| panic!("{}", f.message));
-    let settings = wiring::settings(&run.config);
+    let settings = from_config::settings(&run.config);
     let stop = Arc::new(AtomicBool::new(false));
     let callers: Vec<_> = (0..caller_count())
         .map(|_| {

@@ -16,7 +16,7 @@
 //! - `context-<db>/component` and `/native`: resolve + history + tagging,
 //!   edits applied to the full rows.
 //! - `context-<db>/sqlite-alone`: the history's own two selects (the
-//!   bridge's rows, `store::BRIDGE_ROWS`, and `HermesStore::history_select`)
+//!   sent rows, `SENT_ROWS`, and `HermesStore::history_select`)
 //!   stepped, each cell handed over by reference and nothing built: what
 //!   SQLite alone takes to give any faithful loader the columns Hermes's
 //!   loader reads, the floor of `context`.
@@ -45,10 +45,10 @@ mod common;
 use common::{Run, native_context, native_policy, native_resolve, run};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rusqlite::types::ValueRef;
+use session_switch::from_config;
 use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
-use session_switch::wiring;
-use session_switch_store::{BRIDGE_ROWS, HermesStore};
+use session_switch_store::{HermesStore, SENT_ROWS};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -85,7 +85,7 @@ fn commit_elsewhere(other: &rusqlite::Connection, n: &mut u64) {
 fn session(run: &Run, policy: &Policy, db: &common::Db) -> PolicyInstance {
     let store = HermesStore::open(&db.path).unwrap_or_else(|f| panic!("{}", f.message));
     let backend = HermesImports::new(store, None, run.config.xmpp.room.clone());
-    policy.instance(backend, wiring::settings(&run.config))
+    policy.instance(backend, from_config::settings(&run.config))
 }
 
 fn benches(c: &mut Criterion) {
@@ -153,12 +153,12 @@ fn benches(c: &mut Criterion) {
             .map(|store| store.history_select())
             .unwrap_or_else(|f| panic!("{}", f.message));
         let mut history_stmt = other.prepare(&select).expect("the history's select");
-        let mut bridge_stmt = other.prepare(BRIDGE_ROWS).expect("the bridge's rows");
+        let mut sent_stmt = other.prepare(SENT_ROWS).expect("the sent rows");
         let cli = run.cli_session.as_str();
         let mut sqlite_alone = move || -> (u32, usize) {
-            let mut ours = bridge_stmt
+            let mut ours = sent_stmt
                 .query(rusqlite::params![cli, agent])
-                .expect("the bridge's rows");
+                .expect("the sent rows");
             while ours.next().expect("a bridge row").is_some() {}
             let mut rows = history_stmt.query([cli]).expect("the history's select");
             let (mut n, mut bytes) = (0, 0);

@@ -776,7 +776,7 @@ pub fn check_config(text: &str) -> Option<Config> {
             "legacy agent {legacy:?} not configured"
         );
     }
-    let settings = settings_to_guest(&session_switch::wiring::settings(&config));
+    let settings = settings_to_guest(&session_switch::from_config::settings(&config));
     if let Err(e) = ValidSettings::new(settings) {
         panic!(
             "the config accepts settings the policy refuses ({:?}): {}",

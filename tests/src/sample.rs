@@ -1,7 +1,7 @@
 //! The samples every test starts from, once: the seed's three agents in
 //! their room as a config file ([`sample_config_text`]), that file parsed
 //! ([`sample_config`]) and turned into the policy's settings the one way
-//! the product does it (`session_switch::wiring::settings`), a record as
+//! the product does it (`session_switch::from_config::settings`), a record as
 //! the bridge writes it, and the clock.
 //!
 //! The same sample exists for the guest's native side
@@ -85,12 +85,12 @@ pub fn sample_config() -> Config {
 
 /// The sample config's settings, as the bridge hands them to the policy.
 pub fn sample_settings() -> Settings {
-    session_switch::wiring::settings(&sample_config())
+    session_switch::from_config::settings(&sample_config())
 }
 
 /// [`sample_config_in`]'s settings.
 pub fn sample_settings_in(room: &str, domain: &str, legacy: bool) -> Settings {
-    session_switch::wiring::settings(&sample_config_in(room, domain, legacy))
+    session_switch::from_config::settings(&sample_config_in(room, domain, legacy))
 }
 
 /// The clock now, Unix seconds with fractions.

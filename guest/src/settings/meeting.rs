@@ -4,7 +4,7 @@
 
 use regex_lite::{Regex, RegexBuilder};
 
-use super::fields::check_bare_jid;
+use super::field_checks::check_bare_jid;
 use crate::{AllowBots, Meeting, MeetingOverrides};
 
 /// A compiled `mention_patterns` entry; two compare equal when written

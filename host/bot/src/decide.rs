@@ -19,9 +19,9 @@
 
 use crate::cursor::Cursor;
 use crate::hermes::HermesClient;
-use crate::line::room_line;
 use crate::reply::{Progress, Reply, UnderWay, normalise};
 use crate::room::Incoming;
+use crate::room_line::room_line;
 use crate::settings::BotSettings;
 use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage, unix_now};
 use session_switch::{Bridge, HEARD_CAP, Hearing, WaitingLine};

@@ -14,13 +14,13 @@
 
 use crate::connect::{agent_jid, connector, send};
 use crate::decide::{Decider, cursor_of};
+use crate::handled_ids::Seen;
 use crate::hermes::HermesClient;
 use crate::login::Probed;
 use crate::reply::{Progress, Reply, UnderWay};
 use crate::room::{self, Incoming, RoomEvent};
 use crate::seam::{Seam, Steps};
 use crate::seat::{Seat, answer_ping};
-use crate::seen::Seen;
 use crate::settings::BotSettings;
 use crate::{lock, resource};
 use futures::StreamExt;

@@ -8,10 +8,10 @@ use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 use std::collections::HashMap;
 use toml::Spanned;
 
-use super::fields::{bare_jid, name_like, non_empty, unique};
 use super::raw::RawAgent;
 use super::source::{Source, Span};
 use super::types::AgentConfig;
+use super::value_checks::{bare_jid, name_like, non_empty, unique};
 
 /// The name no agent may sign with: the tag itself (`[YOU]` without its
 /// brackets), ASCII case ignored, as the policy's `configure` rules.

@@ -11,7 +11,6 @@
 
 mod agents;
 mod bot;
-mod fields;
 mod load;
 mod loop_guard;
 mod meeting;
@@ -21,6 +20,7 @@ mod source;
 pub(crate) mod tests;
 mod types;
 mod validate;
+mod value_checks;
 
 pub use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
 pub use types::{

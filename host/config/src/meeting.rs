@@ -7,9 +7,9 @@ use serde::Deserialize;
 use session_switch_contract::failure::Failure;
 use toml::Spanned;
 
-use super::fields::bare_jid;
 use super::source::Source;
 use super::types::{AllowBots, MeetingConfig, MeetingOverridesConfig};
+use super::value_checks::bare_jid;
 
 /// The meeting keys as serde reads them, in `[bot]` or an agent's table.
 #[derive(Default, Deserialize)]

@@ -7,10 +7,10 @@ use session_switch_contract::limits::MAX_BODY_CHARS_LIMIT;
 use std::path::PathBuf;
 use toml::Spanned;
 
-use super::fields::bare_jid;
 use super::raw::{RawConfig, RawPolicy, RawRedirect, RawXmpp};
 use super::source::Source;
 use super::types::{AgentConfig, Config, DEFAULT_TTL_SECONDS, Redirect, TransportKind, Xmpp};
+use super::value_checks::bare_jid;
 use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
 
 pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {

@@ -345,7 +345,7 @@ impl Bridge {
     ) -> PyResult<usize> {
         refuse_unusable(&session_id).map_err(error)?;
         let ours = self
-            .read(py, |reads| reads.bridge_rows(&session_id, &agent))
+            .read(py, |reads| reads.sent_rows(&session_id, &agent))
             .map_err(error)?;
         let chars = self.host.policy().options().tag_prefix_chars;
         tagging::tag_messages(py, &ours, chars, messages, |summaries| {

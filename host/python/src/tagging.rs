@@ -127,7 +127,7 @@ impl Ours {
 
 /// `Bridge.tag_messages`: the policy's edits on `messages` in place; how
 /// many messages changed. `ours`: the rows the bridge wrote into the
-/// session for the agent ([`session_switch::Reads::bridge_rows`]); `chars`:
+/// session for the agent ([`session_switch::Reads::sent_rows`]); `chars`:
 /// the prefix the policy sees of each text; `edit`: the policy's
 /// `tag-summaries` for the agent.
 ///

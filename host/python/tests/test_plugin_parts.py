@@ -18,7 +18,7 @@ import threading
 import time
 import unittest
 
-from session_switch.hermes_plugin import homes, plans, refresh, seams, turns
+from session_switch.hermes_plugin import homes, refresh, seams, turn_plans, turns
 from session_switch.hermes_plugin.logs import note_turn
 
 
@@ -426,7 +426,7 @@ class PreparedHistory(unittest.TestCase):
         refresh.refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
         prepared = refresh.PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][4]
         calls = len(bridge.calls)
-        plan = plans.plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
+        plan = turn_plans.plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
         self.assertIs(plan.history, prepared)
         self.assertEqual((plan.session_id, plan.redirected, plan.agent), ("cli-session", True, "mohe"))
         self.assertEqual(bridge.calls[calls:], [("data_version",)], "no decision, no load, no edits")
@@ -434,7 +434,7 @@ class PreparedHistory(unittest.TestCase):
         # Nothing prepared now: the request decides, loads and edits; its
         # plan carries Hermes's database for the refresh after its turn.
         db = object()
-        plan = plans.plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2")
+        plan = turn_plans.plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2")
         self.assertEqual(self.loads, ["cli-session", "cli-session"])
         self.assertEqual([c[0] for c in bridge.calls[calls + 1:]], ["resolve", "tag_messages"])
         self.assertIs(plan.db, db)

@@ -12,7 +12,7 @@ use super::host_imports::NoImports;
 use super::imports::{Call, StoreData};
 use super::precompiled;
 use crate::Failure;
-use crate::answers;
+use crate::answer_checks;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -266,7 +266,7 @@ fn probe(
                 no_check,
             )
             .map_err(broke)?;
-        answers::self_check(verdict).map_err(broke)?;
+        answer_checks::self_check(verdict).map_err(broke)?;
     }
     if let Some(settings) = settings {
         let mut data = data();

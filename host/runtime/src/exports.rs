@@ -9,13 +9,13 @@
 mod fallback;
 mod tag;
 
-use super::answers::{self, check_cleared, check_decided, check_history_read, check_receipt};
-use super::apply;
+use super::answer_checks::{self, check_cleared, check_decided, check_history_read, check_receipt};
 use super::bindings::{Admission, Decision, Receipt, RecordStatus, RoomMessage};
 use super::call::no_check;
 use super::imports::{Call, HistoryQuery, SendArgs};
 use super::instance::PolicyInstance;
 use super::limits::max_text_bytes;
+use super::row_edits;
 use crate::{Failure, FailureKind, HistoryRow, HostImports};
 use fallback::{fallback_decision, or_fallback};
 use session_switch_contract::keys::guard_key;
@@ -56,7 +56,7 @@ impl PolicyInstance {
     pub fn self_check(&mut self) -> Result<String, Failure> {
         let (verdict, _) =
             self.call(Call::SelfCheck, None, |g, s| g.call_self_check(s), no_check)?;
-        answers::self_check(verdict).map_err(|why| self.fail(Call::SelfCheck, &why))
+        answer_checks::self_check(verdict).map_err(|why| self.fail(Call::SelfCheck, &why))
     }
 
     /// Which session `agent`'s bot should load instead of `session_id`
@@ -67,7 +67,7 @@ impl PolicyInstance {
     /// `session_id`, and `policy-error` is the host's alone; and a redirect
     /// is honoured only when one of the agent's records names its target,
     /// read by the host in the call's own read snapshot
-    /// ([`answers::check_redirect`]). An answer that breaks this is a
+    /// ([`answer_checks::check_redirect`]). An answer that breaks this is a
     /// `policy` failure.
     ///
     /// A decision that still holds is served from the instance's memo
@@ -141,7 +141,7 @@ impl PolicyInstance {
         };
         let mut messages = done.rows;
         check_history_read(done.history.as_ref(), &decided)
-            .and_then(|()| apply::apply_edits(&mut messages, &result.edits))
+            .and_then(|()| row_edits::apply_edits(&mut messages, &result.edits))
             .map_err(|why| self.fail(Call::Context, &why))?;
         Ok(ContextAnswer {
             decision: result.decision,

@@ -8,12 +8,12 @@ use super::bindings::exports::agentsmeeting::session_switch::policy::Guest;
 use super::bindings::{Decision, Settings, WitFailure};
 use super::call::{Live, NotReady, policy_failure};
 use super::component::{LoadInfo, Loaded};
-use super::current::Current;
 use super::engine::{PolicyOptions, Runtime};
 use super::host_imports::HostImports;
 use super::imports::{Call, CallState, SendArgs, StoreData};
 use super::limits::{GuestClock, Limiter};
 use super::memo::Memo;
+use super::served::Served;
 use super::tag_memo::TagMemo;
 use crate::Failure;
 use std::sync::Arc;
@@ -46,7 +46,7 @@ enum Slot {
 /// that starts after a swap runs on the new component.
 pub struct PolicyInstance {
     runtime: Arc<Runtime>,
-    current: Arc<Current>,
+    current: Arc<Served>,
     /// The component of the last (or next) call, and its generation in
     /// `current`.
     loaded: Arc<Loaded>,
@@ -69,7 +69,7 @@ impl PolicyInstance {
     /// An instance of the component `current` serves, now and after swaps.
     pub(crate) fn new(
         runtime: Arc<Runtime>,
-        current: Arc<Current>,
+        current: Arc<Served>,
         imports: Box<dyn HostImports>,
         settings: Settings,
     ) -> Self {
@@ -263,7 +263,7 @@ impl PolicyInstance {
                 to = %loaded.info.version,
                 "instance picks up the swapped policy"
             );
-            // The old store before the old component's `Arc`: `Current::swap`
+            // The old store before the old component's `Arc`: `Served::swap`
             // drops a swapped-out component once its list alone holds it.
             self.park();
             self.loaded = loaded;

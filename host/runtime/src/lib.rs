@@ -17,25 +17,23 @@
 //!
 //! The modules, each naming items only of those listed before it:
 //! `bindings` (the one `bindgen!`), `limits`, `host_imports` (the trait),
-//! `apply` (summaries and edits), `memo` (decisions `resolve` may serve
+//! `row_edits` (summaries and edits), `memo` (decisions `resolve` may serve
 //! again), `tag_memo` (edits `tag` may serve again), `imports` (the store's
 //! data and the WIT host interface), `artifact_layout` (the precompiled
 //! artifact's layout), `engine_config` (the engine settings), `cache`,
-//! `call` (the one call path in a store), `answers` (checks of the policy's
+//! `call` (the one call path in a store), `answer_checks` (checks of the policy's
 //! answers), `engine` (engine, linker, options), `precompiled` (the
 //! embedded component precompiled at build time), `component` (compile,
-//! check, probe), `current` (what hot swaps replace), `instance` (a
+//! check, probe), `served` (what hot swaps replace), `instance` (a
 //! caller's store), `exports` (each export as a method), `policy` (the
 //! façade), `swap` (reload and watch).
 
-mod answers;
-mod apply;
+mod answer_checks;
 mod artifact_layout;
 pub mod bindings;
 mod cache;
 mod call;
 mod component;
-mod current;
 mod engine;
 mod engine_config;
 mod exports;
@@ -46,12 +44,13 @@ mod limits;
 mod memo;
 mod policy;
 mod precompiled;
+mod row_edits;
+mod served;
 mod swap;
 mod tag_memo;
 #[cfg(test)]
 mod test_host;
 
-pub use apply::{YOU_TAG, could_hide_marker, prefix, push_summary, role_of, tag, untag};
 pub use bindings::{
     Admission, AdmitReason, Agent, AllowBots, ContextResult, Decision, EditAction, LogLevel,
     LoopGuard, Meeting, MeetingOverrides, Reason, Receipt, RecordStatus, ReplyTarget, Role,
@@ -70,6 +69,7 @@ pub use instance::PolicyInstance;
 pub use limits::{Limits, MAX_BODY_CHARS_LIMIT, max_text_bytes};
 pub use policy::Policy;
 pub use precompiled::{embedded_precompiled, precompile_artifact};
+pub use row_edits::{YOU_TAG, could_hide_marker, prefix, push_summary, role_of, tag, untag};
 pub use session_switch_contract as contract;
 pub use session_switch_contract::failure::{Failure, FailureKind};
 pub use session_switch_contract::keys::is_our_meta_key;

@@ -27,7 +27,7 @@ const MAX_ENTRIES: usize = 16;
 
 /// What a `resolve` call's imports answered it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Reads {
+pub(crate) struct ImportAnswers {
     /// `meta-get`: key and value.
     pub(crate) meta: Vec<(String, Option<String>)>,
     /// `session-exists`: id and answer.
@@ -36,7 +36,7 @@ pub(crate) struct Reads {
     pub(crate) now: Option<f64>,
 }
 
-impl Reads {
+impl ImportAnswers {
     /// Whether `imports` answer every read as the call was answered (the
     /// caller holds one read snapshot around this). A read that fails
     /// fails this, unchanged: the call would have got the same failure, and
@@ -65,7 +65,7 @@ struct Entry {
     until: f64,
     /// `state.db`'s version in the call's (or the last replay's) snapshot.
     version: Option<DataVersion>,
-    reads: Reads,
+    reads: ImportAnswers,
 }
 
 /// The decisions of one instance (one store, one thread at a time).
@@ -138,7 +138,7 @@ impl Memo {
         agent: &str,
         session_id: &str,
         decision: &Decision,
-        reads: Reads,
+        reads: ImportAnswers,
         version: Option<DataVersion>,
     ) {
         let (since, until) = match (decision.valid_until, reads.now) {

@@ -6,10 +6,10 @@ use super::bindings::Settings;
 use super::component::{
     EMBEDDED_COMPONENT, EMBEDDED_SHA256, LoadInfo, Source, prepare, read_component,
 };
-use super::current::Current;
 use super::engine::{PolicyOptions, Runtime};
 use super::host_imports::HostImports;
 use super::instance::PolicyInstance;
+use super::served::Served;
 use crate::Failure;
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Policy {
     pub(crate) runtime: Arc<Runtime>,
-    pub(crate) current: Arc<Current>,
+    pub(crate) current: Arc<Served>,
 }
 
 impl fmt::Debug for Policy {
@@ -78,7 +78,7 @@ impl Policy {
         let loaded = prepare(&runtime, bytes, sha, source, None, self_check)?;
         Ok(Self {
             runtime,
-            current: Arc::new(Current::new(loaded)),
+            current: Arc::new(Served::new(loaded)),
         })
     }
 

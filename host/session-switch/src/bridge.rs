@@ -3,11 +3,11 @@
 //! repeats the wiring; a Rust gateway can use it too.
 
 use crate::explain::{explain_followed, explain_status};
+use crate::from_config;
+use crate::from_config::add_continuations;
 use crate::hermes_imports::{ChainNote, ChainNotes, HermesImports, lock_notes};
+use crate::pending_report::PendingReport;
 use crate::reads::Reads;
-use crate::views::PendingReport;
-use crate::wiring;
-use crate::wiring::add_continuations;
 use session_switch_config::Config;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_runtime::{
@@ -97,7 +97,7 @@ impl Bridge {
     ///
     /// On schema v31 the settings' XMPP sessions of each agent include the
     /// compression continuations of its configured ones as they are now
-    /// (DESIGN §9.4, `wiring::add_continuations`): a child of
+    /// (DESIGN §9.4, `from_config::add_continuations`): a child of
     /// `xmpp-mohe-v2` resolves as `xmpp-mohe-v2` does. An instance kept for
     /// long learns of later compressions only with new settings
     /// ([`PolicyInstance::set_settings`]) or a new instance.
@@ -183,12 +183,12 @@ impl Bridge {
     /// sessions included.
     fn imports(&self, sends: bool) -> Result<(HermesImports, Settings), Failure> {
         let transport = if sends {
-            Some(wiring::transport(&self.config)?)
+            Some(from_config::transport(&self.config)?)
         } else {
             None
         };
         let store = self.store()?;
-        let mut settings = wiring::settings(&self.config);
+        let mut settings = from_config::settings(&self.config);
         for (root, child) in add_continuations(&store, &mut settings)? {
             tracing::debug!(
                 target: "session_switch::chain",

@@ -3,7 +3,7 @@
 //! them (`configure`), beside the runtime's own checks (DESIGN §7).
 
 use crate::bridge::Bridge;
-use crate::wiring;
+use crate::from_config;
 use session_switch_runtime::{Failure, WatchOptions, Watcher};
 use std::path::Path;
 
@@ -16,7 +16,7 @@ impl Bridge {
     pub fn watch_policy(&self) -> Option<Watcher> {
         let path = self.policy_file()?;
         let options = WatchOptions {
-            settings: Some(wiring::settings(self.config())),
+            settings: Some(from_config::settings(self.config())),
             ..WatchOptions::default()
         };
         Some(self.policy().watch(path, options))
@@ -35,7 +35,7 @@ impl Bridge {
                 "the embedded policy has no file to reload: pass a path".to_owned(),
             ));
         };
-        let settings = wiring::settings(self.config());
+        let settings = from_config::settings(self.config());
         let report = self.policy().reload(path, Some(&settings))?;
         Ok(report.map(|r| r.info.version))
     }

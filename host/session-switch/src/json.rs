@@ -2,7 +2,7 @@
 //! (`--json`) and the Python binding returns them as Python objects.
 
 use crate::HistoryRow;
-use crate::views::{PendingReport, PendingStatus};
+use crate::pending_report::{PendingReport, PendingStatus};
 use serde_json::{Value, json};
 use session_switch_runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 

@@ -6,7 +6,7 @@
 //! re-exported here (the façade's own views of the store's answers,
 //! [`PendingReport`] and [`SentRow`], among them), [`config`], [`json`]
 //! and the runtime's decision types. [`store`], [`transport`],
-//! [`hermes_imports`] and [`wiring`] are public for the integration tests;
+//! [`hermes_imports`] and [`from_config`] are public for the integration tests;
 //! a face never names them, so a change to their types stays here.
 //!
 //! Data flows one way: caller → [`Bridge`] → [`runtime`] (wasmtime, the
@@ -15,16 +15,17 @@
 
 pub mod bridge;
 mod explain;
+pub mod from_config;
 mod heard;
 pub mod hermes_imports;
 mod hot_swap;
 pub mod json;
+mod pending_report;
 pub mod reads;
-mod views;
-pub mod wiring;
 
 pub use bridge::{Bridge, BridgeOptions, default_db_path, init_db, refuse_unusable};
 pub use heard::{Heard, Hearing, WaitingLine};
+pub use pending_report::{PendingReport, PendingStatus};
 pub use reads::Reads;
 /// The config's types: a face reads the config and hands it to [`Bridge`].
 pub use session_switch_config as config;
@@ -34,5 +35,5 @@ pub use session_switch_contract::limits::HEARD_CAP;
 pub use session_switch_contract::origin;
 pub use session_switch_runtime as runtime;
 pub use session_switch_runtime::{Failure, FailureKind, HistoryRow};
+pub use session_switch_store::SentRow;
 pub use session_switch_store::sqlite_version;
-pub use views::{PendingReport, PendingStatus, SentRow};

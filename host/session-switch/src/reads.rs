@@ -5,10 +5,10 @@
 //! connection pays that once. The faces (the Python binding, a Rust
 //! gateway) read through this view, never through the store's own type.
 
-use crate::views::SentRow;
 use session_switch_contract::failure::Failure;
 use session_switch_contract::history::DataVersion;
 use session_switch_store::HermesStore;
+use session_switch_store::SentRow;
 
 /// Read-only access to one connection of a Hermes `state.db`.
 pub struct Reads<'a>(pub(crate) &'a HermesStore);
@@ -22,12 +22,11 @@ impl Reads<'_> {
         self.0.has_child_sessions(session_id)
     }
 
-    /// The rows the bridge wrote into `session_id` for `agent`
+    /// The sent rows: the rows our sends wrote into `session_id` for `agent`
     /// (`session_switch_sent`), in id order, empty when that table is
     /// missing. Errors: kind `busy` or `store`.
-    pub fn bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
-        let rows = self.0.bridge_rows(session_id, agent)?;
-        Ok(rows.into_iter().map(SentRow::from).collect())
+    pub fn sent_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
+        self.0.sent_rows(session_id, agent)
     }
 
     /// Whether `session_id` (or its live tip) holds a `user` row stored at

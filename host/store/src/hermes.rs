@@ -17,11 +17,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::bridge_rows::{BRIDGE_ROWS, BridgeRow};
 use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
 use super::read_memo::ReadMemo;
 use super::schema::{self, check_exists, not_hermes};
+use super::send::{SENT_ROWS, SentRow};
 use super::sqlite_failure::sqlite_failure;
 use super::table_seen::TableSeen;
 use super::timeouts::{BRIEF_DEADLINE, BUSY_TIMEOUT};
@@ -70,7 +70,7 @@ pub struct HermesStore {
     /// the list by doubling copied each message about twice).
     rows_last_read: Cell<usize>,
     /// Answers of [`HermesStore::has_child_sessions`] and
-    /// [`HermesStore::bridge_rows`] at the current data version.
+    /// [`HermesStore::sent_rows`] at the current data version.
     pub(super) reads: ReadMemo,
     /// This connection among the process's ([`HermesStore::serial`]).
     pub(super) serial: u64,
@@ -225,7 +225,7 @@ impl HermesStore {
     /// missing). An unknown session reads as empty.
     ///
     /// SQL (two statements, autocommit or inside the caller's snapshot):
-    /// the bridge's rows ([`BRIDGE_ROWS`], their ids mark `bridge_wrote`),
+    /// the bridge's rows ([`SENT_ROWS`], their ids mark `bridge_wrote`),
     /// then `SELECT id, role, content, <the loader's columns> FROM messages
     /// WHERE session_id = ?1 [AND active = 1] ORDER BY …`, or, where no
     /// index has a session's rows in id order, `WHERE id IN (SELECT id …
@@ -259,14 +259,14 @@ impl HermesStore {
     /// on the row before).
     fn read_history(&self, session_id: &str, agent: &str) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
-        // In id order (`BRIDGE_ROWS`), for the loader's binary search. Read
+        // In id order (`SENT_ROWS`), for the loader's binary search. Read
         // in the history's snapshot, not through the read memo: the rows
         // are read from the file anyway, and the memo's version would cost
         // a statement inside the snapshot.
         let ours: Vec<i64> = self
-            .query_bridge_rows(session_id, agent)?
+            .query_sent_rows(session_id, agent)?
             .into_iter()
-            .map(|(id, _, _)| id)
+            .map(|row| row.message_id)
             .collect();
         let mut stmt = self
             .conn
@@ -303,31 +303,34 @@ impl HermesStore {
     /// empty when that table is missing. What a caller needs to recognise
     /// those rows in Hermes's own loader output, which carries no ids: a
     /// row is known by its role and its stored timestamp.
-    /// The select is [`BRIDGE_ROWS`], which walks the bridge's list; its
+    /// The select is [`SENT_ROWS`], which walks the bridge's list; its
     /// answer is kept while the data version stays the same (`read_memo.rs`).
-    pub fn bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<BridgeRow>, Failure> {
+    pub fn sent_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
         let version = self.data_version()?;
-        if let Some(rows) = self.reads.bridge_rows(version, session_id, agent) {
+        if let Some(rows) = self.reads.sent_rows(version, session_id, agent) {
             return Ok(rows);
         }
-        let rows = self.query_bridge_rows(session_id, agent)?;
-        self.reads
-            .keep_bridge_rows(version, session_id, agent, &rows);
+        let rows = self.query_sent_rows(session_id, agent)?;
+        self.reads.keep_sent_rows(version, session_id, agent, &rows);
         Ok(rows)
     }
 
-    /// [`Self::bridge_rows`] read from the file, no memo.
-    fn query_bridge_rows(&self, session_id: &str, agent: &str) -> Result<Vec<BridgeRow>, Failure> {
+    /// [`Self::sent_rows`] read from the file, no memo.
+    fn query_sent_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
         if !self.table_exists("session_switch_sent")? {
             return Ok(Vec::new());
         }
-        let doing = format!("read the bridge's rows of session {session_id:?}");
+        let doing = format!("read the sent rows of session {session_id:?}");
         let mut stmt = self
             .conn
-            .prepare_cached(BRIDGE_ROWS)
+            .prepare_cached(SENT_ROWS)
             .map_err(|e| self.fail(&doing, e))?;
         stmt.query_map(rusqlite::params![session_id, agent], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            Ok(SentRow {
+                message_id: row.get(0)?,
+                role: row.get(1)?,
+                timestamp: row.get(2)?,
+            })
         })
         .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
         .map_err(|e| self.fail(&doing, e))

@@ -7,39 +7,33 @@
 //! its first write transaction, and writes only plain INSERTs and updates
 //! that Hermes's own `append_message` / `set_meta` also make.
 //!
-//! Files: `hermes` (the connection and its reads), `schema` (which Hermes
-//! schema a file has), `table_seen` (tables known to exist without a read),
-//! `loader/` (Hermes's history loader, per schema), `bridge_rows` (the
-//! select of the bridge's own rows), `meta` (our `state_meta` reads and
-//! deletes), `snapshot` (read snapshots, the data version), `timeouts`
-//! (how long it waits for locks), `write_tx` (brief, retried write
-//! transactions; our keys only), `send_record` (what a send writes and
-//! wrote), `send_write` (a send's intent → post → record), `pending`
-//! (sends between intent and record), `delivered` (the marker of a
-//! delivered send), `chain` (v31 compression chains), `guard_state` (the
-//! loop guard's state), `heard` (the lines waiting for a turn, the room
-//! cursor), `init` (a new database), `home` (Hermes's home
-//! folder), `cjk` (Hermes's tokenizer extension), `sqlite_failure` (SQLite
-//! errors as failures), `change_counter` (whether anyone committed,
-//! without SQLite's lock), `read_memo` (two plain reads' answers while
-//! nobody committed). This file only declares them and re-exports.
+//! Modules: `hermes` (the connection and its reads), `schema` (which
+//! Hermes schema a file has), `table_seen` (tables known to exist without
+//! a read), `loader/` (Hermes's history loader, per schema), `send/` (a
+//! send's writes: the intent → post → record transactions, what a send
+//! writes, the pending sends, the delivered marker, the sent rows), `meta`
+//! (our `state_meta` reads and deletes), `snapshot` (read snapshots, the
+//! data version), `timeouts` (how long it waits for locks), `write_tx`
+//! (brief, retried write transactions; our keys only), `chain` (v31
+//! compression chains), `guard_state` (the loop guard's state), `heard`
+//! (the lines waiting for a turn, the room cursor), `turn_line` (whether a
+//! turn's line reached Hermes), `init` (a new database), `cjk` (Hermes's
+//! tokenizer extension), `sqlite_failure` (SQLite errors as failures),
+//! `change_counter` (whether anyone committed, without SQLite's lock),
+//! `read_memo` (two plain reads' answers while nobody committed).
 
-mod bridge_rows;
 mod chain;
 mod change_counter;
 mod cjk;
-mod delivered;
 mod guard_state;
 mod heard;
 mod hermes;
 mod init;
 mod loader;
 mod meta;
-mod pending;
 mod read_memo;
 mod schema;
-mod send_record;
-mod send_write;
+mod send;
 mod snapshot;
 mod sqlite_failure;
 mod table_seen;
@@ -47,14 +41,12 @@ mod timeouts;
 mod turn_line;
 mod write_tx;
 
-pub use bridge_rows::{BRIDGE_ROWS, BridgeRow};
 pub use chain::{CHAIN_CAP, Tip, target_problem};
 pub use cjk::{CJK_EXTENSION_ENV, cjk_extension_path};
 pub use heard::{HeardLine, cursor_key};
 pub use hermes::{HermesStore, sqlite_version};
 pub use init::HERMES_SCHEMA_VERSION;
 pub use loader::{Loader, is_py_space, py_strip, sanitize_context};
-pub use pending::{PendingSend, PendingState};
-pub use send_record::{SendWrite, Written};
+pub use send::{PendingSend, PendingState, SENT_ROWS, SendWrite, SentRow, Written};
 pub use session_switch_contract::home::hermes_home;
 pub use timeouts::{BRIEF_BUSY, BRIEF_DEADLINE, BUSY_TIMEOUT, RETRY_JITTER_MS, WRITE_ATTEMPTS};

@@ -1,7 +1,7 @@
 //! Answers of the two plain reads a gateway makes on every turn, kept while
 //! the database's data version stays the same: whether a session has
 //! children ([`HermesStore::has_child_sessions`]) and the bridge's rows of a
-//! session ([`HermesStore::bridge_rows`]).
+//! session ([`HermesStore::sent_rows`]).
 //!
 //! Why: in DELETE journal mode each of them is a read transaction of its
 //! own, and SQLite's lock cycle (three `fcntl`s, a look for a hot journal,
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use session_switch_contract::history::DataVersion;
 
-use super::bridge_rows::BridgeRow;
+use super::send::SentRow;
 
 /// Distinct keys kept per data version; past it the memo starts over (a
 /// gateway asks about a handful of sessions between two commits).
@@ -33,16 +33,16 @@ pub(super) struct ReadMemo(RefCell<Answers>);
 struct Answers {
     version: Option<DataVersion>,
     children: HashMap<String, bool>,
-    bridge_rows: HashMap<(String, String), Vec<BridgeRow>>,
+    sent_rows: HashMap<(String, String), Vec<SentRow>>,
 }
 
 impl Answers {
     /// Drop what was read at another version, or when too many keys.
     fn at(&mut self, version: DataVersion) -> &mut Self {
-        let keys = self.children.len() + self.bridge_rows.len();
+        let keys = self.children.len() + self.sent_rows.len();
         if self.version != Some(version) || keys >= MAX_KEYS {
             self.children.clear();
-            self.bridge_rows.clear();
+            self.sent_rows.clear();
             self.version = Some(version);
         }
         self
@@ -68,36 +68,36 @@ impl ReadMemo {
     }
 
     /// The bridge's rows of `session_id` for `agent` read at `version`, if kept.
-    pub(super) fn bridge_rows(
+    pub(super) fn sent_rows(
         &self,
         version: DataVersion,
         session_id: &str,
         agent: &str,
-    ) -> Option<Vec<BridgeRow>> {
+    ) -> Option<Vec<SentRow>> {
         let answers = self.0.borrow();
         if answers.version != Some(version) {
             return None;
         }
         // Two borrowed strs cannot look up an owned pair: few keys, a scan.
         answers
-            .bridge_rows
+            .sent_rows
             .iter()
             .find(|((s, a), _)| s == session_id && a == agent)
             .map(|(_, rows)| rows.clone())
     }
 
     /// Keep `rows` for `session_id` and `agent`, read at `version`.
-    pub(super) fn keep_bridge_rows(
+    pub(super) fn keep_sent_rows(
         &self,
         version: DataVersion,
         session_id: &str,
         agent: &str,
-        rows: &[BridgeRow],
+        rows: &[SentRow],
     ) {
         let mut answers = self.0.borrow_mut();
         answers
             .at(version)
-            .bridge_rows
+            .sent_rows
             .insert((session_id.to_owned(), agent.to_owned()), rows.to_vec());
     }
 }
@@ -111,25 +111,27 @@ mod tests {
         let memo = ReadMemo::default();
         let v1 = DataVersion(-5, 0);
         let v2 = DataVersion(-6, 0);
+        let row = SentRow {
+            message_id: 7,
+            role: "user".into(),
+            timestamp: 1.5,
+        };
         assert_eq!(memo.children(v1, "s"), None);
         memo.keep_children(v1, "s", true);
-        memo.keep_bridge_rows(v1, "s", "mohe", &[(7, "user".into(), 1.5)]);
+        memo.keep_sent_rows(v1, "s", "mohe", std::slice::from_ref(&row));
         assert_eq!(memo.children(v1, "s"), Some(true));
         assert_eq!(memo.children(v1, "t"), None);
-        assert_eq!(
-            memo.bridge_rows(v1, "s", "mohe"),
-            Some(vec![(7, "user".into(), 1.5)])
-        );
-        assert_eq!(memo.bridge_rows(v1, "s", "zhiwei"), None);
+        assert_eq!(memo.sent_rows(v1, "s", "mohe"), Some(vec![row]));
+        assert_eq!(memo.sent_rows(v1, "s", "zhiwei"), None);
         // Another commit, or this connection's own change: nothing served.
         assert_eq!(memo.children(v2, "s"), None);
         assert_eq!(memo.children(DataVersion(-5, 1), "s"), None);
-        assert_eq!(memo.bridge_rows(v2, "s", "mohe"), None);
+        assert_eq!(memo.sent_rows(v2, "s", "mohe"), None);
         // Keeping at the new version drops the old answers.
         memo.keep_children(v2, "t", false);
         assert_eq!(memo.children(v2, "t"), Some(false));
         assert_eq!(memo.children(v1, "s"), None);
-        assert_eq!(memo.bridge_rows(v2, "s", "mohe"), None);
+        assert_eq!(memo.sent_rows(v2, "s", "mohe"), None);
     }
 
     #[test]

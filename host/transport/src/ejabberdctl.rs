@@ -237,15 +237,15 @@ impl Transport for EjabberdCtl {
             .map_err(|why| self.no_answer("get_subscribers", why, false))?;
         if !done.status.success() {
             let said = server_text(&done);
-            if done.status.code() == Some(1) && super::answers::says_no_such_room(&said) {
-                return Err(super::answers::no_such_room(room, &said));
+            if done.status.code() == Some(1) && super::server_answers::says_no_such_room(&said) {
+                return Err(super::server_answers::no_such_room(room, &said));
             }
             return Err(self.failed("get_subscribers", &done));
         }
-        if super::answers::is_subscriber(from, done.stdout.lines()) {
+        if super::server_answers::is_subscriber(from, done.stdout.lines()) {
             Ok(())
         } else {
-            Err(super::answers::not_subscriber(from, room))
+            Err(super::server_answers::not_subscriber(from, room))
         }
     }
 
@@ -338,7 +338,7 @@ fn server_text(done: &Finished) -> String {
             _ => "it printed nothing".to_owned(),
         }
     };
-    super::answers::one_line(&text, 300)
+    super::server_answers::one_line(&text, 300)
 }
 
 #[cfg(test)]

@@ -194,7 +194,7 @@ impl HttpApi {
     /// The failure for a non-200 answer of `command`.
     fn refused(&self, command: &str, status: u16, text: &str) -> Failure {
         let url = format!("{}/{command}", self.api_url);
-        let said = super::answers::one_line(text, QUOTE_CHARS);
+        let said = super::server_answers::one_line(text, QUOTE_CHARS);
         let message = match status {
             404 => format!(
                 "POST {url} answered 404 ({said}); check [xmpp] api_url: it is the base the \
@@ -240,10 +240,10 @@ impl Transport for HttpApi {
             let (Unanswered::NotSent(m) | Unanswered::MaybeSent(m)) = u;
             Failure::transport(format!("{m}; is ejabberd running at [xmpp] api_url?"))
         })?;
-        if status == 400 && super::answers::says_no_such_room(&text) {
-            return Err(super::answers::no_such_room(
+        if status == 400 && super::server_answers::says_no_such_room(&text) {
+            return Err(super::server_answers::no_such_room(
                 room,
-                &super::answers::one_line(&text, QUOTE_CHARS),
+                &super::server_answers::one_line(&text, QUOTE_CHARS),
             ));
         }
         if status != 200 {
@@ -253,13 +253,13 @@ impl Transport for HttpApi {
             Failure::transport(format!(
                 "POST {}/get_subscribers answered 200 but not a JSON list of JIDs ({e}): {}",
                 self.api_url,
-                super::answers::one_line(&text, QUOTE_CHARS)
+                super::server_answers::one_line(&text, QUOTE_CHARS)
             ))
         })?;
-        if super::answers::is_subscriber(from, subscribers.iter().map(String::as_str)) {
+        if super::server_answers::is_subscriber(from, subscribers.iter().map(String::as_str)) {
             Ok(())
         } else {
-            Err(super::answers::not_subscriber(from, room))
+            Err(super::server_answers::not_subscriber(from, room))
         }
     }
 

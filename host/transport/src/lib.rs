@@ -19,18 +19,18 @@
 //! answers success (exit 0, HTTP 200). Only the server can say whether a
 //! sender is accepted, and only before the post.
 
-mod answers;
 mod ejabberdctl;
 mod http_api;
 mod room_jid;
 mod room_post;
+mod server_answers;
 mod stanza;
 #[cfg(test)]
 mod tests;
 
-pub use answers::is_no_such_room;
 pub use ejabberdctl::EjabberdCtl;
 pub use http_api::HttpApi;
 pub use room_jid::RoomJid;
 pub use room_post::{EJABBERDCTL_TIMEOUT, HTTP_TIMEOUT, Transport};
+pub use server_answers::is_no_such_room;
 pub use stanza::{human_stanza, new_stanza_id};

@@ -1,6 +1,6 @@
 //! The transports' shared checks and stanza, tested without a server.
 
-use super::answers::*;
+use super::server_answers::*;
 use super::stanza::*;
 use super::*;
 use session_switch_contract::failure::FailureKind;

@@ -8,8 +8,8 @@
 
 use session_switch::HistoryRow;
 use session_switch::config::Config;
+use session_switch::from_config;
 use session_switch::runtime::{tag, untag};
-use session_switch::wiring;
 use session_switch_policy as native;
 use session_switch_store::HermesStore;
 use session_switch_tests::wit_convert::{failure_to_guest, settings_to_guest};
@@ -172,7 +172,7 @@ pub fn native_policy(run: &Run, path: &Path) -> native::Policy<NativeHost> {
         rows: Vec::new(),
     });
     policy
-        .configure(settings_to_guest(&wiring::settings(&run.config)))
+        .configure(settings_to_guest(&from_config::settings(&run.config)))
         .unwrap_or_else(|f| panic!("{}", f.message));
     policy
 }

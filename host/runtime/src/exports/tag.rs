@@ -3,11 +3,11 @@
 //! served from the row memo where the policy answered before.
 
 use super::fallback::or_fallback;
-use crate::apply;
 use crate::bindings::{RowEdit, RowSummaries};
 use crate::call::no_check;
 use crate::imports::Call;
 use crate::instance::PolicyInstance;
+use crate::row_edits;
 use crate::{Failure, HistoryRow};
 
 impl PolicyInstance {
@@ -22,7 +22,7 @@ impl PolicyInstance {
         mut rows: Vec<HistoryRow>,
     ) -> Result<Vec<HistoryRow>, Failure> {
         let edits = self.tag_edits(agent, &rows)?;
-        apply::apply_edits(&mut rows, &edits).map_err(|why| self.fail(Call::Tag, &why))?;
+        row_edits::apply_edits(&mut rows, &edits).map_err(|why| self.fail(Call::Tag, &why))?;
         Ok(rows)
     }
 
@@ -30,7 +30,7 @@ impl PolicyInstance {
     /// range, none twice), for a caller that applies them to rows of its
     /// own (the Python binding edits Hermes's message dicts in place).
     pub fn tag_edits(&mut self, agent: &str, rows: &[HistoryRow]) -> Result<Vec<RowEdit>, Failure> {
-        let summaries = apply::summaries(rows, self.options().tag_prefix_chars);
+        let summaries = row_edits::summaries(rows, self.options().tag_prefix_chars);
         self.tag_summaries(agent, &summaries)
     }
 
@@ -59,7 +59,7 @@ impl PolicyInstance {
             return self.tag_by_policy(agent, summaries);
         };
         // Lengths that do not cut the prefixes: the policy refuses them.
-        let Some(rows) = apply::split(summaries) else {
+        let Some(rows) = row_edits::split(summaries) else {
             return self.tag_by_policy(agent, summaries);
         };
         let mut edits = Vec::new();
@@ -73,7 +73,13 @@ impl PolicyInstance {
             match memo.get(agent, row.role, prefix, row.bridge_wrote) {
                 Some(edit) => edits.extend(edit.map(|action| RowEdit { index, action })),
                 None => {
-                    apply::push_summary(&mut unseen, row.id, row.role, prefix, row.bridge_wrote);
+                    row_edits::push_summary(
+                        &mut unseen,
+                        row.id,
+                        row.role,
+                        prefix,
+                        row.bridge_wrote,
+                    );
                     unseen_at.push(index);
                 }
             }
@@ -115,7 +121,7 @@ impl PolicyInstance {
             |g, s| g.call_tag(s, agent, summaries),
             no_check,
         )?;
-        apply::check_edits(&edits, summaries.rows.len())
+        row_edits::check_edits(&edits, summaries.rows.len())
             .map_err(|why| self.fail(Call::Tag, &why))?;
         Ok(edits)
     }

@@ -4,7 +4,7 @@
 
 use crate::HistoryRow;
 use crate::bindings::Sent;
-use crate::memo::Reads;
+use crate::memo::ImportAnswers;
 
 /// Which export of the policy is running (what its imports may do).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub(crate) struct CallState {
     /// `context`: the host's own check of a redirect reuses the values
     /// (same read snapshot) instead of reading `state_meta` again, and the
     /// memo of `resolve` keeps them with its decision.
-    pub(crate) reads: Reads,
+    pub(crate) reads: ImportAnswers,
     /// The one key `admit` may set: the receiving agent's guard key in the
     /// configured room (`None` in every other call).
     pub(crate) admit_key: Option<String>,

@@ -4,8 +4,8 @@
 
 use super::{Call, HistoryQuery, StoreData};
 use crate::Failure;
-use crate::apply;
 use crate::bindings::{LogLevel, RowSummaries, SendPlan, Sent, WitFailure};
+use crate::row_edits;
 use session_switch_contract::keys::{GUARD_KEY_PREFIX, is_our_meta_key, record_key};
 
 /// How many error/warn lines of the guest one call keeps for its failure
@@ -50,7 +50,7 @@ impl StoreData {
                 plan.record_key
             ));
         }
-        if plan.history_content.strip_prefix(apply::YOU_TAG) != Some(plan.room_body.as_str()) {
+        if plan.history_content.strip_prefix(row_edits::YOU_TAG) != Some(plan.room_body.as_str()) {
             return Err("planned a history row that is not `[YOU] ` + the room's body".into());
         }
         Ok(())
@@ -125,7 +125,7 @@ impl StoreData {
             )));
         }
         let rows = self.imports.history(&session_id, &agent, limit)?;
-        let summaries = apply::summaries(&rows, prefix_chars);
+        let summaries = row_edits::summaries(&rows, prefix_chars);
         self.call.rows = rows;
         self.call.history = Some(HistoryQuery {
             session_id,

@@ -8,8 +8,8 @@ use session_switch_contract::history::{HistoryRow, LoadedFields, LoadedMessage};
 
 use super::content::{Content, first_text_part, loaded_content};
 use super::drops;
-use super::fields;
 use super::message::Keys;
+use super::message_keys;
 use super::sql::{Col, LoaderSql, role_cell, truthy};
 use super::tool_call_uids;
 use super::version::Loader;
@@ -84,10 +84,10 @@ impl<'s> Conversation<'s> {
             return Ok(());
         };
         match sql.loader {
-            Loader::Early => fields::early_fields(msg, &cells),
-            Loader::V22 => fields::v22_fields(msg, &cells),
+            Loader::Early => message_keys::early_fields(msg, &cells),
+            Loader::V22 => message_keys::v22_fields(msg, &cells),
             Loader::V31 => {
-                fields::v31_fields(msg, &cells);
+                message_keys::v31_fields(msg, &cells);
                 tool_call_uids::pair_tool_call_uid(
                     msg,
                     &cells,

@@ -27,8 +27,8 @@
 mod content;
 mod conversation;
 mod drops;
-mod fields;
 mod message;
+mod message_keys;
 mod sql;
 mod tool_call_uids;
 mod version;

@@ -17,9 +17,9 @@ ours falls back to Hermes's own behaviour with one log line.
 
 The parts: :mod:`.canary` (whether each seam is as the plugin expects),
 :mod:`.seams` (the wrappers of Hermes's internals),
-:mod:`.turns` (the turn registry), :mod:`.plans` (what a turn runs on),
+:mod:`.turns` (the turn registry), :mod:`.turn_plans` (what a turn runs on),
 :mod:`.refresh` (the refresh after a turn, the prepared history),
-:mod:`.tips` (compression tips), :mod:`.homes` (Hermes's home, a
+:mod:`.compression_tips` (compression tips), :mod:`.homes` (Hermes's home, a
 ``Bridge`` per home), :mod:`.logs`.
 
 Importing this package does nothing but define it: Hermes's newer versions

@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
-from .tips import live_tip_resolver
+from .compression_tips import live_tip_resolver
 
 RUN_AGENT = "gateway.platforms.api_server.APIServerAdapter._run_agent"
 HANDLER = "gateway.platforms.api_server.APIServerAdapter._handle_chat_completions"

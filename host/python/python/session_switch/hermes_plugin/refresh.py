@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Optional
 
 from .logs import log, reason
-from .tips import live_tip, turn_target
+from .compression_tips import live_tip, turn_target
 
 
 def refresh_after_turn(plan) -> None:

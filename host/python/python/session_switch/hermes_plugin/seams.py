@@ -30,7 +30,7 @@ import inspect
 import threading
 from typing import Callable
 
-from . import plans
+from . import turn_plans
 from .homes import Bridges, hermes_home
 from .logs import log, reason
 from .refresh import PREPARED, refresh_after_turn
@@ -38,7 +38,7 @@ from .turns import REQUEST, TURNS, Plan, Request
 
 def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
     """``APIServerAdapter._run_agent`` running each turn on its plan: the
-    load seam's, or one made here (:func:`~.plans.plan`)."""
+    load seam's, or one made here (:func:`~.turn_plans.plan`)."""
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -75,7 +75,7 @@ def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
                 plan = made
         if plan is None:
             try:
-                plan = await plans.plan(self, bridges, arguments)
+                plan = await turn_plans.plan(self, bridges, arguments)
             except Exception as e:  # ours failed: Hermes's own behaviour
                 log.warning(
                     "session-switch: turn on %s runs as Hermes's own: %s",
@@ -87,7 +87,7 @@ def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
         arguments["session_id"] = plan.session_id
         arguments["conversation_history"] = plan.history
         if plan.agent is not None:
-            plans.edit_incoming(plan, arguments)
+            turn_plans.edit_incoming(plan, arguments)
             TURNS.start(plan)
         try:
             outcome = await call()
@@ -135,7 +135,7 @@ def install(found, bridges: Bridges) -> None:
         request.loading = False
         (session_id,) = args
         try:
-            request.plan = plans.plan_at_load(db, loader, bridges, request.home, session_id)
+            request.plan = turn_plans.plan_at_load(db, loader, bridges, request.home, session_id)
         except Exception as e:  # ours failed: Hermes's own load
             log.warning(
                 "session-switch: turn on %s runs as Hermes's own: %s",

@@ -10,7 +10,7 @@ import contextvars
 import threading
 from typing import Any, Optional
 
-from .tips import live_tip
+from .compression_tips import live_tip
 
 
 class Plan:

@@ -2,7 +2,7 @@
 //! yet in the history, a row the bridge wrote. Converted here from the
 //! store's types, so a change to those stays inside this crate.
 
-use session_switch_store::{BridgeRow, PendingSend, PendingState};
+use session_switch_store::{PendingSend, PendingState};
 
 /// Where a send between its intent and its record stands (DESIGN §9.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,27 +68,6 @@ impl From<PendingSend> for PendingReport {
             body: p.body,
             cli_session_id: p.cli_session_id,
             state_name: p.state.as_str(),
-        }
-    }
-}
-
-/// A row the bridge wrote into a session for an agent
-/// ([`Reads::bridge_rows`](crate::Reads::bridge_rows)).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SentRow {
-    /// `messages.id`.
-    pub message_id: i64,
-    pub role: String,
-    /// The row's stored timestamp (Unix seconds).
-    pub timestamp: f64,
-}
-
-impl From<BridgeRow> for SentRow {
-    fn from((message_id, role, timestamp): BridgeRow) -> Self {
-        Self {
-            message_id,
-            role,
-            timestamp,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use session_switch_contract::failure::Failure;
 
-use super::write_tx::check_our_key;
+use crate::write_tx::check_our_key;
 
 /// What one send writes (DESIGN §8 "Send"); all in one transaction.
 #[derive(Clone, Copy, Debug)]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// The component served now and its generation.
-pub(crate) struct Current {
+pub(crate) struct Served {
     loaded: RwLock<Arc<Loaded>>,
     /// Bumped on every swap, under the write lock: an instance compares it
     /// with the one it holds, without locking, before every call.
@@ -19,7 +19,7 @@ pub(crate) struct Current {
     retired: Mutex<Vec<Arc<Loaded>>>,
 }
 
-impl Current {
+impl Served {
     pub(crate) fn new(loaded: Arc<Loaded>) -> Self {
         Self {
             loaded: RwLock::new(loaded),
@@ -86,7 +86,7 @@ mod tests {
         };
         let policy = Policy::embedded(options).unwrap();
         let (first, second, third) = (another(&policy), another(&policy), another(&policy));
-        let current = Current::new(first.clone());
+        let current = Served::new(first.clone());
         let weak_first: Weak<Loaded> = Arc::downgrade(&first);
 
         // An instance still holds the first: kept, not dropped by the swap.

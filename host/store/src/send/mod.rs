@@ -36,10 +36,19 @@
 //! readers holds a PENDING lock that blocks new readers, so we never wait
 //! long while holding it; and the pauses (which hold nothing) leave the lock
 //! to Hermes's own writers, whose busy handler polls every few milliseconds.
+mod delivered;
+mod pending;
+mod record;
+mod sent_rows;
+
+pub use pending::{PendingSend, PendingState};
+pub use record::{SendWrite, Written};
+pub use sent_rows::{SENT_ROWS, SentRow};
+
 use rusqlite::params;
 
-use super::pending::{PendingState, intent_json};
-use super::{HermesStore, SendWrite, Written};
+use crate::HermesStore;
+use pending::intent_json;
 use session_switch_contract::clock::unix_now;
 use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::pending_key;
@@ -106,7 +115,7 @@ impl HermesStore {
             // Before the post: a tokenizer that cannot load would fail the
             // record step after the room took the message.
             self.ensure_cjk_tokenizer()?;
-            tx.execute_batch(super::meta::CREATE_STATE_META)
+            tx.execute_batch(crate::meta::CREATE_STATE_META)
                 .and_then(|()| {
                     tx.execute(
                         "INSERT INTO state_meta (key, value) VALUES (?1, ?2)",
@@ -152,7 +161,7 @@ impl HermesStore {
                 let marked = self
                     .set_intent_state(&key, w, PendingState::Delivered)
                     .is_ok()
-                    || super::delivered::mark(&self.path, &key)
+                    || delivered::mark(&self.path, &key)
                         .inspect_err(|io| {
                             tracing::warn!(
                                 target: "session_switch::store",
@@ -199,7 +208,7 @@ impl HermesStore {
             self.ensure_cjk_tokenizer()?;
             // v31: the live tip of the XMPP session, read in this transaction
             // (DESIGN §9.4, chain.rs); refused before anything is written.
-            let target = super::chain::write_target(tx, self.loader(), w.history_session_id)?;
+            let target = crate::chain::write_target(tx, self.loader(), w.history_session_id)?;
             tx.execute_batch(CREATE_SENT).map_err(sql)?;
             tx.execute(
                 "INSERT INTO sessions (id, source, started_at) VALUES (?1, 'xmpp', ?2) \
@@ -249,7 +258,7 @@ impl HermesStore {
         })
         .inspect(|written| {
             if written.is_some() {
-                super::delivered::unmark(&self.path, key);
+                delivered::unmark(&self.path, key);
             }
         })
     }

@@ -5,7 +5,7 @@
 use session_switch_contract::failure::Failure;
 use session_switch_contract::keys::pending_key_agent;
 
-use super::{HermesStore, SendWrite, Written};
+use crate::{HermesStore, SendWrite, Written};
 
 /// The pending keys, as a key range (not `LIKE`, which ignores case and
 /// treats `_` as a wildcard): `;` is the character after `:`.

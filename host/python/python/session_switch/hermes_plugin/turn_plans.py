@@ -11,7 +11,7 @@ from typing import Callable, Optional
 from .homes import Bridges, hermes_home
 from .logs import log, note_turn, reason
 from .refresh import PREPARED
-from .tips import live_tip_resolver, turn_target
+from .compression_tips import live_tip_resolver, turn_target
 from .turns import Plan
 
 
