@@ -19,7 +19,6 @@ wit_bindgen::generate!({
 
 pub mod body;
 pub mod echo;
-pub mod env;
 pub mod failure;
 pub mod host;
 pub mod loop_guard;
@@ -32,6 +31,7 @@ pub mod self_check;
 pub mod send;
 pub mod settings;
 pub mod tagging;
+pub mod version;
 
 pub use agentsmeeting::session_switch::types::*;
 pub use host::Host;

@@ -57,7 +57,7 @@ impl<H: Host> Policy<H> {
 
     /// WIT `version`: `session-switch-policy <version>`.
     pub fn version(&self) -> String {
-        crate::env::version()
+        crate::version::version()
     }
 
     /// WIT `self-check`: the built-in table ([`self_check::run`]); never
