@@ -42,7 +42,8 @@ pub struct Assessment {
 
 /// Seconds for a person: whole numbers without decimals, else up to three
 /// (rounded to the millisecond), e.g. `12`, `3599.999`, `-0.5`. Integer
-/// arithmetic: it keeps float formatting (≈15 KB) out of the component.
+/// arithmetic: it keeps float formatting, a large part of a small
+/// component, out of it.
 pub fn seconds(s: f64) -> String {
     // `as` saturates: absurd ages still print, just clamped.
     let ms = (s * 1000.0).round() as i64;

@@ -76,9 +76,10 @@ pub struct Xmpp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {
-    /// `ejabberdctl send_message …` (~0.5 s a call: each boots an Erlang VM).
+    /// `ejabberdctl send_message …` (slow: each call boots an Erlang VM).
     Ejabberdctl,
-    /// `POST {api_url}/send_message` (`mod_http_api`, ~10–20 ms).
+    /// `POST {api_url}/send_message` (`mod_http_api`: one HTTP request to
+    /// the running server, no VM to boot).
     Http,
 }
 

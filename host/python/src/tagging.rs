@@ -223,8 +223,8 @@ pub fn tag_messages(
 /// [`prefix`] keeps of it). Read as code points ([`code_point_head`]), not
 /// through Python's UTF-8 form, which for a non-ASCII string is an encoding
 /// of the whole text kept with the string: a history Hermes loaded is new
-/// strings each time, and that would be 40 % of `tag_messages` at 1,000
-/// rows. A text over four times the head is sliced
+/// strings each time, and encoding them would be a large share of
+/// `tag_messages` (`make bench`). A text over four times the head is sliced
 /// in Python first, so a long reply in Chinese is not copied whole
 /// (`make bench` `tag_messages_long`). A character the slice keeps is one
 /// the whole text's prefix keeps: Python counts code points, and each

@@ -14,7 +14,7 @@ pub(crate) struct Served {
     generation: AtomicU64,
     /// Components swapped out, kept until no instance holds them: the last
     /// drop of a component unmaps its code and unregisters its types
-    /// (~0.25 ms, `make bench`'s hot swap), which belongs on a swapping
+    /// (timed in `make bench`'s hot swap), which belongs on a swapping
     /// thread, not in a caller's first call on the new component.
     retired: Mutex<Vec<Arc<Loaded>>>,
 }

@@ -298,7 +298,7 @@ impl HermesStore {
     /// Hermes's index `idx_sessions_parent`). Without one, every walk
     /// Hermes makes from `id` to a continuation (v31 `get_compression_tip`,
     /// `resolve_resume_session_id`) ends at `id` itself: the plugin then
-    /// skips Hermes's own walk (~0.2 ms of Python). Every Hermes schema
+    /// skips Hermes's own walk (Python, per request). Every Hermes schema
     /// has the column. Errors as [`Self::live_tip`].
     ///
     /// SQL (autocommit, read only): `SELECT EXISTS(SELECT 1 FROM sessions

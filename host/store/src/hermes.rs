@@ -232,7 +232,7 @@ impl HermesStore {
     /// WHERE session_id = ?1 …) ORDER BY id`
     /// ([`LoaderSql::history_select`]). The bridge's list is read once
     /// rather than probed for every row (a correlated `EXISTS` per row was
-    /// ~40 % of the select at 10,000 rows with five sends). `SQLITE_BUSY`:
+    /// a large share of the select on a long history). `SQLITE_BUSY`:
     /// kind `busy`.
     pub fn history(
         &self,

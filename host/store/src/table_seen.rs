@@ -22,9 +22,9 @@ impl TableSeen {
     /// same; else `query()`.
     ///
     /// Asked on every call, that query measured as the largest part of a
-    /// `resolve` when it scanned `sqlite_master` (`make bench`), and 9 % of
-    /// the plugin's `tag_messages` on a database the bridge never wrote
-    /// (callgrind). The tables it is kept for are never dropped (Hermes
+    /// `resolve` when it scanned `sqlite_master` (`make bench`), and a
+    /// visible share of the plugin's `tag_messages` on a database with no
+    /// sent rows (callgrind). The tables it is kept for are never dropped (Hermes
     /// creates `state_meta` and never drops it, `session_switch_sent` is
     /// ours), and the data version moves on any other connection's commit
     /// (a `CREATE TABLE` included) and on this connection's changed rows:

@@ -12,7 +12,8 @@ use session_switch_contract::failure::Failure;
 pub const EJABBERDCTL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Default time limit of one HTTP API request: 5 s, connection included.
-/// A post over `mod_http_api` takes 10–20 ms (DESIGN §5).
+/// A post over `mod_http_api` is one short request to a running server,
+/// so the limit is far above a healthy post.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The post-to-room half of the send (DESIGN §8). Implementations hold no

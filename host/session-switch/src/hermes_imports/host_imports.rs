@@ -70,7 +70,8 @@ impl HermesImports {
     /// gateway's plain reads between policy calls on the connection those
     /// calls use. After another connection's commit SQLite drops a
     /// connection's page cache and the next read goes back to the file
-    /// (~40 µs); a request whose reads share one connection pays that once.
+    /// (README "What bounds the rest"); a request whose reads share one
+    /// connection pays that once.
     pub(crate) fn store_of(instance: &mut PolicyInstance) -> Option<&HermesStore> {
         let imports: &mut dyn Any = instance.imports_mut();
         imports
