@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// Busy timeout set on every connection: how long one statement waits for
 /// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
-/// readers use 5 s (v31, research/hermes-state.md §5); its writers wait 1 s
+/// readers use 5 s (v31); its writers wait 1 s
 /// per attempt and retry for up to 20 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -17,7 +17,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub const WRITE_ATTEMPTS: u32 = 3;
 
 /// Range of the random pause between write attempts, in milliseconds; the
-/// same range as Hermes 0.19.0's write retry (research/hermes-state.md §5),
+/// same range as Hermes 0.19.0's write retry,
 /// so that competing writers spread out instead of retrying in lock step.
 pub const RETRY_JITTER_MS: std::ops::RangeInclusive<u64> = 20..=150;
 
