@@ -287,7 +287,7 @@ impl ValidSettings {
     }
 
     /// Whether `agent` is the `legacy-agent` (the one that may read the
-    /// seed's fixed key, DESIGN §8 "Records").
+    /// legacy `xmpp_session_bridge.py`'s fixed key, DESIGN §8 "Records").
     pub fn is_legacy(&self, agent: &str) -> bool {
         self.settings.legacy_agent.as_deref() == Some(agent)
     }
@@ -328,7 +328,7 @@ impl ValidSettings {
 /// most `longest_name` characters:
 /// `MARKER_BUDGET × len("[YOU] ") + longest_name + 2`, i.e. room for eight
 /// stacked `[YOU] ` markers, then the longest name with its delimiter
-/// (`name:`) or brackets (`[name]`). 57 for the seed's agents (`xiaoguo`).
+/// (`name:`) or brackets (`[name]`). 57 for the legacy tool's agents (`xiaoguo`).
 /// Larger prefixes cost boundary crossings on every row (DESIGN §7).
 pub fn prefix_chars_for(longest_name: usize) -> u32 {
     let chars = MARKER_BUDGET * TAG.chars().count() + longest_name + 2;

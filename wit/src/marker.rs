@@ -1,4 +1,5 @@
-//! The `[YOU] ` tag (the seed's prefix for an agent's own words), its
+//! The `[YOU] ` tag (the legacy `xmpp_session_bridge.py`'s prefix for an
+//! agent's own words), its
 //! look-alikes and the blanks around it: DESIGN §8 "Provenance of our
 //! rows", WIT `edit-action`. The policy decides with these functions and
 //! the host applies its edits with them, so both show the model the same

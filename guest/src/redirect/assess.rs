@@ -77,7 +77,8 @@ pub fn seconds(s: f64) -> String {
 /// no leading `X:`; 0.19.0 `gateway/platforms/api_server.py`);
 /// `timestamp` a finite JSON number (Unix seconds, integer or float); when
 /// `agent` is `Some`, an `agent` field, if present, must equal it. Extra
-/// fields are ignored (the seed writes `source`). `Err` says what is wrong,
+/// fields are ignored (the legacy `xmpp_session_bridge.py` writes `source`).
+/// `Err` says what is wrong,
 /// e.g. `timestamp is a string`; the readable fields come back either way.
 pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
     let fields = match record::parse(value) {
@@ -144,7 +145,7 @@ pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(Stri
 /// ([`parse_record`]; the `agent` field is checked on the per-agent key
 /// only), then age (`age < -future-skew` → `future-timestamp`;
 /// `age >= ttl` → `expired`: a record exactly TTL old is expired, as the
-/// seed keeps it only while `age < 3600`), then the target (any agent's XMPP
+/// legacy tool keeps it only while `age < 3600`), then the target (any agent's XMPP
 /// session → `malformed-record`). Existence is not checked here.
 pub fn assess(
     settings: &ValidSettings,

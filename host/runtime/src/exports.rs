@@ -216,7 +216,8 @@ impl PolicyInstance {
             .0)
     }
 
-    /// Delete the record of each agent (or of `agent` only) and the seed's
+    /// Delete the record of each agent (or of `agent` only) and the legacy
+    /// `xmpp_session_bridge.py`'s
     /// key for the legacy agent; the keys deleted. The host lets the policy
     /// delete only our keys, and checks that every key it reports was
     /// really deleted in this call.

@@ -163,7 +163,8 @@ impl PolicyInstance {
     }
 
     /// Whether `agent` is the settings' `legacy-agent`, the one agent for
-    /// which the seed's fixed key is read (DESIGN §8 "Records").
+    /// which the legacy `xmpp_session_bridge.py`'s fixed key is read (DESIGN
+    /// §8 "Records").
     pub(crate) fn is_legacy(&self, agent: &str) -> bool {
         self.settings.legacy_agent.as_deref() == Some(agent)
     }

@@ -38,7 +38,8 @@ impl HermesStore {
     /// Delete `state_meta` key `key`; `true` when a row was removed.
     ///
     /// Only our keys may be deleted: those starting with
-    /// [`OUR_KEY_PREFIX`](session_switch_contract::keys::OUR_KEY_PREFIX) (`session_switch:`) and the seed's
+    /// [`OUR_KEY_PREFIX`](session_switch_contract::keys::OUR_KEY_PREFIX)
+    /// (`session_switch:`) and the legacy `xmpp_session_bridge.py`'s
     /// [`LEGACY_KEY`](session_switch_contract::keys::LEGACY_KEY); any other key is refused with kind `bad-input`
     /// before the database is touched (Hermes's own keys, e.g. `fts_*` that
     /// its triggers read, are not ours: DESIGN §4).

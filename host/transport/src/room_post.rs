@@ -33,7 +33,8 @@ pub trait Transport: Send + Sync {
     /// unreachable, node down, time-out → `transport`.
     ///
     /// A MUC service admin could also post, but the API cannot tell who is
-    /// one, so the deployment subscribes the agents explicitly (the seed's
+    /// one, so the deployment subscribes the agents explicitly (the legacy
+    /// `xmpp_session_bridge.py`'s
     /// agents are room members, not admins).
     fn check_sender(&self, from: &str, room: &str) -> Result<(), Failure>;
 

@@ -93,7 +93,8 @@ impl HermesStore {
     /// Errors: kind `bad-input` (before anything is touched) for empty ids,
     /// content with a NUL character (Hermes reads `"\0json:"` content as
     /// multimodal, so none is ever written), a `record_key` that is not
-    /// ours (`session_switch:…`; Hermes's keys and the seed's key are never
+    /// ours (`session_switch:…`; Hermes's keys and the legacy
+    /// `xmpp_session_bridge.py`'s key are never
     /// written), a `record_value` that is not a JSON object with a numeric
     /// `timestamp`, or a `timestamp` that is not a positive finite number of
     /// Unix seconds; kind `store` for a read-only file; kind `busy` when the
