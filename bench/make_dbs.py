@@ -96,8 +96,8 @@ def stamp(db, now):
 
 def sent_by_the_bridge(db, now):
     """What the CLI's `send`s leave in `state.db`, as the bridge writes it
-    (host/store/src/send_write.rs): the `[YOU] ` rows in the agent's
-    XMPP session and the bridge's own list of them, `session_switch_sent`,
+    (host/store/src/send/mod.rs): the `[YOU] ` rows in the agent's
+    XMPP session and the list of sent rows, `session_switch_sent`,
     whose reads the plugin's `tag_messages` makes on every request."""
     db.execute("CREATE TABLE IF NOT EXISTS session_switch_sent (message_id INTEGER PRIMARY KEY, "
                "agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL)")

@@ -47,7 +47,7 @@ def report(res):
                  "after a write = another connection committed before each call, as Hermes does "
                  "after a turn: the memo asks the reads again; no memo = the policy runs every "
                  "call; native = the same rules compiled into the host, every call; SQLite alone = "
-                 "the history's own selects (the bridge's list, the rows) stepped, each cell handed "
+                 "the history's own selects (the list of sent rows, the rows) stepped, each cell handed "
                  "over and nothing built: the "
                  "floor of any loader that reads the columns Hermes's loader reads; Python = "
                  "`bench/legacy_baseline.py` (the legacy `xmpp_session_bridge.py`'s approach); the two ratios of `context` come from alternating "

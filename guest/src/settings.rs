@@ -2,7 +2,7 @@
 //! once, with what the rules look up on every call precomputed: each agent's
 //! names for tagging, which agent owns which XMPP session, and the prefix
 //! length to ask `host.history` for. What a valid session id, name or JID
-//! is, field by field, is `fields.rs`.
+//! is, field by field, is `settings/field_checks.rs`.
 
 use std::collections::BTreeMap;
 

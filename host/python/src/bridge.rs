@@ -330,7 +330,7 @@ impl Bridge {
     /// (`api_content` when it is a non-empty string on a user or assistant
     /// message, else the content: a string, or a list's first
     /// `{"type": "text"}` part) and whether the bridge wrote the row; the
-    /// bridge's rows are recognised by role and stored timestamp, never by
+    /// sent rows are recognised by role and stored timestamp, never by
     /// position, as the loader drops rows and carries no ids. An edit
     /// applies to the content's text and a non-empty `api_content` alike.
     /// Raises `SessionSwitchError` (`bad-input` for an id Hermes's API

@@ -6,7 +6,7 @@
 //! Rows are known by identity, never by position: the loader drops rows
 //! (background-review harness turns, on v31 stale tool-call markers) and
 //! 0.19.0's output carries no row ids, so a row the bridge wrote is
-//! recognised by its role and stored timestamp (the bridge's own list,
+//! recognised by its role and stored timestamp (the list of sent rows,
 //! `session_switch_sent`).
 
 use crate::error::error;
@@ -94,7 +94,7 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
     Ok((Text::Absent, None))
 }
 
-/// The bridge's rows of one session for one agent, as `(timestamp bits,
+/// The sent rows of one session for one agent, as `(timestamp bits,
 /// role)` sorted: a message is looked up by its stored timestamp without
 /// copying its role (a hash set of owned pairs cost an allocation per
 /// message of every request).

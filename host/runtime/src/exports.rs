@@ -1,7 +1,7 @@
 //! Every export of the policy as a method of [`PolicyInstance`]: what the
 //! host checks before the call, one call through the instance's call path
 //! ([`PolicyInstance::call`]), the host's checks of the answer
-//! (`answers.rs`), and the `*_or_fallback` forms that answer a safe default
+//! (`answer_checks.rs`), and the `*_or_fallback` forms that answer a safe default
 //! instead of a failure, so a gateway never stops answering.
 //! The `tag` export and its forms are in `tag.rs`, the safe defaults in
 //! `fallback.rs`.

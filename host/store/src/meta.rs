@@ -1,6 +1,6 @@
 //! Our reads and deletes of Hermes's `state_meta` table (DESIGN §4: never
 //! Hermes's own keys), and the one upsert the decision's transaction uses.
-//! Writes of records and intents are `send_write.rs`'s and `pending.rs`'s;
+//! Writes of records and intents are `send/mod.rs`'s and `send/pending.rs`'s;
 //! the loop guard's state is `guard_state.rs`'s, the room cursor
 //! `heard.rs`'s.
 

@@ -1,6 +1,6 @@
 //! Answers of the two plain reads a gateway makes on every turn, kept while
 //! the database's data version stays the same: whether a session has
-//! children ([`HermesStore::has_child_sessions`]) and the bridge's rows of a
+//! children ([`HermesStore::has_child_sessions`]) and the sent rows of a
 //! session ([`HermesStore::sent_rows`]).
 //!
 //! Why: in DELETE journal mode each of them is a read transaction of its
@@ -67,7 +67,7 @@ impl ReadMemo {
             .insert(session_id.to_owned(), has);
     }
 
-    /// The bridge's rows of `session_id` for `agent` read at `version`, if kept.
+    /// The sent rows of `session_id` for `agent` read at `version`, if kept.
     pub(super) fn sent_rows(
         &self,
         version: DataVersion,

@@ -29,7 +29,7 @@ impl TableSeen {
     /// ours), and the data version moves on any other connection's commit
     /// (a `CREATE TABLE` included) and on this connection's changed rows:
     /// each of its own `CREATE`s comes with an `INSERT` into the new table
-    /// in the same transaction (`send_write.rs`, `guard_state.rs`). The
+    /// in the same transaction (`send/mod.rs`, `guard_state.rs`). The
     /// version is read before the schema, so a table created in between is
     /// found by the query.
     pub(super) fn exists(

@@ -170,7 +170,7 @@ impl HostImports for HermesImports {
     /// neither is refused here (kind `bad-input`, nothing redirected or
     /// written): an id Hermes's API server refuses
     /// (`session_switch_contract::ids`), or a compressed session without a
-    /// unique live tip (`store/chain.rs`); the policy's `resolve` and
+    /// unique live tip (`host/store/src/chain.rs`); the policy's `resolve` and
     /// `active` answer "not redirecting" with the message, its `send`
     /// fails with it. In reporting mode it is noted instead.
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {

@@ -111,7 +111,7 @@ REFRESHER = Refresher()
 def refresh(bridge, agent: str, asked: str, db: Any = None) -> None:
     """Read again, after a turn on ``asked`` stored its messages, what the
     next turn on ``asked`` reads first: the decision (``resolve``), the
-    target's children and the bridge's rows; with Hermes's ``SessionDB``
+    target's children and the sent rows; with Hermes's ``SessionDB``
     (``db``: the turn came through the history-load seam) also the next
     turn's history (:class:`Prepared`). SQLite drops a connection's page
     cache when another commits, so the first reads after Hermes's store of
@@ -128,7 +128,7 @@ def refresh(bridge, agent: str, asked: str, db: Any = None) -> None:
         target = decision["session_id"] if decision["redirected"] else asked
         if decision["redirected"]:
             bridge.has_child_sessions(target)
-        # No messages: reads the bridge's rows of the target, edits nothing.
+        # No messages: reads the sent rows of the target, edits nothing.
         bridge.tag_messages(agent, target, [])
     except Exception as e:  # the next request reads for itself
         log.debug("session-switch: refresh after a turn on %s: %s", asked, reason(e))
