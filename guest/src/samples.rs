@@ -1,7 +1,6 @@
 //! A sample configuration: the legacy `xmpp_session_bridge.py`'s three agents
-//! in their room. Used by
-//! the component's `self-check` (no host involved) and by tests; never by
-//! the rules themselves.
+//! in their room. Used by the component's `self-check` (no host involved) and
+//! by tests; never by the rules themselves.
 
 use crate::{Agent, AllowBots, LoopGuard, Meeting, MeetingOverrides, Settings};
 use session_switch_contract::meeting::{DEFAULT_REQUIRE_MENTION, DEFAULT_STOP_WORDS};

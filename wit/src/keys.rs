@@ -10,8 +10,8 @@ pub const OUR_KEY_PREFIX: &str = "session_switch:";
 pub const RECORD_KEY_PREFIX: &str = "session_switch:active:";
 
 /// The legacy `xmpp_session_bridge.py`'s fixed key (one record for all
-/// agents): read and cleared only
-/// for the config's `legacy_agent`, never written.
+/// agents): read and cleared only for the config's `legacy_agent`, never
+/// written.
 pub const LEGACY_KEY: &str = "active_xmpp_sender_session";
 
 /// The `state_meta` key of `agent`'s record: `session_switch:active:<agent>`.

@@ -373,8 +373,8 @@ fn rule_4_accepted_shapes() {
 
 #[test]
 fn rule_5_ttl_boundary() {
-    // A record exactly TTL old is expired (the legacy tool keeps it only
-    // while age < 3600).
+    // A record exactly TTL old is expired (the legacy tool keeps it only while
+    // age < 3600).
     let cases = [
         (NOW - 3600.0 + 0.001, Reason::Redirected),
         (NOW - 3599.0, Reason::Redirected),

@@ -55,9 +55,9 @@ pub struct Xmpp {
     /// Bare JID of the MUC room.
     pub room: String,
     pub transport: TransportKind,
-    /// Argument list of the ejabberdctl command, run without a shell
-    /// (default `["ejabberdctl"]`; the legacy tool's deployment uses
-    /// `["docker", "exec", "ejabberd", "ejabberdctl"]`).
+    /// Argument list of the ejabberdctl command, run without a shell (default
+    /// `["ejabberdctl"]`; the legacy tool's deployment uses `["docker",
+    /// "exec", "ejabberd", "ejabberdctl"]`).
     pub ejabberdctl: Vec<String>,
     /// Base URL of `mod_http_api`, e.g. `http://127.0.0.1:5280/api`.
     pub api_url: Option<String>,
@@ -78,8 +78,8 @@ pub struct Xmpp {
 pub enum TransportKind {
     /// `ejabberdctl send_message …` (slow: each call boots an Erlang VM).
     Ejabberdctl,
-    /// `POST {api_url}/send_message` (`mod_http_api`: one HTTP request to
-    /// the running server, no VM to boot).
+    /// `POST {api_url}/send_message` (`mod_http_api`: one HTTP request to the
+    /// running server, no VM to boot).
     Http,
 }
 

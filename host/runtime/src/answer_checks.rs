@@ -57,13 +57,13 @@ pub(crate) fn check_decision(decision: &Decision, asked: &str) -> Result<(), Str
     Ok(())
 }
 
-/// The host's own check of a redirect (SECURITY.md, "What a hostile policy
-/// can still do"): a decision that redirects `agent` is honoured only when
-/// one of the agent's records — `session_switch:active:<agent>`, and the
-/// legacy `xmpp_session_bridge.py`'s `active_xmpp_sender_session` when
-/// `legacy` (the configured
-/// `legacy-agent` only, DESIGN §8) — is a JSON object whose `session_id`
-/// is the decision's target. A decision that does not redirect passes.
+/// The host's own check of a redirect (SECURITY.md, "What a hostile policy can
+/// still do"): a decision that redirects `agent` is honoured only when one of
+/// the agent's records — `session_switch:active:<agent>`, and the legacy
+/// `xmpp_session_bridge.py`'s `active_xmpp_sender_session` when `legacy` (the
+/// configured `legacy-agent` only, DESIGN §8) — is a JSON object whose
+/// `session_id` is the decision's target. A decision that does not redirect
+/// passes.
 ///
 /// This does not repeat the policy's rules (TTL, skew, target session):
 /// it only stops a policy from sending a bot to a session no record names.

@@ -1,8 +1,8 @@
 //! [`PolicyInstance`]: one caller's store of the policy — made on the first
-//! call, kept between calls that ended well, thrown away after any failure
-//! and whenever a swap or new settings ask for a fresh one — and the path
-//! each export takes through it. The exports themselves are in
-//! `exports.rs`, the checks of their answers in `answer_checks.rs`.
+//! call, kept between calls that ended well, thrown away after any failure and
+//! whenever a swap or new settings ask for a fresh one — and the path each
+//! export takes through it. The exports themselves are in `exports.rs`, the
+//! checks of their answers in `answer_checks.rs`.
 
 use super::bindings::exports::agentsmeeting::session_switch::policy::Guest;
 use super::bindings::{Decision, Settings, WitFailure};

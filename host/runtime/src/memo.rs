@@ -102,9 +102,9 @@ impl Memo {
         }
         // The version alone first (one statement, its own lock cycle): a
         // snapshot around it cost two more statements, a large share of a
-        // served call (callgrind). When it moved, the reads in one snapshot; the
-        // entry keeps this older version, which can only make the next call
-        // read again, never serve a stale decision (versions only grow).
+        // served call (callgrind). When it moved, the reads in one snapshot;
+        // the entry keeps this older version, which can only make the next
+        // call read again, never serve a stale decision (versions only grow).
         let held = imports.data_version().and_then(|version| {
             if version.is_some() && version == entry.version {
                 return Ok((true, version));

@@ -1,7 +1,7 @@
-//! The façade of the lines waiting for an agent's next turn and of the
-//! bot's cursor in the room (`host/store/src/heard.rs`): the bot hands a decided
-//! message's line to [`Bridge::admit_hearing`], which stores it with the
-//! loop guard's state in the decision's one brief transaction.
+//! The façade of the lines waiting for an agent's next turn and of the bot's
+//! cursor in the room (`host/store/src/heard.rs`): the bot hands a decided
+//! message's line to [`Bridge::admit_hearing`], which stores it with the loop
+//! guard's state in the decision's one brief transaction.
 
 use crate::Bridge;
 use crate::hermes_imports::HermesImports;
