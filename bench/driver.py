@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The driver behind `make bench` (issue 7): builds the databases of the
 run, times the policy per call (component, native, SQLite alone for the
-history, the seed's Python, the Python binding and the Hermes plugin), the CLI as
-a whole process (hyperfine, cache warm and cold), its peak memory
+history, the legacy `xmpp_session_bridge.py`'s Python, the Python binding
+and the Hermes plugin), the CLI as a whole process (hyperfine, cache warm and cold), its peak memory
 (`/usr/bin/time -v`), hot swap, and sends against the real ejabberd when
 run under `tests/ejabberd/with-ejabberd.sh`; then writes the tables.
 
@@ -60,10 +60,10 @@ def restamp(run_dir):
     sh([sys.executable, os.path.join(BENCH, "make_dbs.py"), run_dir, "--restamp"])
 
 
-def seed_python(manifest, quick):
+def legacy_python(manifest, quick):
     out = {}
     for db in manifest["dbs"]:
-        r = sh([sys.executable, os.path.join(BENCH, "seed_baseline.py"), "bench",
+        r = sh([sys.executable, os.path.join(BENCH, "legacy_baseline.py"), "bench",
                 "--db", db["path"], "--session", manifest["session"],
                 "--names", ",".join(manifest["names"]),
                 "--repeat", "300" if quick else "2000", "--batches", "5" if quick else "21"])
@@ -165,12 +165,12 @@ def whole_process(manifest, run_dir, quick):
                        manifest["agent"], "--json")
     context = cli_args(manifest, db, cache, "context", manifest["session"], "--agent",
                        manifest["agent"], "--json")
-    seed = [sys.executable, os.path.join(BENCH, "seed_baseline.py"), "resolve", "--db", db,
+    legacy = [sys.executable, os.path.join(BENCH, "legacy_baseline.py"), "resolve", "--db", db,
             "--session", manifest["session"]]
     runs, warm = (10, 2) if quick else (50, 5)
     sh(resolve)  # fills the cache
-    warm_res = hyperfine([q(resolve), q(context), q(seed)], runs, warm,
-                         names=["cli resolve (warm)", "cli context 1k (warm)", "seed resolve"])
+    warm_res = hyperfine([q(resolve), q(context), q(legacy)], runs, warm,
+                         names=["cli resolve (warm)", "cli context 1k (warm)", "legacy resolve"])
     cold = hyperfine([q(resolve)], max(5, runs // 3), 1, prepare=f"rm -rf {cache}")
     return {"resolve_warm": warm_res[0], "context_1k_warm": warm_res[1],
             "seed_resolve_process": warm_res[2], "resolve_cold": cold[0]}
@@ -192,14 +192,14 @@ def memory(manifest, run_dir):
     big = next(d for d in manifest["dbs"] if d["name"] == "v31-10000")["path"]
     small = next(d for d in manifest["dbs"] if d["name"] == "v31-1000")["path"]
     cache = os.path.join(run_dir, "cli-cache")
-    seed = [sys.executable, os.path.join(BENCH, "seed_baseline.py")]
+    legacy = [sys.executable, os.path.join(BENCH, "legacy_baseline.py")]
     s, a = manifest["session"], manifest["agent"]
     return {
         "cli_resolve_kib": max_rss_kib(cli_args(manifest, small, cache, "resolve", s, "--agent", a, "--json")),
         "cli_resolve_cold_kib": max_rss_kib_cold(manifest, small, run_dir),
         "cli_context_10k_kib": max_rss_kib(cli_args(manifest, big, cache, "context", s, "--agent", a, "--json")),
-        "seed_resolve_kib": max_rss_kib(seed + ["resolve", "--db", small, "--session", s]),
-        "seed_context_10k_kib": max_rss_kib(seed + ["context", "--db", big, "--session", s]),
+        "seed_resolve_kib": max_rss_kib(legacy + ["resolve", "--db", small, "--session", s]),
+        "seed_context_10k_kib": max_rss_kib(legacy + ["context", "--db", big, "--session", s]),
     }
 
 
@@ -247,7 +247,7 @@ sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
         return [BIN, "--config", configs[transport], "--db", db, "--cache-dir", cache,
                 "send", text, cli, "--agent", "mohe", "--json"]
 
-    seed = [sys.executable, os.path.join(BENCH, "seed_baseline.py"), "send", "bench-seed-ctl", cli,
+    legacy = [sys.executable, os.path.join(BENCH, "legacy_baseline.py"), "send", "bench-legacy-ctl", cli,
             "--agent", "mohe", "--db", db, "--room", room, "--from-jid", f"mohe@{domain}",
             "--ctl", ej["EJ_CTL"]]
     for cmd in (send_cmd("http", "bench check"), ):
@@ -255,7 +255,7 @@ sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
         assert json.loads(r.stdout)["delivered"], r.stdout
     http = hyperfine([q(send_cmd("http", "bench-http"))], 10 if quick else 30, 3)[0]
     floor = http_send_floor(send_cmd("http", "bench-floor"), 3 if quick else 10)
-    ctl = alternating_pairs(send_cmd("ejabberdctl", "bench-ctl"), seed, 3 if quick else 12)
+    ctl = alternating_pairs(send_cmd("ejabberdctl", "bench-ctl"), legacy, 3 if quick else 12)
     return {"http": http, "http_floor": floor, "ejabberdctl_pairs": ctl}
 
 
@@ -276,8 +276,8 @@ def http_send_floor(send, runs):
             "floor_ms": start + fsync_ms}
 
 
-def alternating_pairs(ours, seed, pairs):
-    """`pairs` pairs of whole sends, ours and the seed's back to back, the
+def alternating_pairs(ours, legacy, pairs):
+    """`pairs` pairs of whole sends, ours and the legacy tool's back to back, the
     one that goes first alternating pair by pair (after one of each to
     warm up): each send's wall time (ms), and the median of the pairs'
     ratios, on which the target is judged (the machine's drift falls on
@@ -288,16 +288,16 @@ def alternating_pairs(ours, seed, pairs):
         if r.returncode != 0:
             sys.exit(f"[bench] failed ({r.returncode}): {q(cmd)}\n{r.stderr[-800:]}")
         return (time.perf_counter() - t) * 1e3
-    timed(ours), timed(seed)
+    timed(ours), timed(legacy)
     mine, theirs = [], []
     for i in range(pairs):
         if i % 2 == 0:
             mine.append(timed(ours))
-            theirs.append(timed(seed))
+            theirs.append(timed(legacy))
         else:
-            theirs.append(timed(seed))
+            theirs.append(timed(legacy))
             mine.append(timed(ours))
-    log(f"ejabberdctl sends, ours vs the seed's (ms): {[round(x) for x in mine]} vs {[round(x) for x in theirs]}")
+    log(f"ejabberdctl sends, ours vs the legacy tool's (ms): {[round(x) for x in mine]} vs {[round(x) for x in theirs]}")
     return {"ours_ms": mine, "seed_ms": theirs, "pairs": pairs,
             "ours_median_ms": statistics.median(mine), "seed_median_ms": statistics.median(theirs),
             "ratio_median": statistics.median(a / b for a, b in zip(mine, theirs))}
@@ -337,7 +337,7 @@ def main():
     made = sh([sys.executable, os.path.join(BENCH, "make_dbs.py"), run_dir, "--fixtures", fixtures])
     manifest = last_json(made.stdout)
     res["manifest"] = manifest
-    res["seed_python"] = seed_python(manifest, args.quick)
+    res["seed_python"] = legacy_python(manifest, args.quick)
     restamp(run_dir)
     res["binding"] = binding(manifest, args.quick)
     restamp(run_dir)

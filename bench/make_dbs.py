@@ -25,7 +25,7 @@ AGENT = "mohe"
 XMPP_SESSION = "xmpp-mohe-v2"
 CLI_SESSION = "20261129_120000_bench0"
 OUR_KEY = f"session_switch:active:{AGENT}"
-SEED_KEY = "active_xmpp_sender_session"
+LEGACY_KEY = "active_xmpp_sender_session"
 ROOM = "coregroup@conference.meeting.localhost"
 # Sends from the CLI session before the run (rows of the XMPP session).
 SENDS = 5
@@ -49,8 +49,8 @@ LINES = [
 
 
 def config_text(db_room=ROOM):
-    """The config of the run (DESIGN §8 "Config"): the seed's three agents,
-    no legacy agent (so resolve reads one key, like the seed)."""
+    """The config of the run (DESIGN §8 "Config"): the three agents of the
+    legacy `xmpp_session_bridge.py`, no legacy agent (so resolve reads one key, like the legacy tool)."""
     return f"""[xmpp]
 room = "{db_room}"
 transport = "http"
@@ -81,13 +81,13 @@ sessions = ["xmpp-xiaoguo"]
 
 
 def stamp(db, now):
-    """Write both records (ours and the seed's fixed key) naming the CLI
+    """Write both records (ours and the legacy tool's fixed key) naming the CLI
     session, dated `now`."""
     ours = {"session_id": CLI_SESSION, "timestamp": now, "source": "cli", "agent": AGENT}
-    seed = {"session_id": CLI_SESSION, "timestamp": now, "source": "cli"}
+    legacy = {"session_id": CLI_SESSION, "timestamp": now, "source": "cli"}
     with db:
         db.execute("CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT)")
-        for key, value in ((OUR_KEY, ours), (SEED_KEY, seed)):
+        for key, value in ((OUR_KEY, ours), (LEGACY_KEY, legacy)):
             db.execute(
                 "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?, ?)",
                 (key, json.dumps(value)),
@@ -96,8 +96,8 @@ def stamp(db, now):
 
 def sent_by_the_bridge(db, now):
     """What the CLI's `send`s leave in `state.db`, as the bridge writes it
-    (host/store/src/send_write.rs): the `[YOU] ` rows in the agent's
-    XMPP session and the bridge's own list of them, `session_switch_sent`,
+    (host/store/src/send/mod.rs): the `[YOU] ` rows in the agent's
+    XMPP session and the list of sent rows, `session_switch_sent`,
     whose reads the plugin's `tag_messages` makes on every request."""
     db.execute("CREATE TABLE IF NOT EXISTS session_switch_sent (message_id INTEGER PRIMARY KEY, "
                "agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL)")

@@ -264,7 +264,7 @@ def main():
     # Hermes's own logging (agent.log at INFO). Under the plugin's wrapper,
     # Hermes's loader is timed by a shim: what the plugin adds to a request
     # is the request's time less the time inside Hermes's load, both from
-    # the same calls (a difference of two separately timed loads of 5 ms
+    # the same calls (a difference of two separately timed short loads
     # would be mostly their noise).
     hermes_loader = SessionDB.get_messages_as_conversation
     inside = [0]

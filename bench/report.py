@@ -18,10 +18,11 @@ CONTEXT_VS_NATIVE = 1.15
 CONTEXT_VS_SQLITE = 1.3
 #: Hermes's own loader over `context`, at 1,000 rows.
 CONTEXT_VS_HERMES = 5.0
-#: A send through HTTP against the seed's send through ejabberdctl.
-HTTP_SEND_VS_SEED_CTL = 0.1
-#: Our send through ejabberdctl against the seed's: median of alternating pairs.
-CTL_SEND_VS_SEED = 1.1
+#: A send through HTTP against the legacy `xmpp_session_bridge.py`'s send
+#: through ejabberdctl.
+HTTP_SEND_VS_LEGACY_CTL = 0.1
+#: Our send through ejabberdctl against the legacy tool's: median of alternating pairs.
+CTL_SEND_VS_LEGACY = 1.1
 
 
 def fmt_us(x):
@@ -33,37 +34,37 @@ def fmt_us(x):
 
 
 def report(res):
-    m, crit, seed = res["manifest"], res["criterion"], res["seed_python"]
+    m, crit, legacy = res["manifest"], res["criterion"], res["seed_python"]
     lines = []
     load = res["load_before"], res["load_after"]
     lines.append(f"Run of {res['started']} — {res['cpu']}, {os.cpu_count()} cores; load average "
                  f"{load[0][0]:.2f} before, {load[1][0]:.2f} after (1 min); release build; "
-                 f"Python {next(iter(seed.values()))['python']} with SQLite "
-                 f"{next(iter(seed.values()))['sqlite']}, rusqlite bundled SQLite.")
+                 f"Python {next(iter(legacy.values()))['python']} with SQLite "
+                 f"{next(iter(legacy.values()))['sqlite']}, rusqlite bundled SQLite.")
     lines.append("")
     lines.append("**Per call, in process** (median; component = `PolicyInstance` over `HermesImports`, "
                  "store reused, `state.db` unchanged between calls: the memo serves the decision; "
                  "after a write = another connection committed before each call, as Hermes does "
                  "after a turn: the memo asks the reads again; no memo = the policy runs every "
                  "call; native = the same rules compiled into the host, every call; SQLite alone = "
-                 "the history's own selects (the bridge's list, the rows) stepped, each cell handed "
+                 "the history's own selects (the list of sent rows, the rows) stepped, each cell handed "
                  "over and nothing built: the "
                  "floor of any loader that reads the columns Hermes's loader reads; Python = "
-                 "`bench/seed_baseline.py`; the two ratios of `context` come from alternating "
+                 "`bench/legacy_baseline.py` (the legacy `xmpp_session_bridge.py`'s approach); the two ratios of `context` come from alternating "
                  "rounds, a batch of each of component, native and SQLite alone per round in "
                  "rotating order, the median of the rounds' ratios: the machine's drift over "
                  "minutes falls on all three alike)")
     lines.append("")
-    head = ["database", "resolve: component", "after a write", "no memo", "native", "Python seed",
-            "context: component", "native", "SQLite alone", "Python seed",
+    head = ["database", "resolve: component", "after a write", "no memo", "native", "Python legacy",
+            "context: component", "native", "SQLite alone", "Python legacy",
             "context component / native (alternating)", "component / SQLite alone (alternating)",
-            "Python seed / component"]
+            "Python legacy / component"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     checks = []
     for db in m["dbs"]:
         n = db["name"]
-        r, c, s = crit[f"resolve-{n}"], crit[f"context-{n}"], seed[n]
+        r, c, s = crit[f"resolve-{n}"], crit[f"context-{n}"], legacy[n]
         alt = crit["alternating"][n]
         vs_native = alt["component_over_native"]
         vs_sqlite = alt["component_over_sqlite_alone"]
@@ -75,7 +76,7 @@ def report(res):
                fmt_us(s["context_us"]), f"{vs_native:.2f}×", f"{vs_sqlite:.2f}×",
                f"{vs_python:.1f}×"]
         lines.append("| " + " | ".join(row) + " |")
-        checks.append((f"resolve ≤ 0.5× Python seed ({n})", r["component"] <= 0.5 * s["resolve_us"],
+        checks.append((f"resolve ≤ 0.5× Python legacy tool ({n})", r["component"] <= 0.5 * s["resolve_us"],
                        f"{fmt_us(r['component'])} vs {fmt_us(s['resolve_us'])}"))
         if db["rows"] >= 1000:
             checks.append((f"context ≤ {CONTEXT_VS_NATIVE}× native, alternating rounds ({n})",
@@ -155,7 +156,7 @@ def report(res):
     lines.append(f"| `xmpp-session-bridge resolve --json`, cache warm | {ms(w['resolve_warm'])} |")
     lines.append(f"| `xmpp-session-bridge resolve --json`, cache cold | {ms(w['resolve_cold'])} |")
     lines.append(f"| `xmpp-session-bridge context --json`, 1,000 rows, warm | {ms(w['context_1k_warm'])} |")
-    lines.append(f"| `python3 bench/seed_baseline.py resolve` (for scale) | {ms(w['seed_resolve_process'])} |")
+    lines.append(f"| `python3 bench/legacy_baseline.py resolve` (for scale) | {ms(w['seed_resolve_process'])} |")
     checks.append(("CLI resolve --json ≤ 10 ms warm", w["resolve_warm"]["median_ms"] <= CLI_WARM_MS,
                    f"{w['resolve_warm']['median_ms']:.1f} ms"))
     checks.append((f"CLI resolve --json ≤ {CLI_COLD_MS:.0f} ms, cache cold", w["resolve_cold"]["median_ms"] <= CLI_COLD_MS,
@@ -169,17 +170,17 @@ def report(res):
         lines.append(f"| its floor: process start (`--version`) + the write's {f['fsyncs']:.0f} `fsync`s "
                      f"(`strace -T`) | {f['floor_ms']:.1f} ms ({f['start_ms']:.1f} + {f['fsync_ms']:.1f}) |")
         lines.append(f"| `send` through ejabberdctl (the sender check beside the post: two Erlang VM "
-                     f"boots at once), {p['pairs']} pairs alternating with the seed's | "
+                     f"boots at once), {p['pairs']} pairs alternating with the legacy tool's | "
                      f"{p['ours_median_ms']:.1f} ms ({min(p['ours_ms']):.1f}–{max(p['ours_ms']):.1f}) |")
-        lines.append(f"| seed's send through ejabberdctl (no sender check), the same pairs | "
+        lines.append(f"| the legacy tool's send through ejabberdctl (no sender check), the same pairs | "
                      f"{p['seed_median_ms']:.1f} ms ({min(p['seed_ms']):.1f}–{max(p['seed_ms']):.1f}) |")
-        http_vs_seed = s["http"]["median_ms"] / p["seed_median_ms"]
-        checks.append((f"send through HTTP ≤ {HTTP_SEND_VS_SEED_CTL}× the seed's ejabberdctl send",
-                       http_vs_seed <= HTTP_SEND_VS_SEED_CTL,
-                       f"{http_vs_seed:.3f}× ({s['http']['median_ms']:.1f} vs {p['seed_median_ms']:.1f} ms; "
+        http_vs_legacy = s["http"]["median_ms"] / p["seed_median_ms"]
+        checks.append((f"send through HTTP ≤ {HTTP_SEND_VS_LEGACY_CTL}× the legacy tool's ejabberdctl send",
+                       http_vs_legacy <= HTTP_SEND_VS_LEGACY_CTL,
+                       f"{http_vs_legacy:.3f}× ({s['http']['median_ms']:.1f} vs {p['seed_median_ms']:.1f} ms; "
                        f"floor {f['floor_ms']:.1f} ms)"))
-        checks.append((f"send through ejabberdctl ≤ {CTL_SEND_VS_SEED}× the seed's, median of "
-                       f"{p['pairs']} alternating pairs", p["ratio_median"] <= CTL_SEND_VS_SEED,
+        checks.append((f"send through ejabberdctl ≤ {CTL_SEND_VS_LEGACY}× the legacy tool's, median of "
+                       f"{p['pairs']} alternating pairs", p["ratio_median"] <= CTL_SEND_VS_LEGACY,
                        f"{p['ratio_median']:.2f}×"))
 
     mem = res["memory"]
@@ -187,7 +188,7 @@ def report(res):
     lines.append(f"**Peak memory** (max RSS, `/usr/bin/time -v`, median of 5): CLI `resolve` "
                  f"{mem['cli_resolve_kib'] / 1024:.1f} MiB (cache cold, compiling: "
                  f"{mem['cli_resolve_cold_kib'] / 1024:.1f} MiB), CLI `context` 10,000 rows "
-                 f"{mem['cli_context_10k_kib'] / 1024:.1f} MiB; seed Python `resolve` "
+                 f"{mem['cli_context_10k_kib'] / 1024:.1f} MiB; the legacy tool's Python `resolve` "
                  f"{mem['seed_resolve_kib'] / 1024:.1f} MiB, `context` 10,000 rows "
                  f"{mem['seed_context_10k_kib'] / 1024:.1f} MiB.")
 

@@ -15,7 +15,7 @@
                               Hermes's API server does for the XMPP bridge
 
 Writes are plain INSERTs inside BEGIN IMMEDIATE plus the message_count bump,
-like Hermes's append_message (research/hermes-state.md §4), so Hermes's own
+like Hermes's append_message, so Hermes's own
 FTS triggers index them.
 """
 import json

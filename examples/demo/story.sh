@@ -54,8 +54,9 @@ cat >"$HERMES_HOME/session-switch.toml" <<EOF
 [xmpp]
 room = "$EJ_ROOM"
 transport = "ejabberdctl"
-# The seed's deployment: ejabberd in a container (here a stand-in that,
-# like real docker, passes no environment: the bridge adds -e LC_ALL=C.UTF-8).
+# The legacy `xmpp_session_bridge.py`'s deployment: ejabberd in a container
+# (here a stand-in that, like real docker, passes no environment: the bridge
+# adds -e LC_ALL=C.UTF-8).
 ejabberdctl = ["docker", "exec", "ejabberd", "ejabberdctl"]
 
 [redirect]

@@ -1,9 +1,10 @@
 //! The redirect rule (DESIGN §3 "Redirect", §8 "Records"): which session an
 //! agent's bot loads, the `active` view of the records, and `clear`.
 //!
-//! Each agent has its own record, `session_switch:active:<agent>`; the
-//! seed's fixed key `active_xmpp_sender_session` is read (and cleared) only
-//! for the `legacy-agent`, so one agent's send never moves another's bot.
+//! Each agent has its own record, `session_switch:active:<agent>`; the legacy
+//! `xmpp_session_bridge.py`'s fixed key `active_xmpp_sender_session` is read
+//! (and cleared) only for the `legacy-agent`, so one agent's send never moves
+//! another's bot.
 
 use crate::failure::policy;
 use crate::host::Host;
@@ -13,8 +14,8 @@ use sentence::concat;
 
 pub use session_switch_contract::keys::{LEGACY_KEY, OUR_KEY_PREFIX as KEY_PREFIX, record_key};
 
-/// The keys `agent`'s records may live under: its own, then the seed's key
-/// when it is the legacy agent.
+/// The keys `agent`'s records may live under: its own, then the legacy tool's
+/// key when it is the legacy agent.
 pub fn record_keys(settings: &ValidSettings, agent: &str) -> Vec<String> {
     let mut keys = vec![record_key(agent)];
     if settings.is_legacy(agent) {
@@ -38,7 +39,8 @@ fn clock<H: Host>(host: &mut H) -> Result<f64, Failure> {
 }
 
 /// The records of `agent` that exist, assessed at `now`: its own key first,
-/// then the seed's key for the legacy agent. Host failures pass through.
+/// then the legacy tool's key for the legacy agent. Host failures pass
+/// through.
 fn read_records<H: Host>(
     settings: &ValidSettings,
     host: &mut H,
@@ -89,11 +91,11 @@ pub fn valid_until(assessed: &[Assessment]) -> Option<f64> {
 /// 1. unknown agent → `Err(unknown-agent)`;
 /// 2. `session_id` not one of the agent's XMPP sessions → `not-agent-session`,
 ///    unchanged;
-/// 3. read the agent's record, and for the legacy agent the seed's key too;
+/// 3. read the agent's record, and for the legacy agent the legacy tool's key too;
 ///    none → `no-record`;
 /// 4. [`assess`] each (shape, then age, then target); of the
 ///    valid ones the newer timestamp wins (the per-agent key on a tie); none
-///    valid → the per-agent record's reason if it exists, else the seed
+///    valid → the per-agent record's reason if it exists, else the legacy tool
 ///    key's;
 /// 5. the winner's target must exist (`host.session-exists`) → `redirected`,
 ///    else `unknown-session`.
@@ -289,9 +291,9 @@ pub fn active<H: Host>(
     Ok(out)
 }
 
-/// Delete the record of every agent (or of `agent` only), and the seed's
-/// key for the legacy agent (WIT `policy.clear`); returns the keys a row
-/// was actually removed from. Errors: `unknown-agent`; host failures
+/// Delete the record of every agent (or of `agent` only), and the legacy
+/// tool's key for the legacy agent (WIT `policy.clear`); returns the keys a
+/// row was actually removed from. Errors: `unknown-agent`; host failures
 /// unchanged (keys deleted before the failure stay deleted).
 pub fn clear<H: Host>(
     settings: &ValidSettings,

@@ -1,6 +1,6 @@
-//! A sample configuration: the seed's three agents in their room. Used by
-//! the component's `self-check` (no host involved) and by tests; never by
-//! the rules themselves.
+//! A sample configuration: the legacy `xmpp_session_bridge.py`'s three agents
+//! in their room. Used by the component's `self-check` (no host involved) and
+//! by tests; never by the rules themselves.
 
 use crate::{Agent, AllowBots, LoopGuard, Meeting, MeetingOverrides, Settings};
 use session_switch_contract::meeting::{DEFAULT_REQUIRE_MENTION, DEFAULT_STOP_WORDS};
@@ -11,7 +11,7 @@ pub const SAMPLE_NOW: f64 = 1_800_000_000.0;
 /// A CLI session of the samples (as in the Hermes fixtures).
 pub const SAMPLE_CLI: &str = "20260619_190821_7c0afe";
 
-/// The seed's agents `mohe` (legacy agent; sessions `xmpp-mohe-v2`,
+/// The legacy tool's agents `mohe` (legacy agent; sessions `xmpp-mohe-v2`,
 /// `xmpp-mohe`; alias `墨河`), `zhiwei` and `xiaoguo` in
 /// `coregroup@conference.example.org`; TTL 3600 s, skew 120 s, bodies up to
 /// 10000 characters.

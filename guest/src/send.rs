@@ -39,7 +39,8 @@ pub fn plan(agent: &AgentEntry, cli_session_id: &str, body: String, now: f64) ->
 /// Send `text` as `agent` from CLI session `cli_session_id` (WIT
 /// `policy.send`). Checks, in order, all before anything is written:
 /// - unknown agent → `unknown-agent`;
-/// - the CLI session id: empty (the seed: a send without a session id is
+/// - the CLI session id: empty (the legacy `xmpp_session_bridge.py`: a send
+///   without a session id is
 ///   useless), control characters, over 256 characters, surrounding
 ///   whitespace (a record naming it would be malformed), or any agent's
 ///   XMPP session → `bad-input`;

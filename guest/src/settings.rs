@@ -1,8 +1,8 @@
 //! The settings the host passes to `configure` (WIT `settings`), validated
 //! once, with what the rules look up on every call precomputed: each agent's
 //! names for tagging, which agent owns which XMPP session, and the prefix
-//! length to ask `host.history` for. What a valid session id, name or JID
-//! is, field by field, is `fields.rs`.
+//! length to ask `host.history` for. What a valid session id, name or JID is,
+//! field by field, is `settings/field_checks.rs`.
 
 use std::collections::BTreeMap;
 
@@ -286,8 +286,8 @@ impl ValidSettings {
         self.session_owner.get(session_id).map(|&i| &self.agents[i])
     }
 
-    /// Whether `agent` is the `legacy-agent` (the one that may read the
-    /// seed's fixed key, DESIGN §8 "Records").
+    /// Whether `agent` is the `legacy-agent` (the one that may read the legacy
+    /// `xmpp_session_bridge.py`'s fixed key, DESIGN §8 "Records").
     pub fn is_legacy(&self, agent: &str) -> bool {
         self.settings.legacy_agent.as_deref() == Some(agent)
     }
@@ -325,11 +325,11 @@ impl ValidSettings {
 }
 
 /// How many characters of each row the tagging rules need, for names of at
-/// most `longest_name` characters:
-/// `MARKER_BUDGET × len("[YOU] ") + longest_name + 2`, i.e. room for eight
-/// stacked `[YOU] ` markers, then the longest name with its delimiter
-/// (`name:`) or brackets (`[name]`). 57 for the seed's agents (`xiaoguo`).
-/// Larger prefixes cost boundary crossings on every row (DESIGN §7).
+/// most `longest_name` characters: `MARKER_BUDGET × len("[YOU] ") +
+/// longest_name + 2`, i.e. room for eight stacked `[YOU] ` markers, then the
+/// longest name with its delimiter (`name:`) or brackets (`[name]`). 57 for
+/// the legacy tool's agents (`xiaoguo`). Larger prefixes cost boundary
+/// crossings on every row (DESIGN §7).
 pub fn prefix_chars_for(longest_name: usize) -> u32 {
     let chars = MARKER_BUDGET * TAG.chars().count() + longest_name + 2;
     u32::try_from(chars).unwrap_or(u32::MAX)

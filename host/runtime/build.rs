@@ -15,11 +15,11 @@
 //! engine or CPU (checked at run time).
 //!
 //! Both SHA-256 digests a cold start needs are taken here, once per build,
-//! rather than at every start (hashing 1.3 MB was ~0.9 ms of a 9 ms CLI
-//! run, README "Performance"): the component's (`component.sha256` in
+//! rather than at every start (hashing the component was a noticeable part of
+//! a CLI run, README "Performance"): the component's (`component.sha256` in
 //! `OUT_DIR`), and the artifact payload's, checked against its header: an
-//! artifact whose payload does not match is damaged and fails the build;
-//! one made from another component (stale) is not embedded.
+//! artifact whose payload does not match is damaged and fails the build; one
+//! made from another component (stale) is not embedded.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

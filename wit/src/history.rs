@@ -13,8 +13,8 @@ use alloc::string::String;
 pub type LoadedFields = smallvec::SmallVec<[(&'static str, serde_json::Value); 3]>;
 
 /// One history row as Hermes's loader returns it for the model
-/// (`SessionDB.get_messages_as_conversation`: 0.19.0 `hermes_state.py`,
-/// v31 `hermes_state_messages.py`; research/hermes-state.md §6).
+/// (`SessionDB.get_messages_as_conversation`: 0.19.0 `hermes_state.py`, v31
+/// `hermes_state_messages.py`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HistoryRow {
     /// `messages.id`; history order.

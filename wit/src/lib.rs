@@ -4,7 +4,8 @@
 //!
 //! The WIT package beside this folder (`wit/*.wit`) says what crosses the
 //! component boundary; this crate says what both halves compute from it:
-//! - [`keys`]: our `state_meta` keys and the seed's (DESIGN §8 "Records");
+//! - [`keys`]: our `state_meta` keys and the legacy
+//!   `xmpp_session_bridge.py`'s (DESIGN §8 "Records");
 //! - [`fold`]: full-width forms read as ASCII, the one rule of every
 //!   text match (the marker, the loop guard's mentions);
 //! - [`meeting`]: the meeting settings' defaults (who answers, the stop words);

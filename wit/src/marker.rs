@@ -1,8 +1,8 @@
-//! The `[YOU] ` tag (the seed's prefix for an agent's own words), its
-//! look-alikes and the blanks around it: DESIGN §8 "Provenance of our
-//! rows", WIT `edit-action`. The policy decides with these functions and
-//! the host applies its edits with them, so both show the model the same
-//! text (SECURITY.md, gaps G1 and G4).
+//! The `[YOU] ` tag (the legacy `xmpp_session_bridge.py`'s prefix for an
+//! agent's own words), its look-alikes and the blanks around it: DESIGN §8
+//! "Provenance of our rows", WIT `edit-action`. The policy decides with these
+//! functions and the host applies its edits with them, so both show the model
+//! the same text (SECURITY.md, gaps G1 and G4).
 
 use crate::fold::reads_as;
 use alloc::string::String;

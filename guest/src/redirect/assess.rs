@@ -42,7 +42,8 @@ pub struct Assessment {
 
 /// Seconds for a person: whole numbers without decimals, else up to three
 /// (rounded to the millisecond), e.g. `12`, `3599.999`, `-0.5`. Integer
-/// arithmetic: it keeps float formatting (≈15 KB) out of the component.
+/// arithmetic: it keeps float formatting, a large part of a small component,
+/// out of it.
 pub fn seconds(s: f64) -> String {
     // `as` saturates: absurd ages still print, just clamped.
     let ms = (s * 1000.0).round() as i64;
@@ -70,14 +71,14 @@ pub fn seconds(s: f64) -> String {
     out
 }
 
-/// The shape rules of a record value (WIT `reason.malformed-record`):
-/// a JSON object; `session_id` a session id ([`check_session_id`]) that
-/// Hermes's API server takes (`api_session_id_problem`: no `..`, `/`, `\`,
-/// no leading `X:`; 0.19.0 `gateway/platforms/api_server.py`);
-/// `timestamp` a finite JSON number (Unix seconds, integer or float); when
-/// `agent` is `Some`, an `agent` field, if present, must equal it. Extra
-/// fields are ignored (the seed writes `source`). `Err` says what is wrong,
-/// e.g. `timestamp is a string`; the readable fields come back either way.
+/// The shape rules of a record value (WIT `reason.malformed-record`): a JSON
+/// object; `session_id` a session id ([`check_session_id`]) that Hermes's API
+/// server takes (`api_session_id_problem`: no `..`, `/`, `\`, no leading `X:`;
+/// 0.19.0 `gateway/platforms/api_server.py`); `timestamp` a finite JSON number
+/// (Unix seconds, integer or float); when `agent` is `Some`, an `agent` field,
+/// if present, must equal it. Extra fields are ignored (the legacy
+/// `xmpp_session_bridge.py` writes `source`). `Err` says what is wrong, e.g.
+/// `timestamp is a string`; the readable fields come back either way.
 pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(String, f64), String>) {
     let fields = match record::parse(value) {
         // JSON allows `1e400`; serde_json (and Python's float) cannot hold it.
@@ -140,11 +141,11 @@ pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(Stri
 
 /// Check the record `value` stored under `key` for `agent` at time `now`
 /// against the rules of `resolve` in order (DESIGN §3): shape
-/// ([`parse_record`]; the `agent` field is checked on the per-agent key
-/// only), then age (`age < -future-skew` → `future-timestamp`;
-/// `age >= ttl` → `expired`: a record exactly TTL old is expired, as the
-/// seed keeps it only while `age < 3600`), then the target (any agent's XMPP
-/// session → `malformed-record`). Existence is not checked here.
+/// ([`parse_record`]; the `agent` field is checked on the per-agent key only),
+/// then age (`age < -future-skew` → `future-timestamp`; `age >= ttl` →
+/// `expired`: a record exactly TTL old is expired, as the legacy tool keeps it
+/// only while `age < 3600`), then the target (any agent's XMPP session →
+/// `malformed-record`). Existence is not checked here.
 pub fn assess(
     settings: &ValidSettings,
     agent: &AgentEntry,

@@ -340,7 +340,8 @@ fn rule_4_malformed_records() {
 #[test]
 fn rule_4_accepted_shapes() {
     let cases = [
-        // The seed's shape (no agent field), an integer timestamp, extra fields.
+        // The legacy `xmpp_session_bridge.py`'s shape (no agent field), an
+        // integer timestamp, extra fields.
         format!(
             r#"{{"session_id": "{CLI}", "timestamp": {}, "source": "cli"}}"#,
             NOW as i64 - 60
@@ -360,7 +361,7 @@ fn rule_4_accepted_shapes() {
             "loading CLI session",
         );
     }
-    // The legacy key's `agent` field is not checked (the seed writes none).
+    // The legacy key's `agent` field is not checked (the legacy tool writes none).
     let value = format!(r#"{{"session_id": "{CLI}", "timestamp": {NOW}, "agent": "zhiwei"}}"#);
     expect(
         &mohe(&[(LEGACY_KEY, value)]),
@@ -372,7 +373,8 @@ fn rule_4_accepted_shapes() {
 
 #[test]
 fn rule_5_ttl_boundary() {
-    // A record exactly TTL old is expired (the seed keeps it only while age < 3600).
+    // A record exactly TTL old is expired (the legacy tool keeps it only while
+    // age < 3600).
     let cases = [
         (NOW - 3600.0 + 0.001, Reason::Redirected),
         (NOW - 3599.0, Reason::Redirected),
@@ -858,7 +860,7 @@ fn clear_deletes_the_agents_keys_only() {
     );
     assert!(
         h.meta.contains_key(LEGACY_KEY),
-        "zhiwei never touches the seed's key"
+        "zhiwei never touches the legacy tool's key"
     );
     assert_eq!(
         clear(&settings(), &mut h, Some("zhiwei")).unwrap(),

@@ -276,7 +276,7 @@ fn a_marker_beyond_the_prefix_is_still_removed() {
     for (prefix, want) in cases {
         assert_eq!(edit_for(mohe, &user(prefix)), *want, "{prefix:?}");
     }
-    // An own row stays own: the bridge's rows are tagged whatever they hold.
+    // An own row stays own: the sent rows are tagged whatever they hold.
     assert_eq!(
         edit_for(mohe, &row(Role::User, "   ", true)),
         Some(EditAction::Tag)

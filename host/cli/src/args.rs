@@ -1,4 +1,4 @@
-//! The command line (clap), compatible with the seed's
+//! The command line (clap), compatible with the legacy tool's
 //! `xmpp_session_bridge.py send "text" "$HERMES_SESSION_ID" --agent mohe`.
 
 use clap::{Args, Parser, Subcommand};
@@ -30,7 +30,7 @@ pub struct Global {
     /// Cache of precompiled components [default: $XDG_CACHE_HOME/session-switch]
     #[arg(long, global = true, value_name = "PATH")]
     pub cache_dir: Option<PathBuf>,
-    /// Print JSON (DESIGN §8 shapes) instead of text
+    /// Print one JSON document on stdout instead of text
     #[arg(long, global = true)]
     pub json: bool,
     /// Log what happens on stderr (repeat for more; or set RUST_LOG)

@@ -1,6 +1,6 @@
 //! The TOML config of DESIGN §8: the room, the ejabberd transport, the
 //! redirect settings and the agents. Adding an agent is a config edit only
-//! (the seed needed code changes in two places).
+//! (the legacy `xmpp_session_bridge.py` needed code changes in two places).
 //!
 //! Default location: `$HERMES_HOME/session-switch.toml` (`HERMES_HOME`
 //! defaults to `~/.hermes`), overridden by `--config`. Every error names the

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The seed's TTL of a record: one hour.
+/// The legacy `xmpp_session_bridge.py`'s TTL of a record: one hour.
 pub const DEFAULT_TTL_SECONDS: u32 = 3600;
 
 /// A validated config.
@@ -55,9 +55,9 @@ pub struct Xmpp {
     /// Bare JID of the MUC room.
     pub room: String,
     pub transport: TransportKind,
-    /// Argument list of the ejabberdctl command, run without a shell
-    /// (default `["ejabberdctl"]`; the seed's deployment uses
-    /// `["docker", "exec", "ejabberd", "ejabberdctl"]`).
+    /// Argument list of the ejabberdctl command, run without a shell (default
+    /// `["ejabberdctl"]`; the legacy tool's deployment uses `["docker",
+    /// "exec", "ejabberd", "ejabberdctl"]`).
     pub ejabberdctl: Vec<String>,
     /// Base URL of `mod_http_api`, e.g. `http://127.0.0.1:5280/api`.
     pub api_url: Option<String>,
@@ -76,9 +76,10 @@ pub struct Xmpp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {
-    /// `ejabberdctl send_message …` (~0.5 s a call: each boots an Erlang VM).
+    /// `ejabberdctl send_message …` (slow: each call boots an Erlang VM).
     Ejabberdctl,
-    /// `POST {api_url}/send_message` (`mod_http_api`, ~10–20 ms).
+    /// `POST {api_url}/send_message` (`mod_http_api`: one HTTP request to the
+    /// running server, no VM to boot).
     Http,
 }
 
@@ -89,7 +90,7 @@ pub struct Redirect {
     pub ttl_seconds: u32,
     /// How far in the future a record's timestamp may lie, in seconds.
     pub future_skew_seconds: u32,
-    /// The agent that owned the seed's fixed key `active_xmpp_sender_session`.
+    /// The agent that owned the legacy tool's fixed key `active_xmpp_sender_session`.
     pub legacy_agent: Option<String>,
 }
 
@@ -104,7 +105,7 @@ pub struct AgentConfig {
     /// XMPP session ids; the first receives the `[YOU] ` rows.
     pub sessions: Vec<String>,
     pub aliases: Vec<String>,
-    /// The seed's per-agent ports, kept for the gateway.
+    /// The legacy tool's per-agent ports, kept for the gateway.
     pub http_port: Option<u16>,
     pub gateway_port: Option<u16>,
     /// How other agents address it in the room, e.g. `@mohe`: the loop

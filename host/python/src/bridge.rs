@@ -328,14 +328,13 @@ impl Bridge {
     ///
     /// The policy sees each message's text as Hermes would send it
     /// (`api_content` when it is a non-empty string on a user or assistant
-    /// message, else the content: a string, or a list's first
-    /// `{"type": "text"}` part) and whether the bridge wrote the row; the
-    /// bridge's rows are recognised by role and stored timestamp, never by
-    /// position, as the loader drops rows and carries no ids. An edit
-    /// applies to the content's text and a non-empty `api_content` alike.
-    /// Raises `SessionSwitchError` (`bad-input` for an id Hermes's API
-    /// server refuses, as `resolve`; `store`, `policy`) and leaves
-    /// `messages` as they were.
+    /// message, else the content: a string, or a list's first `{"type":
+    /// "text"}` part) and whether the bridge wrote the row; the sent rows are
+    /// recognised by role and stored timestamp, never by position, as the
+    /// loader drops rows and carries no ids. An edit applies to the content's
+    /// text and a non-empty `api_content` alike. Raises `SessionSwitchError`
+    /// (`bad-input` for an id Hermes's API server refuses, as `resolve`;
+    /// `store`, `policy`) and leaves `messages` as they were.
     fn tag_messages(
         &self,
         py: Python<'_>,

@@ -5,8 +5,8 @@
 //!
 //! Rows are known by identity, never by position: the loader drops rows
 //! (background-review harness turns, on v31 stale tool-call markers) and
-//! 0.19.0's output carries no row ids, so a row the bridge wrote is
-//! recognised by its role and stored timestamp (the bridge's own list,
+//! 0.19.0's output carries no row ids, so a row the bridge wrote is recognised
+//! by its role and stored timestamp (the list of sent rows,
 //! `session_switch_sent`).
 
 use crate::error::error;
@@ -94,10 +94,10 @@ fn locate<'py>(msg: &Bound<'py, PyDict>) -> PyResult<(Text, Option<Bound<'py, Py
     Ok((Text::Absent, None))
 }
 
-/// The bridge's rows of one session for one agent, as `(timestamp bits,
-/// role)` sorted: a message is looked up by its stored timestamp without
-/// copying its role (a hash set of owned pairs cost an allocation per
-/// message of every request).
+/// The sent rows of one session for one agent, as `(timestamp bits, role)`
+/// sorted: a message is looked up by its stored timestamp without copying its
+/// role (a hash set of owned pairs cost an allocation per message of every
+/// request).
 struct Ours(Vec<(u64, String)>);
 
 impl Ours {
@@ -219,17 +219,16 @@ pub fn tag_messages(
     Ok(changed)
 }
 
-/// `text` as UTF-8, at least its first `chars` characters (all that
-/// [`prefix`] keeps of it). Read as code points ([`code_point_head`]), not
-/// through Python's UTF-8 form, which for a non-ASCII string is an encoding
-/// of the whole text kept with the string: a history Hermes loaded is new
-/// strings each time, and that would be 40 % of `tag_messages` at 1,000
-/// rows. A text over four times the head is sliced
-/// in Python first, so a long reply in Chinese is not copied whole
-/// (`make bench` `tag_messages_long`). A character the slice keeps is one
-/// the whole text's prefix keeps: Python counts code points, and each
-/// becomes at least one character here (a lone surrogate three U+FFFD, see
-/// [`edited`]).
+/// `text` as UTF-8, at least its first `chars` characters (all that [`prefix`]
+/// keeps of it). Read as code points ([`code_point_head`]), not through
+/// Python's UTF-8 form, which for a non-ASCII string is an encoding of the
+/// whole text kept with the string: a history Hermes loaded is new strings
+/// each time, and encoding them would be a large share of `tag_messages`
+/// (`make bench`). A text over four times the head is sliced in Python first,
+/// so a long reply in Chinese is not copied whole (`make bench`
+/// `tag_messages_long`). A character the slice keeps is one the whole text's
+/// prefix keeps: Python counts code points, and each becomes at least one
+/// character here (a lone surrogate three U+FFFD, see [`edited`]).
 fn head(text: &Bound<'_, PyString>, chars: u32) -> PyResult<String> {
     let chars = chars as usize;
     let len = text.len()?;

@@ -109,8 +109,8 @@ def require_ejabberd() -> Ejabberd:
 
 
 def write_config(folder: Path, ej: Optional[Ejabberd], mohe_jid: Optional[str] = None) -> Path:
-    """A config for both hosts: the seed's three agents, `mohe` the legacy
-    agent, the HTTP transport of the test ejabberd (or a port nobody
+    """A config for both hosts: the three agents of the legacy
+    `xmpp_session_bridge.py`, `mohe` the legacy agent, the HTTP transport of the test ejabberd (or a port nobody
     listens on when there is none: reads never post)."""
     domain = ej.domain if ej else "meeting.localhost"
     room = ej.room if ej else f"coregroup@conference.{domain}"

@@ -1,6 +1,6 @@
 """The binding's own duties, without a gateway: the `[YOU] ` edits on
 Hermes's loader shapes (`tag_messages`: multimodal lists, `api_content`, the
-bridge's rows known by identity), and a long-lived `Bridge` that holds no
+sent rows known by identity), and a long-lived `Bridge` that holds no
 SQLite transaction or statement between calls while CLI sends run (issue 17
 item 2), on DELETE and WAL copies of the fixtures."""
 
@@ -31,7 +31,7 @@ class TagMessages(unittest.TestCase):
         self.db = self.home / "state.db"
         self.bridge = Bridge(self.home, cache_dir=d / "cache", watch=False)
         # Two rows of the same role and text in the XMPP session; only the
-        # second is listed as the bridge's (written for mohe). Before them a
+        # second is listed as a sent row (written for mohe). Before them a
         # row the loader drops (not in the list handed over below), so
         # positions in the list and in the table differ.
         self.ts_dropped, self.ts_alike, self.ts_ours = 1_900_000_000.25, 1_900_000_001.5, 1_900_000_002.75
@@ -56,7 +56,7 @@ class TagMessages(unittest.TestCase):
             {"role": "user", "content": "zhiwei: stored text", "api_content": "mohe: what the API got", "timestamp": 12.0},
             # An empty api_content is not sent, and stays empty.
             {"role": "user", "content": "mohe: plain", "api_content": "", "timestamp": 13.0},
-            # The bridge's row, known by role and timestamp; its twin by text is not.
+            # A sent row, known by role and timestamp; its twin by text is not.
             {"role": "user", "content": "the line", "timestamp": self.ts_alike},
             {"role": "user", "content": "the line", "timestamp": self.ts_ours},
             # No text to tag: a list of images only, NULL content.
@@ -231,7 +231,7 @@ class ChildSessions(unittest.TestCase):
 
 
     def test_answers_are_kept_while_nobody_commits(self):
-        """`has_child_sessions` and the bridge's rows (`tag_messages`) are
+        """`has_child_sessions` and the sent rows (`tag_messages`) are
         kept while the data version stays the same (`read_memo.rs`): in
         DELETE mode a kept answer needs no lock, so it comes back while
         another connection holds the database exclusively, where a read

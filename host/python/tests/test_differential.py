@@ -48,7 +48,7 @@ ROWS = [
     ("user", "[YOU] written by the bridge"),
     ("user", "\x1c[YOU] bridge row behind a separator"),
 ]
-BRIDGE_ROWS = 2
+SENT_ROWS = 2
 
 
 def normalised(value):
@@ -107,7 +107,7 @@ def states():
         support.execute(
             db,
             "INSERT INTO session_switch_sent SELECT id, 'mohe', ?, ? FROM messages ORDER BY id DESC LIMIT ?",
-            (CLI_SESSION, now, BRIDGE_ROWS),
+            (CLI_SESSION, now, SENT_ROWS),
         )
 
     return [("pristine", pristine), ("valid", valid), ("expired", expired), ("future", future),

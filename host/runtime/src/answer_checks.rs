@@ -57,12 +57,13 @@ pub(crate) fn check_decision(decision: &Decision, asked: &str) -> Result<(), Str
     Ok(())
 }
 
-/// The host's own check of a redirect (SECURITY.md, "What a hostile policy
-/// can still do"): a decision that redirects `agent` is honoured only when
-/// one of the agent's records — `session_switch:active:<agent>`, and the
-/// seed's `active_xmpp_sender_session` when `legacy` (the configured
-/// `legacy-agent` only, DESIGN §8) — is a JSON object whose `session_id`
-/// is the decision's target. A decision that does not redirect passes.
+/// The host's own check of a redirect (SECURITY.md, "What a hostile policy can
+/// still do"): a decision that redirects `agent` is honoured only when one of
+/// the agent's records — `session_switch:active:<agent>`, and the legacy
+/// `xmpp_session_bridge.py`'s `active_xmpp_sender_session` when `legacy` (the
+/// configured `legacy-agent` only, DESIGN §8) — is a JSON object whose
+/// `session_id` is the decision's target. A decision that does not redirect
+/// passes.
 ///
 /// This does not repeat the policy's rules (TTL, skew, target session):
 /// it only stops a policy from sending a bot to a session no record names.
@@ -223,11 +224,12 @@ mod tests {
         let other = "20260619_193000_a1b2c3";
         let to = |target: &str| decision(target, true, Reason::Redirected);
         let own = r#"{"session_id": "20260619_190821_7c0afe", "timestamp": 1.0, "source": "cli", "agent": "mohe"}"#;
-        let seed = r#"{"session_id": "20260619_193000_a1b2c3", "timestamp": 1.0, "source": "cli"}"#;
+        let legacy =
+            r#"{"session_id": "20260619_193000_a1b2c3", "timestamp": 1.0, "source": "cli"}"#;
         let mut meta = Meta(
             vec![
                 ("session_switch:active:mohe", own),
-                ("active_xmpp_sender_session", seed),
+                ("active_xmpp_sender_session", legacy),
                 ("session_switch:active:zhiwei", "not json"),
                 ("session_switch:active:xiaoguo", r#"{"session_id": 7}"#),
             ],
@@ -242,7 +244,7 @@ mod tests {
             ["session_switch:active:mohe"],
             "one read when the own record names it"
         );
-        // The seed's key counts for the legacy agent only.
+        // The legacy tool's key counts for the legacy agent only.
         assert_eq!(
             check_redirect(&mut |k| meta.meta_get(k), "mohe", true, &to(other)),
             Ok(())

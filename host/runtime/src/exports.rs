@@ -1,10 +1,9 @@
-//! Every export of the policy as a method of [`PolicyInstance`]: what the
-//! host checks before the call, one call through the instance's call path
+//! Every export of the policy as a method of [`PolicyInstance`]: what the host
+//! checks before the call, one call through the instance's call path
 //! ([`PolicyInstance::call`]), the host's checks of the answer
-//! (`answers.rs`), and the `*_or_fallback` forms that answer a safe default
-//! instead of a failure, so a gateway never stops answering.
-//! The `tag` export and its forms are in `tag.rs`, the safe defaults in
-//! `fallback.rs`.
+//! (`answer_checks.rs`), and the `*_or_fallback` forms that answer a safe
+//! default instead of a failure, so a gateway never stops answering. The `tag`
+//! export and its forms are in `tag.rs`, the safe defaults in `fallback.rs`.
 
 mod fallback;
 mod tag;
@@ -216,10 +215,10 @@ impl PolicyInstance {
             .0)
     }
 
-    /// Delete the record of each agent (or of `agent` only) and the seed's
-    /// key for the legacy agent; the keys deleted. The host lets the policy
-    /// delete only our keys, and checks that every key it reports was
-    /// really deleted in this call.
+    /// Delete the record of each agent (or of `agent` only) and the legacy
+    /// `xmpp_session_bridge.py`'s key for the legacy agent; the keys deleted.
+    /// The host lets the policy delete only our keys, and checks that every
+    /// key it reports was really deleted in this call.
     pub fn clear(&mut self, agent: Option<&str>) -> Result<Vec<String>, Failure> {
         let (keys, done) =
             self.call_wit(Call::Clear, None, |g, s| g.call_clear(s, agent), no_check)?;

@@ -1,8 +1,8 @@
 //! [`PolicyInstance`]: one caller's store of the policy — made on the first
-//! call, kept between calls that ended well, thrown away after any failure
-//! and whenever a swap or new settings ask for a fresh one — and the path
-//! each export takes through it. The exports themselves are in
-//! `exports.rs`, the checks of their answers in `answers.rs`.
+//! call, kept between calls that ended well, thrown away after any failure and
+//! whenever a swap or new settings ask for a fresh one — and the path each
+//! export takes through it. The exports themselves are in `exports.rs`, the
+//! checks of their answers in `answer_checks.rs`.
 
 use super::bindings::exports::agentsmeeting::session_switch::policy::Guest;
 use super::bindings::{Decision, Settings, WitFailure};
@@ -163,7 +163,8 @@ impl PolicyInstance {
     }
 
     /// Whether `agent` is the settings' `legacy-agent`, the one agent for
-    /// which the seed's fixed key is read (DESIGN §8 "Records").
+    /// which the legacy `xmpp_session_bridge.py`'s fixed key is read (DESIGN
+    /// §8 "Records").
     pub(crate) fn is_legacy(&self, agent: &str) -> bool {
         self.settings.legacy_agent.as_deref() == Some(agent)
     }

@@ -28,18 +28,18 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Longest time one call may spend in the policy itself: the calling
     /// thread's CPU time from the call's start, minus the wall-clock time
-    /// spent inside host imports (an `ejabberdctl` send waits ~0.5 s; the
-    /// transports have their own time limits). CPU time, not wall-clock
-    /// time, so that a loaded machine, which leaves the thread waiting for
-    /// a core, does not fail a good policy. Imports are timed by the wall
-    /// clock because the thread's CPU clock is a system call (~0.8 µs on
-    /// the test VM, against ~20 ns), read only twice per call: an import's
-    /// wall time is at least its CPU time, so the guest is never charged
-    /// for the host's work, and at most gains the time an import waited
-    /// (bounded by the busy timeouts and the transports' time limits).
-    /// Checked every [`EPOCH_TICK`] of wall-clock time, so a call runs at
-    /// most about one tick longer (more on a machine too loaded to run the
-    /// ticker thread).
+    /// spent inside host imports (an `ejabberdctl` send waits for an Erlang VM
+    /// to boot; the transports have their own time limits). CPU time, not
+    /// wall-clock time, so that a loaded machine, which leaves the thread
+    /// waiting for a core, does not fail a good policy. Imports are timed by
+    /// the wall clock because the thread's CPU clock is a system call (far
+    /// slower than the wall clock's vDSO read), read only twice per call: an
+    /// import's wall time is at least its CPU time, so the guest is never
+    /// charged for the host's work, and at most gains the time an import
+    /// waited (bounded by the busy timeouts and the transports' time limits).
+    /// Checked every [`EPOCH_TICK`] of wall-clock time, so a call runs at most
+    /// about one tick longer (more on a machine too loaded to run the ticker
+    /// thread).
     pub guest_time_per_call: Duration,
 }
 
@@ -76,10 +76,9 @@ impl Default for Limits {
 /// policy checks the epoch at function entries and loop heads, and calls
 /// back only when the deadline passed).
 ///
-/// The checks and the timing of imports cost about a microsecond per
-/// `resolve` and a few percent of a large `context` (README "Reliability"
-/// has the A/B figures); one tick of 10 ms keeps the overshoot of the limit
-/// small against its 2 s.
+/// The checks and the timing of imports cost little per call (README
+/// "Reliability" has the A/B figures); one tick of 10 ms keeps the overshoot
+/// of the limit small against its 2 s.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Advance `engine`'s epoch every [`EPOCH_TICK`] on a thread of its own,

@@ -13,9 +13,9 @@ pub(crate) struct Served {
     /// with the one it holds, without locking, before every call.
     generation: AtomicU64,
     /// Components swapped out, kept until no instance holds them: the last
-    /// drop of a component unmaps its code and unregisters its types
-    /// (~0.25 ms, `make bench`'s hot swap), which belongs on a swapping
-    /// thread, not in a caller's first call on the new component.
+    /// drop of a component unmaps its code and unregisters its types (timed in
+    /// `make bench`'s hot swap), which belongs on a swapping thread, not in a
+    /// caller's first call on the new component.
     retired: Mutex<Vec<Arc<Loaded>>>,
 }
 

@@ -15,8 +15,8 @@ use super::bindings::{EditAction, Role};
 use std::collections::HashMap;
 
 /// Prefixes are hashed on every row of every request: foldhash, not std's
-/// SipHash (13 % of a warm 1,000-row `tag_messages` in perf). The memo is
-/// one instance's own, so no caller picks its keys to collide.
+/// SipHash (a visible share of a warm `tag_messages` in perf). The memo is one
+/// instance's own, so no caller picks its keys to collide.
 type Map = HashMap<Box<str>, Slots, foldhash::fast::RandomState>;
 
 /// A full memo starts over past this many bytes of remembered prefixes

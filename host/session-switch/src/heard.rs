@@ -1,7 +1,7 @@
-//! The façade of the lines waiting for an agent's next turn and of the
-//! bot's cursor in the room (`store/heard.rs`): the bot hands a decided
-//! message's line to [`Bridge::admit_hearing`], which stores it with the
-//! loop guard's state in the decision's one brief transaction.
+//! The façade of the lines waiting for an agent's next turn and of the bot's
+//! cursor in the room (`host/store/src/heard.rs`): the bot hands a decided
+//! message's line to [`Bridge::admit_hearing`], which stores it with the loop
+//! guard's state in the decision's one brief transaction.
 
 use crate::Bridge;
 use crate::hermes_imports::HermesImports;
@@ -22,7 +22,7 @@ pub struct Hearing<'a> {
     /// Unix seconds.
     pub at: f64,
     /// The room cursor to store with the decision (JSON, see
-    /// `store/heard.rs`), if the bot moves it.
+    /// `host/store/src/heard.rs`), if the bot moves it.
     pub cursor: Option<&'a str>,
 }
 

@@ -1,8 +1,8 @@
 //! A gateway's plain reads of `state.db` beside the policy's calls, on the
-//! connection those calls use (`Bridge::reads`): after another
-//! connection's commit SQLite drops a connection's page cache and the next
-//! read goes back to the file (~40 µs), so a request whose reads share one
-//! connection pays that once. The faces (the Python binding, a Rust
+//! connection those calls use (`Bridge::reads`): after another connection's
+//! commit SQLite drops a connection's page cache and the next read goes back
+//! to the file (README "What bounds the rest"), so a request whose reads share
+//! one connection pays that once. The faces (the Python binding, a Rust
 //! gateway) read through this view, never through the store's own type.
 
 use session_switch_contract::failure::Failure;

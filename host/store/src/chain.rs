@@ -295,11 +295,11 @@ impl HermesStore {
     }
 
     /// Whether any session names `id` as its parent (`parent_session_id`,
-    /// Hermes's index `idx_sessions_parent`). Without one, every walk
-    /// Hermes makes from `id` to a continuation (v31 `get_compression_tip`,
-    /// `resolve_resume_session_id`) ends at `id` itself: the plugin then
-    /// skips Hermes's own walk (~0.2 ms of Python). Every Hermes schema
-    /// has the column. Errors as [`Self::live_tip`].
+    /// Hermes's index `idx_sessions_parent`). Without one, every walk Hermes
+    /// makes from `id` to a continuation (v31 `get_compression_tip`,
+    /// `resolve_resume_session_id`) ends at `id` itself: the plugin then skips
+    /// Hermes's own walk (Python, per request). Every Hermes schema has the
+    /// column. Errors as [`Self::live_tip`].
     ///
     /// SQL (autocommit, read only): `SELECT EXISTS(SELECT 1 FROM sessions
     /// WHERE parent_session_id = ?1)`; the answer is kept while the data

@@ -6,8 +6,8 @@
 //! (`PRAGMA data_version`) takes and drops the shared lock: three `fcntl`
 //! locks, a look for a hot journal and a WAL file, a header read, a size
 //! check, the unlock, eight system calls measured as most of a served
-//! `resolve` on this machine kind (10.8 µs of 11.1 on v31). The database
-//! header says the same in four bytes: the file change counter (offset 24,
+//! `resolve` (README "What was changed to get there"). The database header
+//! says the same in four bytes: the file change counter (offset 24,
 //! big-endian), which every transaction that modifies the file increments
 //! (<https://sqlite.org/fileformat.html#file_change_counter>).
 //!

@@ -3,8 +3,8 @@
 //! (tokenizer `cjk_unicode61`) and triggers named `messages_fts_cjk*` on
 //! `messages`. Any INSERT into `messages` then fails on a connection without
 //! that tokenizer ("no such tokenizer: cjk_unicode61"), so a writer must load
-//! the same extension first, or refuse (research/hermes-state.md §2). The
-//! triggers are Hermes's: never dropped or altered here.
+//! the same extension first, or refuse. The triggers are Hermes's: never
+//! dropped or altered here.
 
 use std::path::PathBuf;
 

@@ -5,9 +5,9 @@
 //! must not both count from the same old counter).
 //!
 //! The transaction follows the send's rules for brief transactions
-//! (`send_write.rs`, DESIGN §9.5): `BEGIN IMMEDIATE` does not wait on a
-//! lock (busy timeout 0: SQLite's busy handler polling from many bots would
-//! crowd out Hermes's writer), the statements and the `COMMIT` wait at most
+//! (`send/mod.rs`, DESIGN §9.5): `BEGIN IMMEDIATE` does not wait on a lock
+//! (busy timeout 0: SQLite's busy handler polling from many bots would crowd
+//! out Hermes's writer), the statements and the `COMMIT` wait at most
 //! [`BRIEF_BUSY`], and a locked `BEGIN` is retried after a random, growing
 //! pause until the store's write deadline. The policy call inside is pure
 //! computation over one small JSON value (well under a millisecond), so the

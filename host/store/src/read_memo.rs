@@ -1,16 +1,15 @@
 //! Answers of the two plain reads a gateway makes on every turn, kept while
-//! the database's data version stays the same: whether a session has
-//! children ([`HermesStore::has_child_sessions`]) and the bridge's rows of a
-//! session ([`HermesStore::sent_rows`]).
+//! the database's data version stays the same: whether a session has children
+//! ([`HermesStore::has_child_sessions`]) and the sent rows of a session
+//! ([`HermesStore::sent_rows`]).
 //!
-//! Why: in DELETE journal mode each of them is a read transaction of its
-//! own, and SQLite's lock cycle (three `fcntl`s, a look for a hot journal,
-//! the header read, the unlock) is most of its cost, 10–15 µs on this
-//! machine kind against one `pread` of the change counter (README "What
-//! bounds the rest"). Same rule as the decision memo and
-//! [`HermesStore::table_exists`]: the version is read *before* the query,
-//! so a commit that lands in between leaves an older version next to the
-//! newer answer, and the next call reads again. The version moves on any
+//! Why: in DELETE journal mode each of them is a read transaction of its own,
+//! and SQLite's lock cycle (three `fcntl`s, a look for a hot journal, the
+//! header read, the unlock) is most of its cost, against one `pread` of the
+//! change counter (README "What bounds the rest"). Same rule as the decision
+//! memo and [`HermesStore::table_exists`]: the version is read *before* the
+//! query, so a commit that lands in between leaves an older version next to
+//! the newer answer, and the next call reads again. The version moves on any
 //! other connection's commit and on this connection's own changed rows
 //! (`DataVersion`). What it trusts in DELETE mode is SECURITY G6.
 
@@ -67,7 +66,7 @@ impl ReadMemo {
             .insert(session_id.to_owned(), has);
     }
 
-    /// The bridge's rows of `session_id` for `agent` read at `version`, if kept.
+    /// The sent rows of `session_id` for `agent` read at `version`, if kept.
     pub(super) fn sent_rows(
         &self,
         version: DataVersion,

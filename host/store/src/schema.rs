@@ -9,12 +9,11 @@ use rusqlite::Connection;
 use session_switch_contract::failure::Failure;
 
 /// Whether table `name` exists in the main database, from SQLite's parsed
-/// schema (`pragma_table_info`, SQLite ≥ 3.16: a lookup in the
-/// connection's schema, which SQLite re-reads only when another connection
-/// changed it) instead of a scan of `sqlite_master`, whose pages another
-/// connection's commit sends back to the file: 40k instructions a call
-/// after Hermes's store of a turn (callgrind of the plugin's
-/// `tag_messages`, v22, no `session_switch_sent` yet).
+/// schema (`pragma_table_info`, SQLite ≥ 3.16: a lookup in the connection's
+/// schema, which SQLite re-reads only when another connection changed it)
+/// instead of a scan of `sqlite_master`, whose pages another connection's
+/// commit sends back to the file, costly after every Hermes store of a turn
+/// (callgrind of the plugin's `tag_messages`).
 pub(super) fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT EXISTS(SELECT 1 FROM pragma_table_info(?1, 'main'))")
         .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)))

@@ -22,16 +22,15 @@ impl TableSeen {
     /// same; else `query()`.
     ///
     /// Asked on every call, that query measured as the largest part of a
-    /// `resolve` when it scanned `sqlite_master` (`make bench`), and 9 % of
-    /// the plugin's `tag_messages` on a database the bridge never wrote
+    /// `resolve` when it scanned `sqlite_master` (`make bench`), and a visible
+    /// share of the plugin's `tag_messages` on a database with no sent rows
     /// (callgrind). The tables it is kept for are never dropped (Hermes
     /// creates `state_meta` and never drops it, `session_switch_sent` is
-    /// ours), and the data version moves on any other connection's commit
-    /// (a `CREATE TABLE` included) and on this connection's changed rows:
-    /// each of its own `CREATE`s comes with an `INSERT` into the new table
-    /// in the same transaction (`send_write.rs`, `guard_state.rs`). The
-    /// version is read before the schema, so a table created in between is
-    /// found by the query.
+    /// ours), and the data version moves on any other connection's commit (a
+    /// `CREATE TABLE` included) and on this connection's changed rows: each of
+    /// its own `CREATE`s comes with an `INSERT` into the new table in the same
+    /// transaction (`send/mod.rs`, `guard_state.rs`). The version is read
+    /// before the schema, so a table created in between is found by the query.
     pub(super) fn exists(
         &self,
         version: impl FnOnce() -> Result<DataVersion, Failure>,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 /// Busy timeout set on every connection: how long one statement waits for
 /// another connection's lock before SQLite reports `SQLITE_BUSY`. Hermes's
-/// readers use 5 s (v31, research/hermes-state.md §5); its writers wait 1 s
-/// per attempt and retry for up to 20 s.
+/// readers use 5 s (v31); its writers wait 1 s per attempt and retry for up to
+/// 20 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often `BEGIN` (and `COMMIT`) is tried when SQLite still
@@ -16,9 +16,9 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// `WRITE_ATTEMPTS × (busy timeout + 150 ms)`.
 pub const WRITE_ATTEMPTS: u32 = 3;
 
-/// Range of the random pause between write attempts, in milliseconds; the
-/// same range as Hermes 0.19.0's write retry (research/hermes-state.md §5),
-/// so that competing writers spread out instead of retrying in lock step.
+/// Range of the random pause between write attempts, in milliseconds; the same
+/// range as Hermes 0.19.0's write retry, so that competing writers spread out
+/// instead of retrying in lock step.
 pub const RETRY_JITTER_MS: std::ops::RangeInclusive<u64> = 20..=150;
 
 /// Busy timeout of the send's brief transactions: a Hermes reader that

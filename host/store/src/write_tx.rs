@@ -169,8 +169,8 @@ pub(super) fn commit_with_retry(
 }
 
 /// Whether a `state_meta` key is ours to delete (`legacy_ok`) or write:
-/// `session_switch:` + at least one character, or the seed's key when
-/// `legacy_ok`. Else kind `bad-input`.
+/// `session_switch:` + at least one character, or the legacy
+/// `xmpp_session_bridge.py`'s key when `legacy_ok`. Else kind `bad-input`.
 pub(super) fn check_our_key(key: &str, legacy_ok: bool) -> Result<(), Failure> {
     if is_prefixed_key(key) || (legacy_ok && is_our_meta_key(key)) {
         return Ok(());

@@ -39,8 +39,9 @@ const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
 const KEEP_OUTPUT_BYTES: u64 = 1 << 20;
 
 /// `ejabberdctl` as an argument list from the config (`[xmpp] ejabberdctl`):
-/// `["ejabberdctl"]`, a path, or the seed's production form
-/// `["docker", "exec", "ejabberd", "ejabberdctl"]`. Never run through a shell.
+/// `["ejabberdctl"]`, a path, or the legacy `xmpp_session_bridge.py`'s
+/// production form `["docker", "exec", "ejabberd", "ejabberdctl"]`. Never run
+/// through a shell.
 #[derive(Clone, Debug)]
 pub struct EjabberdCtl {
     /// The command prefix as run (with `-e LC_ALL=C.UTF-8` after `exec` for

@@ -2,16 +2,17 @@
 //! beforehand whether the room accepts the sender.
 //!
 //! Two ways to reach the same ejabberd command (`send_stanza`, from
-//! `mod_admin_extra`): [`EjabberdCtl`] runs the `ejabberdctl` command line
-//! (as the seed does, possibly through `docker exec`), [`HttpApi`] calls
-//! `mod_http_api`. Every post is a person's (the CLI's `send`), so the
-//! stanza carries the human-origin marker, a stanza `id` and an XEP-0359
-//! `origin-id` ([`human_stanza`]); `send_stanza` routes it exactly as
-//! `send_message` routed the seed's bare body (same senders accepted, same
-//! silent drop of the others: verified on ejabberd 23.01). Both implement [`Transport`], the post-to-room half of the
-//! send (DESIGN §8): the host calls [`Transport::check_sender`] before it
-//! writes anything (for an agent that posted before, on another thread
-//! beside the post) and [`Transport::post`] with no transaction open.
+//! `mod_admin_extra`): [`EjabberdCtl`] runs the `ejabberdctl` command line (as
+//! the legacy `xmpp_session_bridge.py` does, possibly through `docker exec`),
+//! [`HttpApi`] calls `mod_http_api`. Every post is a person's (the CLI's
+//! `send`), so the stanza carries the human-origin marker, a stanza `id` and
+//! an XEP-0359 `origin-id` ([`human_stanza`]); `send_stanza` routes it exactly
+//! as `send_message` routed the legacy tool's bare body (same senders
+//! accepted, same silent drop of the others: verified on ejabberd 23.01). Both
+//! implement [`Transport`], the post-to-room half of the send (DESIGN §8): the
+//! host calls [`Transport::check_sender`] before it writes anything (for an
+//! agent that posted before, on another thread beside the post) and
+//! [`Transport::post`] with no transaction open.
 //!
 //! Why the check exists (DESIGN §5, verified on ejabberd 23.01): the room
 //! silently drops a groupchat message whose FROM is not a MUC/Sub subscriber,

@@ -11,8 +11,9 @@ use session_switch_contract::failure::Failure;
 /// end a hung call.
 pub const EJABBERDCTL_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Default time limit of one HTTP API request: 5 s, connection included.
-/// A post over `mod_http_api` takes 10–20 ms (DESIGN §5).
+/// Default time limit of one HTTP API request: 5 s, connection included. A
+/// post over `mod_http_api` is one short request to a running server, so the
+/// limit is far above a healthy post.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The post-to-room half of the send (DESIGN §8). Implementations hold no
@@ -32,8 +33,8 @@ pub trait Transport: Send + Sync {
     /// unreachable, node down, time-out → `transport`.
     ///
     /// A MUC service admin could also post, but the API cannot tell who is
-    /// one, so the deployment subscribes the agents explicitly (the seed's
-    /// agents are room members, not admins).
+    /// one, so the deployment subscribes the agents explicitly (the legacy
+    /// `xmpp_session_bridge.py`'s agents are room members, not admins).
     fn check_sender(&self, from: &str, room: &str) -> Result<(), Failure>;
 
     /// `send_stanza FROM ROOM STANZA` with the [`human_stanza`](super::human_stanza) of `body`

@@ -25,10 +25,11 @@ pub(super) fn is_subscriber<'s>(
         .any(|s| comparable_bare_jid(s) == wanted)
 }
 
-/// The `not-accepted` failure for a sender that is not a subscriber, with
-/// the command that fixes it (nick = the JID's local part, as the seed's
-/// agents use their names as nicks; the transport does not know the
-/// configured nick, so the message says to use that one if it differs).
+/// The `not-accepted` failure for a sender that is not a subscriber, with the
+/// command that fixes it (nick = the JID's local part, as the legacy
+/// `xmpp_session_bridge.py`'s agents use their names as nicks; the transport
+/// does not know the configured nick, so the message says to use that one if
+/// it differs).
 pub(super) fn not_subscriber(from: &str, room: &str) -> Failure {
     let bare = comparable_bare_jid(from);
     let nick = bare

@@ -179,7 +179,7 @@ class Bridge:
         (Hermes's loader output for ``session_id``: ``content`` a string, a
         list of parts (the first ``{"type": "text"}`` part carries the
         text) or ``None``; ``api_content`` edited alike when non-empty).
-        Rows are matched to the bridge's by role and timestamp, never by
+        Rows are matched to the sent rows by role and timestamp, never by
         position. Returns how many messages changed. Raises
         ``SessionSwitchError`` (``bad-input`` for a session id Hermes's API
         server refuses, as ``resolve``; ``store``, ``policy``) and leaves

@@ -69,8 +69,9 @@ impl HermesImports {
     /// instance [`Bridge::instance`](crate::Bridge::instance) makes): for a
     /// gateway's plain reads between policy calls on the connection those
     /// calls use. After another connection's commit SQLite drops a
-    /// connection's page cache and the next read goes back to the file
-    /// (~40 µs); a request whose reads share one connection pays that once.
+    /// connection's page cache and the next read goes back to the file (README
+    /// "What bounds the rest"); a request whose reads share one connection
+    /// pays that once.
     pub(crate) fn store_of(instance: &mut PolicyInstance) -> Option<&HermesStore> {
         let imports: &mut dyn Any = instance.imports_mut();
         imports
@@ -164,14 +165,14 @@ impl HostImports for HermesImports {
         self.store.end_state_write(commit)
     }
 
-    /// Whether `sessions` has `id`. The policy asks this last about a
-    /// session it would redirect to or record, so a session that may be
-    /// neither is refused here (kind `bad-input`, nothing redirected or
-    /// written): an id Hermes's API server refuses
-    /// (`session_switch_contract::ids`), or a compressed session without a
-    /// unique live tip (`store/chain.rs`); the policy's `resolve` and
-    /// `active` answer "not redirecting" with the message, its `send`
-    /// fails with it. In reporting mode it is noted instead.
+    /// Whether `sessions` has `id`. The policy asks this last about a session
+    /// it would redirect to or record, so a session that may be neither is
+    /// refused here (kind `bad-input`, nothing redirected or written): an id
+    /// Hermes's API server refuses (`session_switch_contract::ids`), or a
+    /// compressed session without a unique live tip
+    /// (`host/store/src/chain.rs`); the policy's `resolve` and `active` answer
+    /// "not redirecting" with the message, its `send` fails with it. In
+    /// reporting mode it is noted instead.
     fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {
         if let Some(why) = target_problem(id, |id| self.live_tip(id))? {
             tracing::warn!(target: "session_switch::chain", "refusing session {id:?}: {why}");

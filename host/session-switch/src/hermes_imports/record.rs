@@ -32,7 +32,8 @@ pub(super) fn recorded_session(value: &str) -> Option<String> {
     }
 }
 
-/// Keys that hold a record (`session_switch:active:<agent>`, the seed's key).
+/// Keys that hold a record (`session_switch:active:<agent>`, the legacy
+/// `xmpp_session_bridge.py`'s key).
 pub(super) fn is_record_key(key: &str) -> bool {
     key == LEGACY_KEY || key.starts_with(RECORD_KEY_PREFIX)
 }

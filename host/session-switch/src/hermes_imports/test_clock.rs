@@ -11,8 +11,8 @@
 /// clock.
 pub const TEST_CLOCK_ENV: &str = "SESSION_SWITCH_TEST_CLOCK_FILE";
 
-/// The file [`TEST_CLOCK_ENV`] names, read once per process: `getenv` on
-/// every `now` was a tenth of a served `resolve` (callgrind). Tests set it
+/// The file [`TEST_CLOCK_ENV`] names, read once per process: `getenv` on every
+/// `now` was a visible share of a served `resolve` (callgrind). Tests set it
 /// for the processes they start.
 static TEST_CLOCK: std::sync::LazyLock<Option<std::path::PathBuf>> =
     std::sync::LazyLock::new(|| {

@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use super::message::{Keys, Message};
 use super::sql::{Cells, Col, json_cell, json_loads, json_or, lossy, truthy_cell};
 
-/// v1: the tool fields when set (research/hermes-state.md §6).
+/// v1: the tool fields when set (v1's loader added `tool_call_id` and
+/// `tool_name` only when the column was set).
 pub(super) fn early_fields(msg: &mut Message, cells: &Cells<'_>) {
     for col in [Col::ToolCallId, Col::ToolName] {
         copy_if_truthy(msg, cells, col);

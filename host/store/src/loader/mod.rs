@@ -15,8 +15,8 @@
 //!   `_decode_content`, `_strip_background_review_harness`.
 //! - **v1** (commit `440c244c`): `{role, content}` plus `tool_calls`
 //!   (parsed), `tool_call_id`, `tool_name`, `ORDER BY timestamp, id`
-//!   (research/hermes-state.md §6, checked against
-//!   `expected-conversations.json`; that source is not installed here).
+//!   (as Hermes's v1 source reads them, checked against the conversations
+//!   it produced; that source is not installed here).
 //!   Schemas 2–21 are read with the v22 rules and the columns they have
 //!   (not checked against those versions); 23–30 likewise.
 //!

@@ -157,13 +157,13 @@ impl LoaderSql {
     /// `id, role, content`, then the loader's columns. `active`: only rows
     /// with `active = 1` (the column exists).
     ///
-    /// v1 to 2026-05-13 ordered by timestamp (research/hermes-state.md §6);
-    /// 0.19.0 and v31 by id ("clocks can regress"). Without an index in id
-    /// order (0.19.0 has `(session_id, active, timestamp)`), SQLite would
-    /// sort whole rows, decoding every column twice; the ids from the index
-    /// instead, as an `IN` list it walks in order, seeking each row once:
-    /// 6.5k instead of 9.0k instructions a row at 1,000 rows (callgrind,
-    /// v22). Never a bound `LIMIT`: that made SQLite sort through a b-tree.
+    /// Hermes from v1 to 2026-05-13 ordered by timestamp; 0.19.0 and v31 by id
+    /// ("clocks can regress"). Without an index in id order (0.19.0 has
+    /// `(session_id, active, timestamp)`), SQLite would sort whole rows,
+    /// decoding every column twice; the ids from the index instead, as an `IN`
+    /// list it walks in order, seeking each row once (fewer instructions a
+    /// row, callgrind). Never a bound `LIMIT`: that made SQLite sort through a
+    /// b-tree.
     pub fn history_select(&self, active: bool) -> String {
         let active = if active { " AND active = 1" } else { "" };
         let head = format!(
@@ -272,10 +272,10 @@ pub(super) fn json_cell(value: ValueRef<'_>) -> Value {
     }
 }
 
-/// `bytes` as text, bytes that are not UTF-8 replaced by U+FFFD. Valid
-/// text (every row Hermes writes) is borrowed after a SIMD check
-/// (`simdutf8`: std's `from_utf8` was 560 instructions a row on the bench's
-/// Chinese and English lines, the lossy decoder's chunk walk 900).
+/// `bytes` as text, bytes that are not UTF-8 replaced by U+FFFD. Valid text
+/// (every row Hermes writes) is borrowed after a SIMD check (`simdutf8`: fewer
+/// instructions a row than std's `from_utf8` on the bench's Chinese and
+/// English lines, and than the lossy decoder's chunk walk).
 pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
     match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),

@@ -92,17 +92,18 @@ impl HermesStore {
     ///
     /// Errors: kind `bad-input` (before anything is touched) for empty ids,
     /// content with a NUL character (Hermes reads `"\0json:"` content as
-    /// multimodal, so none is ever written), a `record_key` that is not
-    /// ours (`session_switch:…`; Hermes's keys and the seed's key are never
-    /// written), a `record_value` that is not a JSON object with a numeric
-    /// `timestamp`, or a `timestamp` that is not a positive finite number of
-    /// Unix seconds; kind `store` for a read-only file; kind `busy` when the
-    /// intent could not be written within the write deadline (nothing
-    /// posted, nothing written); `post`'s own failure unchanged (the intent
-    /// removed), except kind `unknown-outcome`, whose message then says that
-    /// `active` reports the send (the intent kept, state `unknown`); kind
-    /// `store` when the room took the message but the record could not be
-    /// written: the message says it is pending and must not be sent again.
+    /// multimodal, so none is ever written), a `record_key` that is not ours
+    /// (`session_switch:…`; Hermes's keys and the legacy
+    /// `xmpp_session_bridge.py`'s key are never written), a `record_value`
+    /// that is not a JSON object with a numeric `timestamp`, or a `timestamp`
+    /// that is not a positive finite number of Unix seconds; kind `store` for
+    /// a read-only file; kind `busy` when the intent could not be written
+    /// within the write deadline (nothing posted, nothing written); `post`'s
+    /// own failure unchanged (the intent removed), except kind
+    /// `unknown-outcome`, whose message then says that `active` reports the
+    /// send (the intent kept, state `unknown`); kind `store` when the room
+    /// took the message but the record could not be written: the message says
+    /// it is pending and must not be sent again.
     pub fn send_write<T>(
         &mut self,
         w: &SendWrite<'_>,

@@ -9,7 +9,8 @@ def live_tip(bridge, db, session_id: str) -> str:
     """Hermes's live compression tip of ``session_id`` (``SessionDB.
     resolve_resume_session_id``), asked only where some session names it
     as parent (``Bridge.has_child_sessions``; else it is its own tip, and
-    Hermes's walk costs ~0.2 ms); ``session_id`` itself where Hermes has no
+    Hermes's walk is Python that a request need not pay); ``session_id``
+    itself where Hermes has no
     walk. Raises what those raise."""
     resolver = getattr(db, "resolve_resume_session_id", None)
     if callable(resolver) and bridge.has_child_sessions(session_id):
@@ -22,8 +23,8 @@ def turn_target(bridge, db, decision: dict, asked: str) -> str:
     ``decision``: ``asked`` itself, or on a redirect the CLI session, on v31
     its live compression tip, as Hermes's ``_resolve_live_session_id`` does
     for the client's id (fails open to the id itself). A session no other
-    names as parent is its own tip: Hermes's walk (~0.2 ms of Python after
-    a write) would answer the id itself."""
+    names as parent is its own tip: Hermes's walk (Python, slower after a
+    write) would answer the id itself."""
     if not decision["redirected"]:
         return asked
     target = decision["session_id"]

@@ -26,10 +26,11 @@ def refresh_after_turn(plan) -> None:
 
 class Refresher:
     """The one thread that runs :func:`refresh` after turns, fed by a
-    queue. ``loop.run_in_executor`` costs the event loop 14-49 µs a turn (a
-    future, the pool's bookkeeping, a wake of a worker); scheduling here is
-    a dict lookup and a put, whose wake of
-    the sleeping thread is most of its ~10 µs. A refresh queued for a
+    queue. ``loop.run_in_executor`` costs the event loop a future, the
+    pool's bookkeeping and a wake of a worker each turn; scheduling here is
+    a dict lookup and a put, whose wake of the sleeping thread is most of
+    its cost (bench/README.md, "Figures behind design choices"). A refresh
+    queued for a
     session and not started is not queued again: it reads after both
     turns. Started at the first turn (importing the plugin starts nothing),
     again in a forked child. Not a daemon thread: one that takes the GIL
@@ -110,11 +111,11 @@ REFRESHER = Refresher()
 def refresh(bridge, agent: str, asked: str, db: Any = None) -> None:
     """Read again, after a turn on ``asked`` stored its messages, what the
     next turn on ``asked`` reads first: the decision (``resolve``), the
-    target's children and the bridge's rows; with Hermes's ``SessionDB``
+    target's children and the sent rows; with Hermes's ``SessionDB``
     (``db``: the turn came through the history-load seam) also the next
     turn's history (:class:`Prepared`). SQLite drops a connection's page
     cache when another commits, so the first reads after Hermes's store of
-    a turn took 30–45 µs (README "What bounds the rest"); made here, off
+    a turn go back to the file (README "What bounds the rest"); made here, off
     the request's path, they leave the next request the decision memo and
     pages that are current. Nothing is served that is not: the next
     ``resolve`` still checks the data version (a CLI send or another turn
@@ -127,7 +128,7 @@ def refresh(bridge, agent: str, asked: str, db: Any = None) -> None:
         target = decision["session_id"] if decision["redirected"] else asked
         if decision["redirected"]:
             bridge.has_child_sessions(target)
-        # No messages: reads the bridge's rows of the target, edits nothing.
+        # No messages: reads the sent rows of the target, edits nothing.
         bridge.tag_messages(agent, target, [])
     except Exception as e:  # the next request reads for itself
         log.debug("session-switch: refresh after a turn on %s: %s", asked, reason(e))
@@ -138,7 +139,7 @@ class Prepared:
     turn on it (:func:`refresh`, off the request's path) by Hermes's own
     loader (``loader``, set when the history-load seam is installed) with
     the policy's edits, for the next chat-completions request on it to take
-    instead of loading: Hermes's load (1-140 ms from 100 to 10,000 rows,
+    instead of loading: Hermes's load (which grows with the history,
     README "Performance") and the edits leave the request.
 
     A prepared history is handed out at most once (Hermes appends to the

@@ -45,7 +45,7 @@ def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
     async def _run_agent(self, *args, **kwargs):
         if not args and "session_id" in kwargs and "conversation_history" in kwargs:
             # Hermes's own calls, all by keyword: no binding (`bind` would
-            # be most of this wrapper's ~7 µs a turn).
+            # be most of this wrapper's time a turn).
             arguments = kwargs
 
             def call():

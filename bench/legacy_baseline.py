@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""The seed's approach in CPython, as the seed describes it: a timing
-reference for `make bench`, not a product (it keeps every gap of the seed
-that DESIGN §1 lists: one fixed key for all agents, bare-prefix tagging,
-ejabberdctl's exit 0 taken as delivery, no validation of the record).
+"""The legacy `xmpp_session_bridge.py`'s approach in CPython, as the
+legacy tool's description gives it: a timing reference for `make bench`,
+not a product (it keeps every gap of the legacy tool that DESIGN §1 lists:
+one fixed key for all agents, bare-prefix tagging, ejabberdctl's exit 0
+taken as delivery, no validation of the record).
 
-Source: shared/seed/000_f72e165ce3ebd2cd.txt (`api_server.py` redirect,
-the `[YOU]` tagging loop, `xmpp_session_bridge.py send`).
+What it copies: the redirect of its patched `api_server.py`, its `[YOU]`
+tagging loop, and `xmpp_session_bridge.py send`.
 
 Commands:
   resolve  --db DB --session ID                 one redirect decision (JSON)
@@ -29,12 +30,12 @@ import subprocess
 import sys
 import time
 
-# The seed's fixed state_meta key and lifetime (seed: "有效期 1 小时").
+# The legacy tool's fixed state_meta key and lifetime ("有效期 1 小时", one hour).
 KEY = "active_xmpp_sender_session"
 TTL_SECONDS = 3600
-# The seed's hard-coded list of redirected XMPP sessions (api_server.py).
+# The legacy tool's hard-coded list of redirected XMPP sessions (api_server.py).
 XMPP_SESSIONS = ("xmpp-mohe-v2", "xmpp-mohe", "xmpp-zhiwei", "xmpp-zhiwei-v2")
-# The seed's agent table: name -> the XMPP session its bridge writes to.
+# The legacy tool's agent table: name -> the XMPP session its bridge writes to.
 AGENT_SESSIONS = {"mohe": "xmpp-mohe-v2", "zhiwei": "xmpp-zhiwei", "xiaoguo": "xmpp-xiaoguo"}
 
 
@@ -57,8 +58,8 @@ def resolve(db, session_id):
 
 
 def load_history(db, session_id):
-    """Hermes's loader for the model (`get_messages_as_conversation`,
-    research/hermes-state.md §6): ORDER BY id, active rows only, role and
+    """Hermes's loader for the model (`get_messages_as_conversation` of
+    Hermes 0.19.0 and v31): ORDER BY id, active rows only, role and
     content plus tool fields when present (tool_calls parsed)."""
     rows = db.execute(
         "SELECT role, content, tool_calls, tool_call_id, tool_name FROM messages "
@@ -79,7 +80,7 @@ def load_history(db, session_id):
 
 
 def tag(history, my_names):
-    """The seed's self-tagging loop: a bare `startswith(name)`."""
+    """The legacy tool's self-tagging loop: a bare `startswith(name)`."""
     for msg in history:
         content = msg["content"]
         if any(content.startswith(name) for name in my_names):
@@ -155,7 +156,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     if not os.path.isfile(args.db):
-        sys.exit(f"seed_baseline: no database at {args.db}")
+        sys.exit(f"legacy_baseline: no database at {args.db}")
     db = sqlite3.connect(args.db)
     if args.cmd == "resolve":
         target = resolve(db, args.session)
