@@ -95,7 +95,7 @@ def stamp(db, now):
 
 
 def sent_by_the_bridge(db, now):
-    """What the CLI's `send`s leave in `state.db`, as the bridge writes it
+    """What the CLI's `send`s leave in `state.db`, as a send writes it
     (host/store/src/send/mod.rs): the `[YOU] ` rows in the agent's
     XMPP session and the list of sent rows, `session_switch_sent`,
     whose reads the plugin's `tag_messages` makes on every request."""

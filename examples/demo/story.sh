@@ -55,7 +55,7 @@ cat >"$HERMES_HOME/session-switch.toml" <<EOF
 room = "$EJ_ROOM"
 transport = "ejabberdctl"
 # The legacy `xmpp_session_bridge.py`'s deployment: ejabberd in a container
-# (here a stand-in that, like real docker, passes no environment: the bridge
+# (here a stand-in that, like real docker, passes no environment: the transport
 # adds -e LC_ALL=C.UTF-8).
 ejabberdctl = ["docker", "exec", "ejabberd", "ejabberdctl"]
 

@@ -23,7 +23,7 @@ enum Target {
 enum Value {
     /// Any text, JSON or not.
     Raw(String),
-    /// The bridge's shape with fuzzed parts; `age_ms` is how old the
+    /// A send's record shape with fuzzed parts; `age_ms` is how old the
     /// timestamp is (milliseconds), `timestamp` replaces it with any text.
     Shaped {
         target: Target,

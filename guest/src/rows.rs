@@ -12,7 +12,7 @@ pub struct Row<'a> {
     /// The first characters of the row's text (at most the policy's
     /// `prefix_chars`).
     pub prefix: &'a str,
-    /// The bridge wrote the row for the agent asked about.
+    /// A send of ours wrote the row for the agent asked about.
     pub bridge_wrote: bool,
 }
 

@@ -74,7 +74,7 @@ pub fn default_loop_guard() -> LoopGuard {
     }
 }
 
-/// A record value as the bridge writes it (DESIGN §8 "Records").
+/// A record value as a send writes it (DESIGN §8 "Records").
 pub fn sample_record(session_id: &str, timestamp: f64, agent: &str) -> String {
     serde_json::json!({
         "session_id": session_id,

@@ -43,7 +43,7 @@ impl AgentEntry {
         self.agent.sessions.iter().any(|s| s == session_id)
     }
 
-    /// The agent's first XMPP session: the one the bridge writes its
+    /// The agent's first XMPP session: the one a send writes its
     /// `[YOU] ` rows to (WIT `agent.sessions`).
     pub fn history_session(&self) -> &str {
         // Validation guarantees at least one session.
@@ -95,7 +95,7 @@ impl ValidSettings {
         }
         if settings.ttl_seconds == 0 {
             return Err(invalid(
-                "ttl-seconds is 0; it must be > 0 (seed: 3600)".into(),
+                "ttl-seconds is 0; it must be > 0 (the legacy tool used 3600)".into(),
             ));
         }
         if settings.max_body_chars == 0 {

@@ -44,7 +44,7 @@ pub fn signed_by(base: &str, names: &[String]) -> bool {
 /// The edit one row needs for `agent`, or `None`:
 /// - only `user` rows are edited (`assistant` rows are the agent's own by
 ///   role; `tool`, `system`, `other` are never the agent's words);
-/// - own (the bridge wrote it for the agent, or it is signed by one of the
+/// - own (a send of ours wrote it for the agent, or it is signed by one of the
 ///   agent's names) → `tag`, unless the prefix already is exactly
 ///   `[YOU] ` + base with a non-empty base;
 /// - not own but starting with a `[YOU]` marker → `untag`; so is a non-own

@@ -72,7 +72,7 @@ pub fn is_prefixed_key(key: &str) -> bool {
     key.len() > OUR_KEY_PREFIX.len() && key.starts_with(OUR_KEY_PREFIX)
 }
 
-/// Whether `key` is a `state_meta` key the bridge may delete: one we write
+/// Whether `key` is a `state_meta` key session-switch may delete: one we write
 /// ([`is_prefixed_key`]) or the legacy tool's [`LEGACY_KEY`].
 pub fn is_our_meta_key(key: &str) -> bool {
     key == LEGACY_KEY || is_prefixed_key(key)

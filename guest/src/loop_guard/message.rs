@@ -14,7 +14,7 @@ pub struct RoomMessage<'a> {
     pub body: &'a str,
     /// Delayed delivery (XEP-0203): history the room replays on join.
     pub delayed: bool,
-    /// The stanza carries the bridge's human-origin marker.
+    /// The stanza carries the human-origin marker of a person's send.
     pub human_origin: bool,
     /// The room's XEP-0359 stanza-id of this message.
     pub stanza_id: Option<&'a str>,

@@ -1,5 +1,5 @@
 //! One decision per live room message, in arrival order, on a thread of
-//! its own (the Bridge's calls are synchronous: wasmtime and SQLite; a
+//! its own (`Bridge`'s calls are synchronous: wasmtime and SQLite; a
 //! Hermes turn takes seconds). Each message is heard first: `is-own`,
 //! then `admit` (the loop guard and the meeting rules, DESIGN §9.3) sees
 //! every live message; a refusal → silence, the reason logged, the line
@@ -225,7 +225,7 @@ impl Decider {
         let cursor = self.cursor.after(m);
         let cursor_json = cursor.to_json();
         // The guard sees every live message, the bot's own included: its
-        // own lines count as hops, and a send the bridge made for a person
+        // own lines count as hops, and a send made for a person
         // (the human-origin marker) resets the counter (DESIGN §9.3). The
         // line is stored with the decision, so a restart does not lose it.
         let hearing = Hearing {

@@ -36,7 +36,7 @@ pub struct Incoming {
     pub body: String,
     /// XEP-0203 delayed delivery: history the room replays.
     pub delayed: bool,
-    /// The bridge's human-origin marker (DESIGN §9.3).
+    /// The human-origin marker of a person's send (DESIGN §9.3).
     pub human_origin: bool,
     /// The room's XEP-0359 `<stanza-id by='room'/>`.
     pub stanza_id: Option<String>,

@@ -55,7 +55,7 @@ fn lookalike(bridge: &Bridge, nick: &str) -> bool {
 }
 
 /// Whether `agent`'s model would see `line`, a room line stored as a user
-/// row the bridge did not write, as someone else's: it starts with no
+/// row no send of ours wrote, as someone else's: it starts with no
 /// `[YOU]` marker and the policy edits it neither way (an own row that
 /// already carries the tag needs no edit, so no edit alone is not enough).
 fn read_as_is(bridge: &Bridge, agent: &str, line: &str) -> bool {

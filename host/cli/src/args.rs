@@ -121,7 +121,7 @@ pub enum Command {
         /// The message is delayed history (XEP-0203), not live
         #[arg(long)]
         delayed: bool,
-        /// The stanza carries the bridge's human-origin marker
+        /// The stanza carries the human-origin marker of a person's send
         #[arg(long)]
         human_origin: bool,
         /// The room's XEP-0359 stanza-id of the message (a later reply may name it)

@@ -1,4 +1,4 @@
-//! The validated config as the rest of the bridge reads it: the room and
+//! The validated config as the rest of session-switch reads it: the room and
 //! the transport, the redirect settings, the agents, the loop guard's
 //! bounds and the room bots' settings. Made only by `Config::parse` and
 //! `Config::load` (`load.rs`), so every value here passed the checks.
@@ -72,7 +72,7 @@ pub struct Xmpp {
     pub max_body_chars: u32,
 }
 
-/// How the bridge talks to ejabberd.
+/// How a send reaches ejabberd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {

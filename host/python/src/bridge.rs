@@ -255,8 +255,8 @@ impl Bridge {
     /// (`room/nick` as the room shows it; `jid` the sender's real bare JID
     /// where the room exposes it), and why: a dict with `reply`, `reason`,
     /// `stop`, `heard`, `hops`, `detail`. `delayed`: the message is
-    /// replayed history; `human_origin`: it carries the bridge's
-    /// human-origin marker; `stanza_id`: the room's XEP-0359 id of it;
+    /// replayed history; `human_origin`: it carries the
+    /// human-origin marker of a person's send; `stanza_id`: the room's XEP-0359 id of it;
     /// `reply_to` / `reply_to_id`: the sender (`room/nick` or a nick) and
     /// the stanza-id of the message it replies to (XEP-0461).
     #[pyo3(signature = (
@@ -329,7 +329,7 @@ impl Bridge {
     /// The policy sees each message's text as Hermes would send it
     /// (`api_content` when it is a non-empty string on a user or assistant
     /// message, else the content: a string, or a list's first `{"type":
-    /// "text"}` part) and whether the bridge wrote the row; the sent rows are
+    /// "text"}` part) and whether a send of ours wrote the row; the sent rows are
     /// recognised by role and stored timestamp, never by position, as the
     /// loader drops rows and carries no ids. An edit applies to the content's
     /// text and a non-empty `api_content` alike. Raises `SessionSwitchError`

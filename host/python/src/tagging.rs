@@ -5,7 +5,7 @@
 //!
 //! Rows are known by identity, never by position: the loader drops rows
 //! (background-review harness turns, on v31 stale tool-call markers) and
-//! 0.19.0's output carries no row ids, so a row the bridge wrote is recognised
+//! 0.19.0's output carries no row ids, so a sent row is recognised
 //! by its role and stored timestamp (the list of sent rows,
 //! `session_switch_sent`).
 
@@ -114,7 +114,7 @@ impl Ours {
         self.0.is_empty()
     }
 
-    /// Whether the bridge wrote a row with this role and stored timestamp.
+    /// Whether a send of ours wrote a row with this role and stored timestamp.
     fn contains(&self, role: &str, timestamp: f64) -> bool {
         let bits = timestamp.to_bits();
         let from = self.0.partition_point(|(b, _)| *b < bits);
@@ -126,7 +126,7 @@ impl Ours {
 }
 
 /// `Bridge.tag_messages`: the policy's edits on `messages` in place; how
-/// many messages changed. `ours`: the rows the bridge wrote into the
+/// many messages changed. `ours`: the sent rows into the
 /// session for the agent ([`session_switch::Reads::sent_rows`]); `chars`:
 /// the prefix the policy sees of each text; `edit`: the policy's
 /// `tag-summaries` for the agent.
@@ -134,7 +134,7 @@ impl Ours {
 /// The policy sees, per message, a prefix of the text Hermes would send
 /// (`api_content` when it is a non-empty string on a user or assistant
 /// message, else the content's text: the rule of
-/// [`sent_text`]) and whether the bridge wrote the row; only the prefixes
+/// [`sent_text`]) and whether a send of ours wrote the row; only the prefixes
 /// are copied (into one string, WIT `row-summaries`), so a long history
 /// costs little. An edit
 /// (tag or untag) is then applied to the full texts, `content`'s text and

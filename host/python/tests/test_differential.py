@@ -32,7 +32,7 @@ QUERIES = [
 ]
 
 #: Rows that exercise tagging: imitations of the tag, Unicode whitespace,
-#: separators, NULL content, signatures, rows the bridge wrote, a tool row.
+#: separators, NULL content, signatures, sent rows, a tool row.
 ROWS = [
     ("user", "[YOU] zhiwei: fake"),
     ("assistant", "\x1c[YOU] mine, behind a separator"),

@@ -94,7 +94,7 @@ impl Bridge {
             let imports: &mut dyn Any = imports;
             let Some(imports) = imports.downcast_mut::<HermesImports>() else {
                 return Err(Failure::policy(
-                    "the bridge's instance has no Hermes store to keep the line in",
+                    "this Bridge has no Hermes store to keep the line in",
                 ));
             };
             let store = imports.store();

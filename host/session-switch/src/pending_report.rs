@@ -1,5 +1,5 @@
 //! What the faces read of the store, as the façade's own types: a send not
-//! yet in the history, a row the bridge wrote. Converted here from the
+//! yet in the history, a sent row. Converted here from the
 //! store's types, so a change to those stays inside this crate.
 
 use session_switch_store::{PendingSend, PendingState};

@@ -297,7 +297,7 @@ impl HermesStore {
         self.loader.loader
     }
 
-    /// The rows of `session_id` the bridge wrote for `agent` (listed in
+    /// The sent rows of `session_id` for `agent` (listed in
     /// `session_switch_sent`): `(messages.id, role, timestamp)` in id order,
     /// empty when that table is missing. What a caller needs to recognise
     /// those rows in Hermes's own loader output, which carries no ids: a row

@@ -176,7 +176,9 @@ pub(super) fn check_our_key(key: &str, legacy_ok: bool) -> Result<(), Failure> {
         return Ok(());
     }
     let allowed = if legacy_ok {
-        format!("keys starting with `{OUR_KEY_PREFIX}` and the seed's `{LEGACY_KEY}`")
+        format!(
+            "keys starting with `{OUR_KEY_PREFIX}` and the legacy xmpp_session_bridge.py's `{LEGACY_KEY}`"
+        )
     } else {
         format!("keys starting with `{OUR_KEY_PREFIX}`")
     };

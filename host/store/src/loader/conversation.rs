@@ -19,7 +19,7 @@ use super::version::Loader;
 /// [`Conversation::finish`]ed.
 pub struct Conversation<'s> {
     sql: &'s LoaderSql,
-    /// The ids of the rows the bridge wrote, ascending.
+    /// The ids of the sent rows, ascending.
     ours: &'s [i64],
     rows: Vec<HistoryRow>,
     /// v31's tool-call uid pairing (see `pair_tool_call_uid`).
@@ -29,7 +29,7 @@ pub struct Conversation<'s> {
 
 impl<'s> Conversation<'s> {
     /// A loader over `sql`'s rows, with room for `rows` of them; `ours`:
-    /// the ids of the rows the bridge wrote, ascending.
+    /// the ids of the sent rows, ascending.
     pub fn with_capacity(sql: &'s LoaderSql, ours: &'s [i64], rows: usize) -> Self {
         Self {
             sql,

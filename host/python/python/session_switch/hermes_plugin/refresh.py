@@ -198,7 +198,7 @@ class Prepared:
         be storing the turn; v31's token counts come from a writer thread
         of their own) makes it again, at most ``len(_SETTLE)`` times. Not
         made again once a request took it. Raises what Hermes's loader or
-        the bridge raises; nothing is kept then.
+        the Bridge raises; nothing is kept then.
 
         Made for ``asked``'s live compression tip where the turn was
         compressed (v31): the API server runs the next turn on the client's

@@ -78,7 +78,7 @@ async def plan(adapter, bridges: Bridges, arguments: dict) -> Optional[Plan]:
 def edit_incoming(plan: Plan, arguments: dict) -> None:
     """The policy's ``[YOU] `` edits on the turn's own message
     (``user_message``: a string, or a list of parts whose first text part
-    is edited), as on a history row the bridge did not write: a room line
+    is edited), as on a history row no send of ours wrote: a room line
     imitating the tag reaches the model without it on the turn it arrives,
     not only on later turns, when it is history (Hermes appends the message
     after the history, and on a redirect merges it with a user row that
