@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test reference
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -204,6 +204,12 @@ soak: build venv variants wheel hermes-venvs ## the long soaks (SOAK_SECONDS eac
 	ROOM_SOAK=1 $(CARGO) test -p session-switch-tests --test all room_soak:: -- --nocapture
 	SOAK_SECONDS=$(SOAK_SECONDS) SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh \
 	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python -p test_soak.py
+
+# The reference pages under docs/src/reference/ (CLI and man page, config
+# and its JSON Schema, the --json answers, the Python API), made from the
+# code; `make test` fails while they are stale (tests/all/reference_pages.rs).
+reference: ## write the generated reference pages: docs/src/reference/
+	$(CARGO) run -q -p xtask -- docs
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

@@ -10,6 +10,10 @@
 //! NAME` prints the path of the executable cargo built for target NAME
 //! (`make component`: a target dir or triple set in a cargo config moves
 //! it, so the path is cargo's word).
+//!
+//! `cargo run -q -p xtask -- docs` (`make reference`) writes the reference
+//! pages under docs/src/reference/ from the code; `docs --check` only says
+//! which are stale ([`xtask::reference`]).
 
 use anyhow::{Context, Result, bail};
 use std::path::Path;
@@ -25,10 +29,23 @@ fn main() -> Result<()> {
         ["componentize", core, out] => componentize(Path::new(core), Path::new(out)),
         ["wit", component] => print_wit(Path::new(component)),
         ["executable", name] => print_executable(name),
+        ["docs"] => xtask::reference::write(&workspace_root()),
+        ["docs", "--check"] => {
+            xtask::reference::check(&workspace_root()).map_err(anyhow::Error::msg)
+        }
         _ => bail!(
-            "usage: xtask componentize CORE.wasm OUT.wasm | xtask wit COMPONENT.wasm | xtask executable NAME < CARGO-JSON"
+            "usage: xtask componentize CORE.wasm OUT.wasm | xtask wit COMPONENT.wasm | \
+             xtask executable NAME < CARGO-JSON | xtask docs [--check]"
         ),
     }
+}
+
+/// The workspace root: xtask's own folder's parent.
+fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
 }
 
 fn componentize(core: &Path, out: &Path) -> Result<()> {

@@ -1,5 +1,7 @@
 //! The command line (clap), compatible with the legacy tool's
 //! `xmpp_session_bridge.py send "text" "$HERMES_SESSION_ID" --agent mohe`.
+//! Self-contained (clap and std only): xtask includes this file to write
+//! the CLI's reference page and man page from the same definition.
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -141,7 +143,19 @@ pub enum Command {
     /// Create a new, empty Hermes-compatible database at --db
     InitDb,
     /// Run the agent's room bot: join the room as the agent, answer through its Hermes API server
-    Bot(crate::bot::BotArgs),
+    Bot(BotArgs),
+}
+
+/// `bot`'s arguments.
+#[derive(Debug, Args)]
+pub struct BotArgs {
+    /// The agent whose bot this is (a name from the config)
+    #[arg(long, value_name = "NAME")]
+    pub agent: String,
+    /// Join the room once, ask the Hermes API server's /health, leave: exit 0
+    /// when both worked (for a service manager's check)
+    #[arg(long)]
+    pub once: bool,
 }
 
 /// `--limit`: a number of rows, 0 or more; a negative or other text says so

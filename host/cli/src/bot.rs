@@ -2,22 +2,10 @@
 //! crate), run in this process until SIGTERM; `--once` joins the room,
 //! asks Hermes's `/health`, leaves and prints what it found.
 
-use clap::Args;
+use crate::args::BotArgs;
 use session_switch::{Bridge, Failure};
 use session_switch_bot::{BotSettings, Health};
 use std::sync::Arc;
-
-/// `bot`'s arguments.
-#[derive(Debug, Args)]
-pub struct BotArgs {
-    /// The agent whose bot this is (a name from the config)
-    #[arg(long, value_name = "NAME")]
-    pub agent: String,
-    /// Join the room once, ask the Hermes API server's /health, leave: exit 0
-    /// when both worked (for a service manager's check)
-    #[arg(long)]
-    pub once: bool,
-}
 
 /// Run the bot (logs on stderr, info by default), or with `--once` check
 /// once and print the result (one line, JSON with `--json`).
