@@ -10,6 +10,7 @@
 //! the password variable and Hermes's `.env` are read when a bot starts,
 //! so a config that loads for `send` does not need the bots' secrets.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use session_switch_contract::failure::Failure;
 use std::collections::BTreeMap;
@@ -17,41 +18,118 @@ use std::path::PathBuf;
 use toml::Spanned;
 
 use super::meeting::{RawMeeting, overrides, room_meeting};
+use super::raw::default;
 use super::source::Source;
 use super::types::{
-    AgentConfig, BotAgent, BotConfig, BotTls, DEFAULT_CATCH_UP_LINES, DEFAULT_TURN_TIMEOUT_SECONDS,
-    MAX_CATCH_UP_LINES, PasswordSource,
+    AgentConfig, AllowBots, BotAgent, BotConfig, BotTls, MAX_CATCH_UP_LINES, PasswordSource,
 };
 
-#[derive(Deserialize)]
+/// `[bot]`: every key optional.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBot {
+    /// ejabberd's client port as `host:port`, e.g. `127.0.0.1:5222`. Unset:
+    /// the JID's domain (SRV `_xmpp-client._tcp`, then port 5222).
+    #[schemars(with = "Option<String>")]
     server: Option<Spanned<String>>,
+    /// How the connection is secured: `starttls` (required, the server's
+    /// certificate checked) or `insecure-plaintext` (the password and every
+    /// message in the clear; only for a server on loopback, such as the
+    /// test ejabberd).
+    #[schemars(default = "default::tls")]
     tls: Option<BotTls>,
+    /// A PEM file of CA certificates trusted besides the system's roots for
+    /// the server's certificate (an ejabberd with a certificate of its
+    /// operator's own CA); needs `tls = "starttls"`; a relative path is
+    /// taken from the config file's folder.
+    #[schemars(with = "Option<String>")]
     ca_file: Option<Spanned<String>>,
+    /// How long one Hermes turn may take, in seconds (at least 1): past it
+    /// the bot posts nothing and logs the time-out.
+    #[schemars(
+        with = "Option<u32>",
+        default = "default::turn_timeout_seconds",
+        range(min = 1)
+    )]
     turn_timeout_seconds: Option<Spanned<u32>>,
+    /// At most how many messages the room said while a bot was away it
+    /// catches up on its return (0: none; at most 1000); beyond, they are
+    /// logged as skipped.
+    #[schemars(
+        with = "Option<u32>",
+        default = "default::catch_up_lines",
+        range(max = 1000)
+    )]
     catch_up_lines: Option<Spanned<u32>>,
+    /// A person's message is answered only by the agents it addresses
+    /// (Hermes's `require_mention`); for every agent without its own.
+    #[schemars(default = "default::require_mention")]
     require_mention: Option<bool>,
+    /// Room JIDs where `require_mention` is off: every agent answers a
+    /// person who addresses nobody.
+    #[schemars(with = "Option<Vec<String>>", default = "default::free_response_rooms")]
     free_response_rooms: Option<Vec<Spanned<String>>>,
+    /// Extra wake words, Rust `regex` syntax, matched case-insensitively
+    /// anywhere in a body, e.g. `["^team[,:]"]`.
+    #[schemars(with = "Option<Vec<String>>", default = "default::mention_patterns")]
     mention_patterns: Option<Vec<Spanned<String>>>,
+    /// Which agents' messages are answered (Hermes's `allow_bots`): `none`;
+    /// `mentions`, one that addresses this agent; `all`, any that addresses
+    /// no other agent; always within the loop guard.
+    #[schemars(with = "Option<AllowBots>", default = "default::allow_bots")]
     allow_bots: Option<Spanned<String>>,
+    /// A person's message that is one of these stops the agents (the
+    /// room's only, not an agent's).
+    #[schemars(with = "Option<Vec<String>>", default = "default::stop_words")]
     stop_words: Option<Vec<Spanned<String>>>,
+    /// Each agent's own bot settings, by agent name (configured agents
+    /// only): the agent's XMPP password, its Hermes API server, and its own
+    /// values of `[bot]`'s meeting keys (unset: `[bot]`'s). At most one of
+    /// `password`, `password_file`, `password_env`; a bot whose agent has
+    /// none refuses to start.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawBotAgent>")]
     agents: BTreeMap<String, Spanned<RawBotAgent>>,
 }
 
-#[derive(Deserialize)]
+/// `[bot.agents.NAME]`: one agent's bot settings.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBotAgent {
+    /// The XMPP password inline (readable by whoever reads this file).
+    #[schemars(with = "Option<String>")]
     password: Option<Spanned<String>>,
+    /// A file whose first line is the XMPP password; a relative path is
+    /// taken from the config file's folder.
+    #[schemars(with = "Option<String>")]
     password_file: Option<Spanned<String>>,
+    /// An environment variable holding the XMPP password.
+    #[schemars(with = "Option<String>")]
     password_env: Option<Spanned<String>>,
+    /// Hermes's `.env` of this agent (`API_SERVER_KEY`, `API_SERVER_PORT`,
+    /// `API_SERVER_HOST`); a relative path is taken from the config file's
+    /// folder. Unset: `$HERMES_HOME/.env`.
+    #[schemars(with = "Option<String>")]
     hermes_env: Option<Spanned<String>>,
+    /// The Hermes API server's base URL, e.g. `http://127.0.0.1:8642`.
+    /// Unset: from the `.env` (host, port), else the agent's
+    /// `gateway_port`, else Hermes's default port 8642, on 127.0.0.1.
+    #[schemars(with = "Option<String>")]
     api_url: Option<Spanned<String>>,
+    /// An environment variable holding the API server's key. Unset:
+    /// `API_SERVER_KEY` of the `.env`.
+    #[schemars(with = "Option<String>")]
     api_key_env: Option<Spanned<String>>,
+    /// The agent's own `require_mention`.
     require_mention: Option<bool>,
+    /// The agent's own `free_response_rooms`.
+    #[schemars(with = "Option<Vec<String>>")]
     free_response_rooms: Option<Vec<Spanned<String>>>,
+    /// The agent's own `mention_patterns`.
+    #[schemars(with = "Option<Vec<String>>")]
     mention_patterns: Option<Vec<Spanned<String>>>,
+    /// The agent's own `allow_bots`.
+    #[schemars(with = "Option<AllowBots>")]
     allow_bots: Option<Spanned<String>>,
 }
 
@@ -63,12 +141,9 @@ pub(super) fn bot(
     agents: &[AgentConfig],
     src: &Source<'_>,
 ) -> Result<BotConfig, Failure> {
+    let defaults = BotConfig::default();
     let Some(raw) = raw else {
-        return Ok(BotConfig {
-            turn_timeout_seconds: DEFAULT_TURN_TIMEOUT_SECONDS,
-            catch_up_lines: DEFAULT_CATCH_UP_LINES,
-            ..BotConfig::default()
-        });
+        return Ok(defaults);
     };
     let meeting = room_meeting(
         RawMeeting {
@@ -101,9 +176,9 @@ pub(super) fn bot(
             ));
         }
         Some(t) => t.into_inner(),
-        None => DEFAULT_TURN_TIMEOUT_SECONDS,
+        None => defaults.turn_timeout_seconds,
     };
-    let tls = raw.tls.unwrap_or_default();
+    let tls = raw.tls.unwrap_or(defaults.tls);
     let ca_file = match raw.ca_file {
         Some(f) if f.get_ref().trim().is_empty() || f.get_ref().contains('\0') => {
             return Err(src.at(f.span(), "[bot] ca_file must not be empty".into()));
@@ -128,7 +203,7 @@ pub(super) fn bot(
             ));
         }
         Some(n) => n.into_inner(),
-        None => DEFAULT_CATCH_UP_LINES,
+        None => defaults.catch_up_lines,
     };
     let mut out = BTreeMap::new();
     for (name, table) in raw.agents {
@@ -228,6 +303,7 @@ fn is_host_port(text: &str) -> bool {
 mod tests {
     use super::*;
     use crate::tests::parse;
+    use crate::types::{DEFAULT_CATCH_UP_LINES, DEFAULT_TURN_TIMEOUT_SECONDS};
 
     #[test]
     fn no_section_means_starttls_the_default_timeout_and_no_agents() {

@@ -15,6 +15,7 @@ mod load;
 mod loop_guard;
 mod meeting;
 mod raw;
+mod schema;
 mod source;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -22,6 +23,7 @@ mod types;
 mod validate;
 mod value_checks;
 
+pub use schema::schema;
 pub use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
 pub use types::{
     AgentConfig, AllowBots, BotAgent, BotConfig, BotTls, Config, DEFAULT_TTL_SECONDS,

@@ -1,5 +1,6 @@
 //! `[loop_guard]` (DESIGN §9.3): when agents in the room stop answering
-//! each other. Every key is optional; the defaults are the design's.
+//! each other. Every key is optional; the defaults are the design's
+//! (`LoopGuardConfig`'s `Default`, types.rs).
 
 use session_switch_contract::failure::Failure;
 use toml::Spanned;
@@ -7,17 +8,6 @@ use toml::Spanned;
 use super::raw::RawLoopGuard;
 use super::source::Source;
 use super::types::LoopGuardConfig;
-
-impl Default for LoopGuardConfig {
-    fn default() -> Self {
-        Self {
-            max_hops: 6,
-            window_messages: 20,
-            window_seconds: 300,
-            duplicate_seconds: 600,
-        }
-    }
-}
 
 /// `[loop_guard]` with its defaults. `max_hops`, `window_messages` and
 /// `window_seconds` must be at least 1 (the policy's `configure` refuses 0:

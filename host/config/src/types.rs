@@ -2,8 +2,13 @@
 //! the transport, the redirect settings, the agents, the loop guard's
 //! bounds and the room bots' settings. Made only by `Config::parse` and
 //! `Config::load` (`load.rs`), so every value here passed the checks.
+//!
+//! Each key's default is here, beside the type it belongs to (the
+//! sections' `Default`, [`Xmpp::default_ejabberdctl`]): validation fills
+//! an absent key from it, and the config's JSON Schema and reference page
+//! (`raw.rs`, `schema.rs`) show it, one source for both.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -49,6 +54,17 @@ pub struct LoopGuardConfig {
     pub duplicate_seconds: u32,
 }
 
+impl Default for LoopGuardConfig {
+    fn default() -> Self {
+        Self {
+            max_hops: 6,
+            window_messages: 20,
+            window_seconds: 300,
+            duplicate_seconds: 600,
+        }
+    }
+}
+
 /// `[xmpp]`: where and how to post.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Xmpp {
@@ -72,11 +88,24 @@ pub struct Xmpp {
     pub max_body_chars: u32,
 }
 
+impl Xmpp {
+    /// `ejabberdctl` when absent: the command on the `PATH`. (`room` has no
+    /// default, so `[xmpp]`'s other defaults are [`TransportKind`]'s and
+    /// [`DEFAULT_MAX_BODY_CHARS`](session_switch_contract::limits::DEFAULT_MAX_BODY_CHARS).)
+    pub fn default_ejabberdctl() -> Vec<String> {
+        vec!["ejabberdctl".to_string()]
+    }
+}
+
 /// How a send reaches ejabberd.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {
-    /// `ejabberdctl send_message …` (slow: each call boots an Erlang VM).
+    /// `ejabberdctl send_message …` (slow: each call boots an Erlang VM;
+    /// the default).
+    #[default]
     Ejabberdctl,
     /// `POST {api_url}/send_message` (`mod_http_api`: one HTTP request to the
     /// running server, no VM to boot).
@@ -92,6 +121,16 @@ pub struct Redirect {
     pub future_skew_seconds: u32,
     /// The agent that owned the legacy tool's fixed key `active_xmpp_sender_session`.
     pub legacy_agent: Option<String>,
+}
+
+impl Default for Redirect {
+    fn default() -> Self {
+        Self {
+            ttl_seconds: DEFAULT_TTL_SECONDS,
+            future_skew_seconds: session_switch_contract::limits::DEFAULT_FUTURE_SKEW_SECONDS,
+            legacy_agent: None,
+        }
+    }
 }
 
 /// One `[[agents]]` entry.
@@ -130,7 +169,9 @@ impl Config {
 }
 
 /// How the bot's XMPP connection is secured.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum BotTls {
     /// STARTTLS, required, the server's certificate checked against the
@@ -144,7 +185,7 @@ pub enum BotTls {
 }
 
 /// `[bot]`: the settings every bot shares, and each agent's own.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BotConfig {
     /// ejabberd's client port as `host:port`; `None`: the JID's domain
     /// (SRV `_xmpp-client._tcp`, then port 5222).
@@ -168,8 +209,23 @@ pub struct BotConfig {
     pub meeting: MeetingConfig,
 }
 
+impl Default for BotConfig {
+    fn default() -> Self {
+        Self {
+            server: None,
+            tls: BotTls::default(),
+            ca_file: None,
+            turn_timeout_seconds: DEFAULT_TURN_TIMEOUT_SECONDS,
+            catch_up_lines: DEFAULT_CATCH_UP_LINES,
+            agents: BTreeMap::new(),
+            meeting: MeetingConfig::default(),
+        }
+    }
+}
+
 /// Which agents' messages a bot may answer (Hermes's `allow_bots`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum AllowBots {
     /// No agent's message.
     None,

@@ -9,9 +9,9 @@ use toml::Spanned;
 
 use super::raw::{RawConfig, RawPolicy, RawRedirect, RawXmpp};
 use super::source::Source;
-use super::types::{AgentConfig, Config, DEFAULT_TTL_SECONDS, Redirect, TransportKind, Xmpp};
+use super::types::{AgentConfig, Config, Redirect, TransportKind, Xmpp};
 use super::value_checks::bare_jid;
-use session_switch_contract::limits::{DEFAULT_FUTURE_SKEW_SECONDS, DEFAULT_MAX_BODY_CHARS};
+use session_switch_contract::limits::DEFAULT_MAX_BODY_CHARS;
 
 pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failure> {
     let xmpp = xmpp(raw.xmpp, src)?;
@@ -35,7 +35,7 @@ pub(super) fn validate(raw: RawConfig, src: &Source<'_>) -> Result<Config, Failu
 fn xmpp(x: RawXmpp, src: &Source<'_>) -> Result<Xmpp, Failure> {
     let at = |span, msg: String| src.at(span, msg);
     let room = bare_jid(&x.room, "room", src)?;
-    let transport = x.transport.unwrap_or(TransportKind::Ejabberdctl);
+    let transport = x.transport.unwrap_or_default();
     let ejabberdctl = match x.ejabberdctl {
         Some(argv) if argv.get_ref().is_empty() || argv.get_ref().iter().any(|a| a.is_empty()) => {
             return Err(at(
@@ -44,7 +44,7 @@ fn xmpp(x: RawXmpp, src: &Source<'_>) -> Result<Xmpp, Failure> {
             ));
         }
         Some(argv) => argv.into_inner(),
-        None => vec!["ejabberdctl".to_string()],
+        None => Xmpp::default_ejabberdctl(),
     };
     if let Some(url) = &x.api_url
         && !(url.get_ref().starts_with("http://") || url.get_ref().starts_with("https://"))
@@ -119,12 +119,13 @@ fn policy_path(policy: Option<RawPolicy>, src: &Source<'_>) -> Result<Option<Pat
 
 /// `[redirect]`; `legacy_agent` must be one of `agents`.
 fn redirect(r: RawRedirect, agents: &[AgentConfig], src: &Source<'_>) -> Result<Redirect, Failure> {
+    let defaults = Redirect::default();
     let ttl_seconds = match r.ttl_seconds {
         Some(t) if *t.get_ref() == 0 => {
             return Err(src.at(t.span(), "ttl_seconds must be at least 1".into()));
         }
         Some(t) => t.into_inner(),
-        None => DEFAULT_TTL_SECONDS,
+        None => defaults.ttl_seconds,
     };
     let legacy_agent = match r.legacy_agent {
         Some(l) if !agents.iter().any(|a| &a.name == l.get_ref()) => {
@@ -138,7 +139,9 @@ fn redirect(r: RawRedirect, agents: &[AgentConfig], src: &Source<'_>) -> Result<
     };
     Ok(Redirect {
         ttl_seconds,
-        future_skew_seconds: r.future_skew_seconds.unwrap_or(DEFAULT_FUTURE_SKEW_SECONDS),
+        future_skew_seconds: r
+            .future_skew_seconds
+            .unwrap_or(defaults.future_skew_seconds),
         legacy_agent,
     })
 }

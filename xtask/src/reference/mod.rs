@@ -11,6 +11,7 @@
 //! of `make test` (tests/all/reference_pages.rs) runs it.
 
 pub mod cli;
+pub mod config;
 pub mod markdown;
 
 use anyhow::{Context, Result};
@@ -36,6 +37,8 @@ pub fn pages(_root: &Path) -> Result<Vec<Page>> {
     Ok(vec![
         page("cli.md", cli::markdown()),
         page("xmpp-session-bridge.1", cli::man_page()?),
+        page("config.md", config::markdown()),
+        page("session-switch.schema.json", config::schema_json()),
     ])
 }
 
