@@ -18,12 +18,15 @@
 //! - [`failure`]: the failure kinds and the CLI's exit statuses;
 //! - with feature `host` (std and serde_json, never in the guest):
 //!   [`history`], the rows a host reads as Hermes's loader returns them and
-//!   the version of what it read, [`clock`], the host's Unix clock, and
-//!   [`home`], Hermes's home folder.
+//!   the version of what it read, [`clock`], the host's Unix clock,
+//!   [`home`], Hermes's home folder, and [`answers`], the JSON answers of
+//!   the CLI and the Python binding.
 
 #![cfg_attr(not(feature = "host"), no_std)]
 extern crate alloc;
 
+#[cfg(feature = "host")]
+pub mod answers;
 #[cfg(feature = "host")]
 pub mod clock;
 pub mod failure;

@@ -3,6 +3,7 @@
 //! asks Hermes's `/health`, leaves and prints what it found.
 
 use crate::args::BotArgs;
+use session_switch::runtime::contract::answers::{self, BotCheck};
 use session_switch::{Bridge, Failure};
 use session_switch_bot::{BotSettings, Health};
 use std::sync::Arc;
@@ -48,17 +49,15 @@ fn problem(h: &Health) -> String {
 
 fn print(h: &Health, json: bool) {
     if json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "agent": h.agent,
-                "room": h.room,
-                "joined": h.joined,
-                "api_url": h.api_url,
-                "hermes": h.hermes_error.as_deref().unwrap_or("ok"),
-                "ok": h.ok(),
-            })
-        );
+        let check = BotCheck {
+            agent: &h.agent,
+            room: &h.room,
+            joined: h.joined,
+            api_url: &h.api_url,
+            hermes: h.hermes_error.as_deref().unwrap_or("ok"),
+            ok: h.ok(),
+        };
+        println!("{}", answers::to_value(&check));
     } else {
         println!(
             "{}: {} {}; Hermes API server {}: {}",

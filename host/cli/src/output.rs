@@ -1,9 +1,10 @@
 //! What the CLI prints: text for a person, or with `--json` the shapes of
 //! DESIGN §8 (one JSON document on stdout).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use session_switch::config::Config;
 use session_switch::json;
+use session_switch::runtime::contract::answers::{self, Agent, Created, IsOwn};
 use session_switch::runtime::contract::marker::is_blank;
 use session_switch::runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 use session_switch::{PendingReport, PendingStatus};
@@ -217,7 +218,7 @@ pub fn admission(a: &Admission, json: bool) {
 
 pub fn is_own(from: &str, agent: &str, own: bool, json: bool) {
     if json {
-        return print_json(&json!({ "own": own }));
+        return print_json(&answers::to_value(&IsOwn { own }));
     }
     let verdict = if own { "is" } else { "is not" };
     println!("{from} {verdict} {agent}'s own message");
@@ -225,18 +226,21 @@ pub fn is_own(from: &str, agent: &str, own: bool, json: bool) {
 
 pub fn agents(config: &Config, json: bool) {
     if json {
-        let v: Vec<Value> = config
+        let agents: Vec<Agent<'_>> = config
             .agents
             .iter()
-            .map(|a| {
-                json!({
-                    "name": a.name, "jid": a.jid, "nick": a.nick, "sessions": a.sessions,
-                    "aliases": a.aliases, "http_port": a.http_port, "gateway_port": a.gateway_port,
-                    "mention": a.mention,
-                })
+            .map(|a| Agent {
+                name: &a.name,
+                jid: &a.jid,
+                nick: &a.nick,
+                sessions: &a.sessions,
+                aliases: &a.aliases,
+                http_port: a.http_port,
+                gateway_port: a.gateway_port,
+                mention: a.mention.as_deref(),
             })
             .collect();
-        return print_json(&Value::Array(v));
+        return print_json(&answers::to_value(&agents));
     }
     for a in &config.agents {
         println!(
@@ -251,7 +255,7 @@ pub fn agents(config: &Config, json: bool) {
 
 pub fn init_db(path: &Path, json: bool) {
     if json {
-        return print_json(&json!({ "created": path }));
+        return print_json(&answers::to_value(&Created { created: path }));
     }
     println!("created an empty Hermes database at {}", path.display());
 }

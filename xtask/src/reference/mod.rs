@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod json;
 pub mod markdown;
 
 use anyhow::{Context, Result};
@@ -39,6 +40,7 @@ pub fn pages(_root: &Path) -> Result<Vec<Page>> {
         page("xmpp-session-bridge.1", cli::man_page()?),
         page("config.md", config::markdown()),
         page("session-switch.schema.json", config::schema_json()),
+        page("json.md", json::markdown()),
     ])
 }
 
