@@ -14,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod json;
 pub mod markdown;
+pub mod python;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ pub struct Page {
 
 /// Every reference page as the code makes it now. `root` is the workspace
 /// root (the Python stubs are read from there).
-pub fn pages(_root: &Path) -> Result<Vec<Page>> {
+pub fn pages(root: &Path) -> Result<Vec<Page>> {
     let dir = Path::new(DIR);
     let page = |name: &str, text: String| Page {
         path: dir.join(name),
@@ -41,6 +42,7 @@ pub fn pages(_root: &Path) -> Result<Vec<Page>> {
         page("config.md", config::markdown()),
         page("session-switch.schema.json", config::schema_json()),
         page("json.md", json::markdown()),
+        page("python.md", python::markdown(root)?),
     ])
 }
 
