@@ -30,6 +30,7 @@ mod meeting;
 mod memo;
 mod policy_differential;
 mod policy_props;
+mod reference_pages;
 mod room_soak;
 mod runtime;
 mod sandbox;

@@ -30,9 +30,13 @@ fn main() -> Result<()> {
         ["wit", component] => print_wit(Path::new(component)),
         ["executable", name] => print_executable(name),
         ["docs"] => xtask::reference::write(&workspace_root()),
-        ["docs", "--check"] => {
-            xtask::reference::check(&workspace_root()).map_err(anyhow::Error::msg)
-        }
+        ["docs", "--check"] => match xtask::reference::check(&workspace_root()) {
+            Ok(()) => Ok(()),
+            Err(stale) => {
+                eprintln!("xtask: {stale}");
+                std::process::exit(1);
+            }
+        },
         _ => bail!(
             "usage: xtask componentize CORE.wasm OUT.wasm | xtask wit COMPONENT.wasm | \
              xtask executable NAME < CARGO-JSON | xtask docs [--check]"
