@@ -1,9 +1,12 @@
-//! The TOML config (DESIGN §8): the example parses to the seed's agents, and
-//! every validation error names the line and says what is wrong.
+//! The TOML config (DESIGN §8): the example parses to the seed's agents and
+//! shows every key the config's schema knows, and every validation error
+//! names the line and says what is wrong.
 
+use serde_json::Value;
 use session_switch::config::{Config, LoopGuardConfig, MeetingConfig, TransportKind};
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
+use std::collections::{BTreeMap, BTreeSet};
 
 const MINIMAL: &str = r#"
 [xmpp]
@@ -56,6 +59,129 @@ fn example_config_is_the_seeds_three_agents() {
     );
     assert_eq!(c.agent("xiaoguo").unwrap().sessions, ["xmpp-xiaoguo"]);
     assert_eq!(c.agent_names(), "mohe, zhiwei, xiaoguo");
+}
+
+/// The example's keys by section (`bot.agents.NAME` for any agent's
+/// table), set or commented out (`# key = value`, `# [section]`), each with
+/// its line without the `#` and whether it was commented out.
+fn example_keys(text: &str) -> BTreeMap<String, BTreeMap<String, (String, bool)>> {
+    let mut keys: BTreeMap<String, BTreeMap<String, (String, bool)>> = BTreeMap::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        let commented = line.trim_start().starts_with('#');
+        let line = line.trim_start_matches('#').trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let name = header.trim_start_matches('[').split(']').next().unwrap();
+            section = match name.strip_prefix("bot.agents.") {
+                Some(_) => "bot.agents.NAME".into(),
+                None => name.to_string(),
+            };
+            keys.entry(section.clone()).or_default();
+            continue;
+        }
+        let Some((key, _)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            keys.entry(section.clone())
+                .or_default()
+                .insert(key.to_string(), (line.to_string(), commented));
+        }
+    }
+    keys
+}
+
+/// The schema's keys by section, as [`example_keys`] names sections, each
+/// with its default when it has one.
+fn schema_keys(schema: &Value) -> BTreeMap<String, BTreeMap<String, Option<Value>>> {
+    fn resolve<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
+        match s.get("$ref").and_then(Value::as_str) {
+            Some(r) => &root["$defs"][r.trim_start_matches("#/$defs/")],
+            None => s,
+        }
+    }
+    fn table<'a>(root: &'a Value, s: &'a Value) -> Option<(&'a Value, &'static str)> {
+        let s = resolve(root, s);
+        if s.get("properties").is_some() {
+            return Some((s, ""));
+        }
+        for (key, suffix) in [("items", ""), ("additionalProperties", ".NAME")] {
+            if let Some(inner) = s.get(key).map(|i| resolve(root, i))
+                && inner.get("properties").is_some()
+            {
+                return Some((inner, suffix));
+            }
+        }
+        None
+    }
+    fn walk(
+        root: &Value,
+        name: &str,
+        s: &Value,
+        out: &mut BTreeMap<String, BTreeMap<String, Option<Value>>>,
+    ) {
+        let mut own = BTreeMap::new();
+        for (key, property) in s["properties"].as_object().unwrap() {
+            match table(root, property) {
+                Some((inner, suffix)) => {
+                    let path = if name.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{name}.{key}")
+                    };
+                    walk(root, &format!("{path}{suffix}"), inner, out);
+                }
+                None => {
+                    own.insert(key.clone(), property.get("default").cloned());
+                }
+            }
+        }
+        if !name.is_empty() {
+            out.insert(name.to_string(), own);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(schema, "", schema, &mut out);
+    out
+}
+
+#[test]
+fn example_config_shows_every_key_and_only_known_ones() {
+    let path = session_switch_tests::workspace_root().join("examples/session-switch.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    Config::load(&path).expect("the example loads");
+    let example = example_keys(&text);
+    let schema = schema_keys(&session_switch::config::schema());
+    assert!(schema.contains_key("bot.agents.NAME"), "{schema:?}");
+    let sections = |keys: Vec<&String>| keys.into_iter().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(
+        sections(example.keys().filter(|s| !s.is_empty()).collect()),
+        sections(schema.keys().collect()),
+        "the example's sections (set or commented) and the config's"
+    );
+    for (section, known) in &schema {
+        let shown = &example[section];
+        let missing: Vec<_> = known.keys().filter(|k| !shown.contains_key(*k)).collect();
+        let unknown: Vec<_> = shown.keys().filter(|k| !known.contains_key(*k)).collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty(),
+            "examples/session-switch.toml [{section}]: keys missing {missing:?} (set them, \
+             or comment them out where setting one changes what happens), unknown {unknown:?}"
+        );
+        // A key commented out shows its default, where it has one (a key
+        // that is set may say what a deployment needs).
+        for (key, (line, commented)) in shown {
+            let (true, Some(Some(default))) = (commented, known.get(key)) else {
+                continue;
+            };
+            let value = line.split(" #").next().unwrap();
+            let written: toml::Table = toml::from_str(value)
+                .unwrap_or_else(|e| panic!("[{section}] {line:?} is not TOML: {e}"));
+            let written = serde_json::to_value(&written[key]).unwrap();
+            assert_eq!(&written, default, "[{section}] # {line}: not the default");
+        }
+    }
 }
 
 #[test]
