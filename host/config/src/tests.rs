@@ -74,3 +74,42 @@ fn an_empty_policy_path_or_an_unknown_key_is_refused_with_its_line() {
         "{unknown}"
     );
 }
+
+/// Every key written with the default the schema shows reads as the key
+/// left out: the schema's defaults (the reference page's) are the ones
+/// validation fills.
+#[test]
+fn the_schema_shows_the_defaults_validation_fills() {
+    use serde_json::{Map, Value, json};
+    let schema = crate::schema();
+    let defaults = |def: &str| -> Map<String, Value> {
+        schema["$defs"][def]["properties"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter_map(|(key, p)| p.get("default").map(|d| (key.clone(), d.clone())))
+            .collect()
+    };
+    let mut xmpp = defaults("RawXmpp");
+    xmpp.insert("room".into(), "room@conference.example.org".into());
+    let mut agent = defaults("RawAgent");
+    agent.extend([
+        ("name".into(), json!("mohe")),
+        ("jid".into(), json!("mohe@example.org")),
+        ("sessions".into(), json!(["xmpp-mohe"])),
+    ]);
+    let written = toml::to_string(&json!({
+        "xmpp": xmpp,
+        "redirect": defaults("RawRedirect"),
+        "loop_guard": defaults("RawLoopGuard"),
+        "bot": defaults("RawBot"),
+        "agents": [agent],
+    }))
+    .unwrap();
+    assert!(written.contains("turn_timeout_seconds = 300"), "{written}");
+    assert_eq!(
+        Config::parse(&written, "t").unwrap(),
+        Config::parse(BASE, "t").unwrap(),
+        "{written}"
+    );
+}
