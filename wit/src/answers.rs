@@ -1,7 +1,7 @@
-//! The JSON answers of the host's calls (DESIGN §8 "CLI JSON"): what the
-//! CLI prints with `--json`, and the Python binding returns as dicts and
-//! lists. One type per answer, so their shapes are written once and their
-//! reference page is generated from them (`docs/src/reference/json.md`).
+//! The JSON answers of the host's calls: what the CLI prints with
+//! `--json`, and the Python binding returns as dicts and lists. One type
+//! per answer, so their shapes are written once and their reference page
+//! is generated from them (`docs/src/reference/json.md`).
 //!
 //! Each is serialised through a `serde_json::Value`, whose object keys are
 //! in alphabetical order; an absent value is `null`, never a missing key.
@@ -111,7 +111,7 @@ pub struct RecordState<'a> {
     pub detail: &'a str,
 }
 
-/// A send not (yet) in the history (DESIGN §9.5).
+/// A send not (yet) in the history.
 #[derive(Serialize, JsonSchema)]
 pub struct PendingSend<'a> {
     /// The agent it was sent as.

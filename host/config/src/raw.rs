@@ -32,7 +32,7 @@ pub(super) struct RawConfig {
     pub(super) agents: Vec<RawAgent>,
     /// The policy component, when not the embedded one.
     pub(super) policy: Option<RawPolicy>,
-    /// When agents in the room stop answering each other (DESIGN §9.3).
+    /// When agents in the room stop answering each other.
     pub(super) loop_guard: Option<RawLoopGuard>,
     /// The agents' room bots (`xmpp-session-bridge bot --agent NAME`): the
     /// connection, who answers what, and each agent's password and Hermes
@@ -127,7 +127,7 @@ pub(super) struct RawXmpp {
     pub(super) max_body_chars: Option<Spanned<u32>>,
 }
 
-/// `[redirect]`: the redirect rules' parameters (DESIGN §3).
+/// `[redirect]`: the redirect rules' parameters.
 #[derive(Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRedirect {
