@@ -127,7 +127,11 @@ impl Doc<'_> {
         let required_keys = required_of(table);
         let mut nested = Vec::new();
         out.push_str("| key | type | default | meaning |\n| --- | --- | --- | --- |\n");
-        for (key, schema) in &keys {
+        // Required keys first, then the rest in the schema's (alphabetical)
+        // order.
+        let mut keys: Vec<(&String, &Value)> = keys.iter().collect();
+        keys.sort_by_key(|(key, _)| !required_keys.contains(&key.as_str()));
+        for (key, schema) in keys {
             if self.table_of(key, schema).is_some() {
                 nested.push((key, schema));
                 continue;
