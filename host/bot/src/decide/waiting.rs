@@ -6,7 +6,7 @@
 use super::Decider;
 use super::turn::Turn;
 use session_switch::runtime::AdmitReason;
-use session_switch::{HEARD_CAP, WaitingLine};
+use session_switch::{HEARD_CAP, HeardLine};
 
 /// How many room lines are kept for the next turn: lines the bot heard
 /// but did not answer, and lines whose turn never reached Hermes (a Hermes
@@ -29,7 +29,7 @@ pub(super) struct Kept {
 
 impl Decider {
     /// Take up the lines stored before a restart, in their order.
-    pub(super) fn restore(&mut self, lines: Vec<WaitingLine>) {
+    pub(super) fn restore(&mut self, lines: Vec<HeardLine>) {
         for l in lines {
             let order = u64::try_from(l.ordering).unwrap_or(0);
             self.heard = self.heard.max(order);
@@ -94,7 +94,7 @@ impl Decider {
     }
 
     /// Drop from memory the lines the store's cap dropped, and log them.
-    pub(super) fn forget_dropped(&mut self, dropped: &[WaitingLine]) {
+    pub(super) fn forget_dropped(&mut self, dropped: &[HeardLine]) {
         for old in dropped {
             tracing::warn!(
                 "more than {BACKLOG_LINES} lines wait for the next turn: the oldest is dropped \
