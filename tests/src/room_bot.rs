@@ -8,7 +8,7 @@ use crate::fake_llm::FakeLlm;
 use crate::hermes_gateway::{HermesGateway, hermes_venv};
 use crate::own_room::OwnRoom;
 use crate::xmpp::{Ejabberd, RoomMessage, RoomObserver};
-use crate::{bin_path, fixture_copy, venv_python, workspace_root};
+use crate::{fixture_copy, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -126,14 +126,8 @@ impl BotWorld {
 
     /// The CLI with the config at `config`, this world's database and cache.
     pub fn cli_with(&self, config: &std::path::Path) -> Command {
-        let mut cmd = Command::new(bin_path());
-        cmd.arg("--config")
-            .arg(config)
-            .arg("--db")
-            .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(self.home.join("cache"))
-            .env("HERMES_HOME", &self.home)
+        let mut cmd = crate::cli(config, &self.db, &self.home.join("cache"));
+        cmd.env("HERMES_HOME", &self.home)
             .env("XDG_RUNTIME_DIR", self.lock_dir())
             .env("SESSION_SWITCH_BOT_HOST", self.host())
             .env("ZHIWEI_XMPP_PASSWORD", self.ej.password("zhiwei"))
