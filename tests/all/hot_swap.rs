@@ -51,7 +51,7 @@ fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
     let Some((_fixture, db)) = fixture_copy("hermes-latest.db") else {
         return;
     };
-    let backend = FakeHost::from_fixture(&db);
+    let backend = session_switch_tests::fake_host::from_fixture(&db);
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     install(&component_path(), &live);
@@ -227,7 +227,7 @@ fn a_call_in_flight_finishes_on_the_old_component() {
     install(&component_path(), &live);
     let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
     let v1 = policy.version();
-    let backend = FakeHost::from_fixture(&db);
+    let backend = session_switch_tests::fake_host::from_fixture(&db);
     let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
     backend.state().import_delay = Duration::from_millis(300);

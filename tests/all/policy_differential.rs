@@ -1292,7 +1292,7 @@ fn real_hermes_histories_agree() {
         let Some((_dir, db)) = fixture_copy(name) else {
             return;
         };
-        let m = FakeHost::from_fixture(&db).snapshot();
+        let m = session_switch_tests::fake_host::from_fixture(&db).snapshot();
         let mut case = Case {
             settings: base_settings(),
             state: FakeState {

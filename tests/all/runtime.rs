@@ -29,7 +29,11 @@ fn options() -> PolicyOptions {
 fn setup(path: std::path::PathBuf) -> Option<(Policy, FakeHost, tempfile::TempDir)> {
     let (dir, db) = fixture_copy("hermes-latest.db")?;
     let policy = Policy::load(path, options()).expect("policy loads");
-    Some((policy, FakeHost::from_fixture(&db), dir))
+    Some((
+        policy,
+        session_switch_tests::fake_host::from_fixture(&db),
+        dir,
+    ))
 }
 
 fn contents(rows: &[HistoryRow]) -> Vec<&str> {

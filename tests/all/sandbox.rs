@@ -35,7 +35,7 @@ fn options(limits: Limits) -> PolicyOptions {
 /// when the fixtures are missing.
 fn backend() -> Option<(FakeHost, tempfile::TempDir)> {
     let (dir, db) = fixture_copy("hermes-latest.db")?;
-    Some((FakeHost::from_fixture(&db), dir))
+    Some((session_switch_tests::fake_host::from_fixture(&db), dir))
 }
 
 /// How a call of a test variant ended: the failure, its wall-clock time,

@@ -39,6 +39,8 @@ mod current;
 mod engine;
 mod engine_config;
 mod exports;
+#[cfg(test)]
+mod fake_host;
 mod host_imports;
 mod imports;
 mod instance;
@@ -48,8 +50,6 @@ mod policy;
 mod precompiled;
 mod swap;
 mod tag_memo;
-#[cfg(test)]
-mod test_host;
 
 pub use apply::{YOU_TAG, could_hide_marker, prefix, push_summary, role_of, tag, untag};
 pub use bindings::{
