@@ -382,6 +382,16 @@ impl BotProcess {
         }
     }
 
+    /// [`Self::wait_log`], which must see the lines: panics with the log
+    /// when `times` lines with `text` do not come within `within`.
+    pub fn expect_log(&self, text: &str, times: usize, within: Duration) {
+        assert!(
+            self.wait_log(text, times, within),
+            "no {times} log line(s) with {text:?} within {within:?}:\n{}",
+            self.log()
+        );
+    }
+
     /// Send `signal` (`KILL`, `STOP`, `CONT`, …) to the process.
     pub fn signal(&self, signal: &str) {
         if let Some(child) = &self.child {
@@ -418,6 +428,35 @@ impl Drop for BotProcess {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// How long a bot may take to answer (a Hermes turn with the fake LLM).
+pub const ANSWER: Duration = Duration::from_secs(60);
+
+/// A body no other test posts.
+pub fn unique(what: &str) -> String {
+    format!("{what} {}-{:?}", std::process::id(), Instant::now())
+}
+
+/// Wait until the room has been still for `still` (at most 240 s); the
+/// message count then.
+pub fn quiet(observer: &RoomObserver, still: Duration) -> usize {
+    let started = Instant::now();
+    let mut last = observer.messages().len();
+    let mut since = Instant::now();
+    while since.elapsed() < still {
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "the room never went quiet"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let now = observer.messages().len();
+        if now != last {
+            last = now;
+            since = Instant::now();
+        }
+    }
+    last
 }
 
 /// Wait at most `within` for a live message from `nick` among the
