@@ -506,8 +506,7 @@ proptest! {
 /// them, `state_meta` when the table exists: not in the earliest schema),
 /// its clock at `clock`.
 fn fixture_host(name: &str, clock: f64) -> Option<FakeHost> {
-    let (_dir, path) = session_switch_tests::fixture_copy(name)?;
-    let h = session_switch_tests::fake_host::from_fixture(&path);
+    let h = session_switch_tests::fake_host::fixture(name)?;
     h.state().now = clock;
     Some(h)
 }

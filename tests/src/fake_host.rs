@@ -10,6 +10,14 @@ pub use session_switch_fake_host::{
     FakeHost, FakeRow, FakeState, GuestSeen, Import, ImportCall, SendPlan, Sent, prefix,
 };
 
+/// [`from_fixture`] over a private copy of the Hermes fixture `name`
+/// (SQLite writes beside a WAL database even to read it); `None` (skip)
+/// when the fixtures are missing.
+pub fn fixture(name: &str) -> Option<FakeHost> {
+    let (_dir, db) = crate::fixture_copy(name)?;
+    Some(from_fixture(&db))
+}
+
 /// The sessions, active history rows and `state_meta` of a real Hermes
 /// database (read with plain SQL as Hermes's loader does: ORDER BY id,
 /// `active = 1` where the column exists; `state_meta` may be missing),
