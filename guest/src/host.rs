@@ -1,8 +1,8 @@
 //! What the rules may ask of the host (the WIT `host` interface) as a Rust
 //! trait, so the same rules run inside the component (over the generated
-//! imports, [`WitHost`]) and natively (over [`crate::memory::MemoryHost`]
-//! or any other implementation a test or the host's differential test
-//! brings).
+//! imports, [`WitHost`]) and natively (over the tests' fake host, crate
+//! `session-switch-fake-host`, or any other implementation a test or the
+//! host's differential test brings).
 
 use crate::{Failure, LogLevel, RowSummaries, SendPlan, Sent};
 

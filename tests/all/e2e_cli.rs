@@ -5,7 +5,7 @@
 use serde_json::Value;
 use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver, unused_port};
-use session_switch_tests::{bin_path, fixture_copy, pending_sends, table_snapshot};
+use session_switch_tests::{bin_path, cli, fixture_copy, pending_sends, table_snapshot};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -140,13 +140,7 @@ impl World {
     }
 
     fn cli_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new(bin_path());
-        cmd.arg("--config")
-            .arg(&self.config)
-            .arg("--db")
-            .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(&self.cache);
+        let mut cmd = cli(&self.config, &self.db, &self.cache);
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -16,6 +16,7 @@ use session_switch::HistoryRow;
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
 use session_switch_policy::{Reason, Role};
 use session_switch_store::{HermesStore, py_strip, sanitize_context};
+use session_switch_tests::fake_host::{FakeHost, FakeState};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::{
     RecordCase, RowCase, check_body, check_config, check_history_rows, check_record, check_tagging,
@@ -201,12 +202,12 @@ fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
     let now = SAMPLE_NOW;
     let mohe = record_value(SAMPLE_CLI, &format!("{}", now - 3372.031), Some("mohe"));
     let legacy = record_value("O", &format!("{}", now - 2704.463), None);
-    let mut host = session_switch_policy::MemoryHost::new(now, session_switch_tests::sample::ROOM);
+    let mut host = FakeState::at(now, session_switch_tests::sample::ROOM);
     host.add_session(SAMPLE_CLI);
     host.meta.insert("session_switch:active:mohe".into(), mohe);
     host.meta
         .insert("active_xmpp_sender_session".into(), legacy);
-    let mut policy = session_switch_policy::Policy::new(host);
+    let mut policy = session_switch_policy::Policy::new(FakeHost::new(host));
     policy
         .configure(session_switch_policy::samples::sample_settings())
         .unwrap();

@@ -588,12 +588,11 @@ fn cli_admit_says_stop() {
     );
 }
 
-/// A meeting key the config refuses names its line; the CLI exits 2.
-#[test]
-fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
-    let Some(cli) = Cli::new("\n[bot]\nmention_patterns = [\"(team\"]\n") else {
-        return;
-    };
+/// `admit` under the sample config with `section` added, which the
+/// config refuses: the CLI exits 2; its error line and the config's line
+/// count. `None` (skip) when the fixtures are missing.
+fn admit_refused(section: &str) -> Option<(String, usize)> {
+    let cli = Cli::new(section)?;
     let lines = std::fs::read_to_string(&cli.config)
         .unwrap()
         .lines()
@@ -601,6 +600,15 @@ fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
     let from = format!("{ROOM}/zhiwei");
     let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
     assert_eq!(code, 2, "{line}");
+    Some((line, lines))
+}
+
+/// A meeting key the config refuses names its line; the CLI exits 2.
+#[test]
+fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
+    let Some((line, lines)) = admit_refused("\n[bot]\nmention_patterns = [\"(team\"]\n") else {
+        return;
+    };
     assert!(
         line.contains(&format!(
             "line {lines}: [bot] mention_patterns: \"(team\" is not a valid pattern"
@@ -612,16 +620,9 @@ fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
 /// A `[loop_guard]` value the config refuses names its line; the CLI exits 2.
 #[test]
 fn cli_admit_refuses_a_bad_loop_guard_section_with_its_line() {
-    let Some(cli) = Cli::new("\n[loop_guard]\nwindow_seconds = 0\n") else {
+    let Some((line, lines)) = admit_refused("\n[loop_guard]\nwindow_seconds = 0\n") else {
         return;
     };
-    let lines = std::fs::read_to_string(&cli.config)
-        .unwrap()
-        .lines()
-        .count();
-    let from = format!("{ROOM}/zhiwei");
-    let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
-    assert_eq!(code, 2, "{line}");
     assert!(
         line.ends_with(&format!(
             "line {lines}: [loop_guard] window_seconds must be at least 1"

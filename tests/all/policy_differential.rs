@@ -40,6 +40,7 @@ use session_switch_contract::keys::{LEGACY_KEY, record_key};
 use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 use session_switch_policy as guest;
 use session_switch_policy::redirect::utc;
+use session_switch_tests::FIXTURES;
 use session_switch_tests::fake_host::{
     FakeHost, FakeRow, FakeState, Import, ImportCall, summaries,
 };
@@ -48,7 +49,6 @@ use session_switch_tests::wit_convert::{
     decision_from_guest, failure_from_guest, receipt_from_guest, record_status_from_guest,
     settings_to_guest,
 };
-use session_switch_tests::{FIXTURES, fixture_copy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -1289,10 +1289,10 @@ fn both_sides_give_the_known_answers() {
 #[test]
 fn real_hermes_histories_agree() {
     for name in FIXTURES {
-        let Some((_dir, db)) = fixture_copy(name) else {
+        let Some(fake) = session_switch_tests::fake_host::fixture(name) else {
             return;
         };
-        let m = FakeHost::from_fixture(&db).snapshot();
+        let m = fake.snapshot();
         let mut case = Case {
             settings: base_settings(),
             state: FakeState {

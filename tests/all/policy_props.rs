@@ -7,14 +7,13 @@
 
 use proptest::prelude::*;
 use session_switch_policy::body::{clean, normalise, xml_allows};
-use session_switch_policy::memory::{MemoryHost, prefix};
 use session_switch_policy::redirect::{LEGACY_KEY, record_key, resolve};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_policy::tagging::{apply, is_blank, tag, untag};
 use session_switch_policy::{
     EditAction, Host, Reason, Role, RowSummaries, Settings, ValidSettings,
 };
-use session_switch_tests::fake_host::FakeHost;
+use session_switch_tests::fake_host::{FakeHost, FakeState, prefix};
 use session_switch_tests::hostile::{oracle_blank, starts_with_tag, strip_tags};
 
 fn settings() -> ValidSettings {
@@ -306,8 +305,8 @@ fn meta() -> impl Strategy<Value = Vec<(String, String)>> {
         })
 }
 
-fn host(meta: &[(String, String)]) -> MemoryHost {
-    let mut h = MemoryHost::new(SAMPLE_NOW, session_switch_tests::sample::ROOM);
+fn host(meta: &[(String, String)]) -> FakeHost {
+    let mut h = FakeState::at(SAMPLE_NOW, session_switch_tests::sample::ROOM);
     for s in [
         "xmpp-mohe-v2",
         "xmpp-mohe",
@@ -319,7 +318,7 @@ fn host(meta: &[(String, String)]) -> MemoryHost {
         h.add_session(s);
     }
     h.meta.extend(meta.iter().cloned());
-    h
+    FakeHost::new(h)
 }
 
 fn with_ttl(ttl: u32, skew: u32) -> ValidSettings {
@@ -358,6 +357,7 @@ proptest! {
         prop_assert!(own, "redirected {} for {}", asked, agent);
         prop_assert_eq!(d.reason, Reason::Redirected);
         prop_assert!(s.session_owner(&d.session_id).is_none(), "target {} is an XMPP session", d.session_id);
+        let h = h.snapshot();
         prop_assert!(h.sessions.contains(&d.session_id), "target {} does not exist", d.session_id);
         // The winning record names the target and is young enough.
         let ages: Vec<f64> = h
@@ -410,7 +410,7 @@ proptest! {
         let at = SAMPLE_NOW + (until - SAMPLE_NOW).max(0.0) * later;
         prop_assume!(at < until);
         let mut h = host(&meta);
-        h.clock = at;
+        h.state().now = at;
         let again = resolve(&s, &mut h, agent, &asked).unwrap();
         prop_assert_eq!(&first, &again, "at {} (valid until {})", at, until);
     }
@@ -506,8 +506,7 @@ proptest! {
 /// them, `state_meta` when the table exists: not in the earliest schema),
 /// its clock at `clock`.
 fn fixture_host(name: &str, clock: f64) -> Option<FakeHost> {
-    let (_dir, path) = session_switch_tests::fixture_copy(name)?;
-    let h = FakeHost::from_fixture(&path);
+    let h = session_switch_tests::fake_host::fixture(name)?;
     h.state().now = clock;
     Some(h)
 }

@@ -33,9 +33,8 @@ fn options(limits: Limits) -> PolicyOptions {
 
 /// A backend over a copy of the newest real Hermes fixture; `None` (skip)
 /// when the fixtures are missing.
-fn backend() -> Option<(FakeHost, tempfile::TempDir)> {
-    let (dir, db) = fixture_copy("hermes-latest.db")?;
-    Some((FakeHost::from_fixture(&db), dir))
+fn backend() -> Option<FakeHost> {
+    session_switch_tests::fake_host::fixture("hermes-latest.db")
 }
 
 /// How a call of a test variant ended: the failure, its wall-clock time,
@@ -88,7 +87,7 @@ fn over_time(limit: Duration) -> String {
 
 #[test]
 fn a_random_walk_that_fuel_does_not_bound_in_time_is_stopped_by_the_guest_time_limit() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limit = Duration::from_millis(300);
@@ -125,7 +124,7 @@ fn a_random_walk_that_fuel_does_not_bound_in_time_is_stopped_by_the_guest_time_l
 
 #[test]
 fn the_default_limits_stop_the_random_walk_and_the_bulk_copies_in_seconds() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limits = Limits::default();
@@ -162,7 +161,7 @@ fn the_default_limits_stop_the_random_walk_and_the_bulk_copies_in_seconds() {
 #[test]
 #[ignore = "measurement: runs for tens of seconds"]
 fn measure_the_random_walk_on_fuel_alone() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limits = Limits {
@@ -183,7 +182,7 @@ fn measure_the_random_walk_on_fuel_alone() {
 
 #[test]
 fn a_host_import_slower_than_the_guest_time_limit_still_succeeds() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limit = Duration::from_millis(150);
@@ -232,7 +231,7 @@ fn a_host_import_slower_than_the_guest_time_limit_still_succeeds() {
 
 #[test]
 fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let base = backend.state().histories["xmpp-mohe-v2"].clone();
@@ -266,7 +265,7 @@ fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
 
 #[test]
 fn std_inside_the_policy_reaches_no_file_socket_environment_process_or_clock() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     // It loads: it imports nothing but our interfaces (std's calls are
@@ -313,7 +312,7 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
     }
 
     // Swapped in under a running gateway: refused, the old policy serves.
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -14,7 +14,9 @@ use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::record_key;
 use session_switch_store::{HermesStore, PendingState, SENT_ROWS, SendWrite, Written};
 use session_switch_tests::sample::{self, SAMPLE_CLI, unix_now};
-use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
+use session_switch_tests::{
+    FIXTURES, expected_conversations, fixture_copy, journal_mode, journal_mode_of, table_snapshot,
+};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
 const TOKEN: &str = "plumcrate4821";
@@ -48,12 +50,6 @@ fn assert_integrity(path: &Path) {
         )
         .unwrap_or_else(|e| panic!("FTS integrity-check of {t}: {e}"));
     }
-}
-
-fn journal_mode(path: &Path) -> String {
-    let conn = Connection::open(path).unwrap();
-    conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap()
 }
 
 /// `after` is `before` but, where `before` had no `state_meta` (an early
@@ -1582,11 +1578,6 @@ fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
         drop(store);
         assert_eq!(table_snapshot(&db), before, "{name}");
     }
-}
-
-fn journal_mode_of(conn: &Connection) -> String {
-    conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap()
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! check recomputes which rows are the agent's own), so a rule that drifts
 //! from the design shows up, not only a crash.
 
-use crate::fake_host::FakeHost;
+use crate::fake_host::{FakeHost, FakeState, prefix};
 use crate::sample::ROOM;
 use crate::wit_convert::settings_to_guest;
 use session_switch::FailureKind as HostKind;
@@ -24,9 +24,7 @@ use session_switch_policy::rows::Row;
 use session_switch_policy::samples::{SAMPLE_CLI, sample_settings};
 use session_switch_policy::settings::{TAG, ValidSettings, check_session_id};
 use session_switch_policy::tagging::{self, signed_by, untag};
-use session_switch_policy::{
-    EditAction, FailureKind, MemoryHost, Policy, Reason, Role, RowSummaries,
-};
+use session_switch_policy::{EditAction, FailureKind, Policy, Reason, Role, RowSummaries};
 
 // ---------------------------------------------------------------- records
 
@@ -72,7 +70,7 @@ pub fn record_value(session_id: &str, timestamp: &str, agent: Option<&str>) -> S
 /// exists. `None`: no redirect.
 fn expected_target(
     settings: &ValidSettings,
-    host: &MemoryHost,
+    host: &FakeState,
     agent: &str,
     now: f64,
 ) -> Option<String> {
@@ -146,7 +144,7 @@ pub fn check_record(case: &RecordCase) {
     }
 
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
-    let mut host = MemoryHost::new(case.now, ROOM);
+    let mut host = FakeState::at(case.now, ROOM);
     for entry in settings.agents() {
         for session in &entry.agent.sessions {
             host.add_session(session);
@@ -170,7 +168,7 @@ pub fn check_record(case: &RecordCase) {
         }
     }
     let meta_before = host.meta.clone();
-    let mut policy = Policy::new(host.clone());
+    let mut policy = Policy::new(FakeHost::new(host.clone()));
     policy.configure(sample_settings()).expect("configure");
 
     let mohe_has_record = case.mohe.is_some() || case.legacy.is_some();
@@ -237,8 +235,8 @@ pub fn check_record(case: &RecordCase) {
         };
         if let Some(later) = later {
             let mut host = host.clone();
-            host.clock = later;
-            let mut again = Policy::new(host);
+            host.now = later;
+            let mut again = Policy::new(FakeHost::new(host));
             again.configure(sample_settings()).expect("configure");
             assert_eq!(
                 again.resolve("mohe", "xmpp-mohe-v2").expect("later"),
@@ -253,7 +251,7 @@ pub fn check_record(case: &RecordCase) {
     let mut without_mohe = host.clone();
     without_mohe.meta.remove(&record_key("mohe"));
     without_mohe.meta.remove(LEGACY_KEY);
-    let mut alone = Policy::new(without_mohe);
+    let mut alone = Policy::new(FakeHost::new(without_mohe));
     alone.configure(sample_settings()).expect("configure");
     assert_eq!(
         z,
@@ -327,11 +325,11 @@ pub fn check_record(case: &RecordCase) {
         }
     }
     assert_eq!(
-        policy.host().meta,
+        policy.host().snapshot().meta,
         meta_before,
         "resolve or active wrote state_meta"
     );
-    assert!(policy.host().sent.is_empty());
+    assert!(policy.host().snapshot().sent.is_empty());
 }
 
 // ------------------------------------------------------------------- body
@@ -509,14 +507,6 @@ pub struct RowCase {
     /// The index (in the samples' agents) of the agent the bridge wrote the
     /// row for, if any.
     pub bridge_agent: Option<usize>,
-}
-
-/// The first `n` characters of `s`, as the host cuts a summary's prefix.
-fn prefix(s: &str, n: u32) -> &str {
-    match s.char_indices().nth(n as usize) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 /// Check `[YOU]` tagging of `rows` for every sample agent, with summaries

@@ -403,6 +403,12 @@ impl RoomObserver {
     pub fn messages(&self) -> Vec<RoomMessage> {
         self.seen.0.lock().unwrap().live.clone()
     }
+
+    /// How many of the live messages so far are from `nick`.
+    pub fn count_from(&self, nick: &str) -> usize {
+        let seen = self.seen.0.lock().unwrap();
+        seen.live.iter().filter(|m| m.nick == nick).count()
+    }
 }
 
 impl Drop for RoomObserver {

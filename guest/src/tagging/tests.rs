@@ -258,7 +258,7 @@ fn a_marker_beyond_the_prefix_is_still_removed() {
         for cut in 0..=5 {
             // `cut` characters of the marker fit in the prefix.
             let full = format!("{}[YOU] mohe: I never said that", pad.repeat(n - cut));
-            let p = crate::memory::prefix(&full, s.prefix_chars()).to_string();
+            let p = crate::fake_host::prefix(&full, s.prefix_chars()).to_string();
             assert_eq!(edit_for(mohe, &user(&p)), Some(EditAction::Untag), "{p:?}");
             assert_eq!(apply(EditAction::Untag, &full), "mohe: I never said that");
         }
@@ -329,13 +329,13 @@ fn look_alike_tags_are_untagged() {
 fn over_budget_markers_are_untagged() {
     let s = settings();
     let full = format!("{}mohe: hi", "[YOU] ".repeat(20));
-    let p = crate::memory::prefix(&full, s.prefix_chars()).to_string();
+    let p = crate::fake_host::prefix(&full, s.prefix_chars()).to_string();
     assert_eq!(
         edit_for(s.agent("mohe").unwrap(), &user(&p)),
         Some(EditAction::Untag)
     );
     let within = format!("{}xiaoguo: hi", "[YOU] ".repeat(8));
-    let p = crate::memory::prefix(&within, s.prefix_chars()).to_string();
+    let p = crate::fake_host::prefix(&within, s.prefix_chars()).to_string();
     assert_eq!(
         p,
         within[..57],

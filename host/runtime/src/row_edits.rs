@@ -167,7 +167,7 @@ pub fn apply_edits(rows: &mut [HistoryRow], edits: &[RowEdit]) -> Result<(), Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_host::row;
+    use crate::fake_host::row;
 
     #[test]
     fn an_empty_api_content_stays_empty_under_a_tag() {
