@@ -1,4 +1,4 @@
-//! The TOML config (DESIGN §8): the example parses to the seed's agents, and
+//! The TOML config (DESIGN §8): the example parses to the legacy tool's agents, and
 //! every validation error names the line and says what is wrong.
 
 use session_switch::config::{Config, LoopGuardConfig, MeetingConfig, TransportKind};
@@ -27,7 +27,7 @@ fn with(extra: &str) -> String {
 }
 
 #[test]
-fn example_config_is_the_seeds_three_agents() {
+fn example_config_is_the_legacy_tools_three_agents() {
     let path = session_switch_tests::workspace_root().join("examples/session-switch.toml");
     let c = Config::load(&path).unwrap();
     assert_eq!(c.path.as_deref(), Some(path.as_path()));

@@ -507,7 +507,7 @@ fn a_record_the_policy_refuses_is_replaced_by_the_next_send() {
 }
 
 #[test]
-fn the_seeds_key_counts_for_the_legacy_agent_only() {
+fn the_legacy_tools_key_counts_for_the_legacy_agent_only() {
     // The fixture's `active_xmpp_sender_session` names the CLI session with
     // a June timestamp: read for mohe (expired), never for zhiwei.
     let Some(w) = World::new(Setup {
@@ -676,7 +676,7 @@ fn failed_sends_change_nothing() {
             "after the options and '--'",
         );
     }
-    // The seed warns: a send without a session id is useless.
+    // The legacy tool warns: a send without a session id is useless.
     assert_refused(&w, &["send", "hi", "--agent", "mohe"], 2, "SESSION_ID");
 }
 

@@ -178,7 +178,7 @@ fn records_in_state_meta_redirect_only_by_the_rules_and_only_their_agent() {
 
 /// The `state_meta` fuzz target's oracle agrees with the policy: a record
 /// whose `session_id` has a backslash is refused as malformed (Hermes's API
-/// server refuses such an id), with a seed's key that is not JSON beside it.
+/// server refuses such an id), with a legacy key that is not JSON beside it.
 #[test]
 fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
     check_record(&RecordCase {
@@ -193,7 +193,7 @@ fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
 }
 
 /// The input of `fuzz/seeds/state_meta/b1-active-vs-resolve`: mohe's own
-/// record is valid (a CLI session, 3372 s old), the seed's key is newer
+/// record is valid (a CLI session, 3372 s old), the legacy tool's key is newer
 /// (2704 s old) but names a session that is not in `state.db`. `resolve`
 /// lets the newer record win and stays (`unknown-session`), so `active`
 /// calls the older record `superseded`, naming the winner, not `valid`.
@@ -404,7 +404,7 @@ fn rows_other_writers_left_in_a_real_database_load_and_tag_safely() {
                 got.content
             );
             assert_eq!(got.role, row.role);
-            assert!(!got.bridge_wrote, "no provenance row: not the bridge's");
+            assert!(!got.bridge_wrote, "no provenance row: not a sent row");
         }
         check_history_rows(&mut session.borrow_mut(), "mohe", read);
         Ok(())

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
 const T0: f64 = 1_800_000_000.0;
 
-/// The bridge's files: a fixture copy, the config (the three agents and
+/// The test's files: a fixture copy, the config (the three agents and
 /// `dalang`, an agent whose bot never runs: a forger can take its nick),
 /// the cache and the test clock.
 struct World {

@@ -87,7 +87,7 @@ fn every_commit_of_another_connection_is_seen_by_the_next_resolve() {
                 [record_key("mohe")],
             )
             .unwrap();
-        // Left: the fixture's seed key (mohe is the legacy agent), expired.
+        // Left: the fixture's legacy key (mohe is the legacy agent), expired.
         let gone = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert_eq!(gone.reason, Reason::Expired, "{fixture}: {}", gone.detail);
         assert_eq!(gone.session_id, "xmpp-mohe-v2");

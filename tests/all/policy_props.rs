@@ -281,7 +281,7 @@ fn record(agent: &'static str) -> impl Strategy<Value = String> {
     ]
 }
 
-/// `state_meta` with an optional record per agent and for the seed's key.
+/// `state_meta` with an optional record per agent and for the legacy tool's key.
 fn meta() -> impl Strategy<Value = Vec<(String, String)>> {
     (
         prop::option::of(record("mohe")),
@@ -416,7 +416,7 @@ proptest! {
     }
 
     /// Changing every other agent's record (and, for agents other than the
-    /// legacy one, the seed's key) never changes an agent's decision.
+    /// legacy one, the legacy tool's key) never changes an agent's decision.
     #[test]
     fn one_agents_record_never_moves_another(
         meta in meta(),
@@ -511,7 +511,7 @@ fn fixture_host(name: &str, clock: f64) -> Option<FakeHost> {
     Some(h)
 }
 
-/// The fixture sessions' settings: the seed's agents with the XMPP
+/// The fixture sessions' settings: the legacy tool's agents with the XMPP
 /// sessions the fixtures hold (`xmpp-mohe-v2`, `xmpp-zhiwei`).
 fn fixture_settings() -> ValidSettings {
     let mut s = sample_settings();
@@ -557,7 +557,7 @@ fn fixture_xmpp_mohe_v2_is_tagged_per_agent() {
     }
 }
 
-/// The seed's record in the fixtures (`active_xmpp_sender_session`, written
+/// The legacy tool's record in the fixtures (`active_xmpp_sender_session`, written
 /// at the CLI session's start) redirects the legacy agent mohe while younger
 /// than the TTL, never zhiwei; the earliest schema has no `state_meta`.
 #[test]
@@ -585,7 +585,7 @@ fn fixture_legacy_record_redirects_the_legacy_agent_only() {
         assert_eq!(
             d.reason,
             Reason::NoRecord,
-            "{name}: zhiwei never reads the seed's key"
+            "{name}: zhiwei never reads the legacy tool's key"
         );
         h.state().now = written + 3600.0;
         let d = resolve(&s, &mut h, "mohe", "xmpp-mohe-v2").unwrap();

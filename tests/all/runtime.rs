@@ -55,7 +55,7 @@ fn context_tags_the_agents_own_rows_of_a_real_history() {
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     assert!(!answer.decision.redirected);
     assert_eq!(answer.decision.session_id, "xmpp-mohe-v2");
-    // The seed's key in the fixture is older than the TTL.
+    // The legacy tool's key in the fixture is older than the TTL.
     assert_eq!(answer.decision.reason, Reason::Expired);
     assert_eq!(answer.messages.len(), 8);
     assert_eq!(
@@ -696,7 +696,7 @@ fn the_read_snapshot_is_closed_after_a_trap() {
     let mut session = panics.instance(backend(&db), sample_settings());
     let failure = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert_eq!(failure.kind, FailureKind::Policy);
-    // mohe is the legacy agent of `sample_settings`: the seed's key goes too.
+    // mohe is the legacy agent of `sample_settings`: the legacy tool's key goes too.
     assert_eq!(
         session.clear(Some("mohe")).unwrap(),
         [key.as_str(), LEGACY_KEY]

@@ -329,7 +329,7 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
         assert_eq!(
             session.resolve("mohe", "xmpp-mohe-v2").unwrap().reason,
             Reason::Expired,
-            "the fixture's seed record is from June: the real policy answers"
+            "the fixture's legacy record is from June: the real policy answers"
         );
     }
 }
@@ -351,7 +351,7 @@ fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> Policy
     policy.instance(backend, settings)
 }
 
-/// Write `state_meta` key `key` as the bridge (or the seed) does.
+/// Write `state_meta` key `key` as a send (or the legacy tool) does.
 fn set_record(db: &std::path::Path, key: &str, session_id: &str) {
     let value = record(session_id, unix_now() - 60.0, None);
     rusqlite::Connection::open(db)
@@ -430,7 +430,7 @@ fn a_redirect_no_record_names_is_refused_by_the_host() {
     // zhiwei's record naming the target does not vouch for mohe.
     set_record(&db, &record_key("zhiwei"), HIJACKED);
     assert!(s.resolve("mohe", "xmpp-mohe-v2").is_err());
-    // The seed's key counts for the legacy agent only.
+    // The legacy tool's key counts for the legacy agent only.
     set_record(&db, LEGACY_KEY, HIJACKED);
     let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!((d.session_id.as_str(), d.redirected), (HIJACKED, true));
@@ -463,7 +463,7 @@ fn honest_redirects_pass_the_hosts_check() {
     let c = s.context("mohe", "xmpp-mohe-v2", Some(3)).unwrap();
     assert_eq!(c.decision.session_id, CLI_A);
     assert!(c.messages.len() <= 3);
-    // The seed's key, for the legacy agent.
+    // The legacy tool's key, for the legacy agent.
     let sql = rusqlite::Connection::open(&db).unwrap();
     sql.execute(
         "DELETE FROM state_meta WHERE key = 'session_switch:active:mohe'",

@@ -181,7 +181,7 @@ impl World {
              timeout_seconds = {HTTP_TIMEOUT_S}\n\n[redirect]\nttl_seconds = 3600\n",
             ej.room
         );
-        // The seed's agents with the soak's sessions, and an intruder: an
+        // The legacy tool's agents with the soak's sessions, and an intruder: an
         // agent whose JID is no subscriber of the room.
         let agents = AGENTS
             .iter()
@@ -246,7 +246,7 @@ fn nap(d: Duration, stop: &AtomicBool) {
 }
 
 /// A sender: one CLI process at a time, as a person would, with now and
-/// then a send the bridge must refuse.
+/// then a send the CLI must refuse.
 fn sender(
     world: &World,
     agent: &str,
@@ -382,7 +382,7 @@ fn gateway(
             Err(f) => problems.push(format!("{agent}: context failed: {f:?}")),
         }
         // The XMPP session itself (a gateway's view without a record):
-        // the bridge's rows and the room lines of the Hermes writer.
+        // the sent rows and the room lines of the Hermes writer.
         match reader.history(&xmpp, agent, Some(50)) {
             Ok(rows) => match session.tag(agent, rows) {
                 Ok(tagged) => check_rows(&tagged, &mut problems),
@@ -537,7 +537,7 @@ fn chaos(
             && round % 2 == 1
             && !stop.load(Ordering::SeqCst)
         {
-            // The bridge sees what it would see in production: connections
+            // The CLI sees what it would see in production: connections
             // refused while the node is down (the proxy closes first, so no
             // request is caught half-way).
             proxy.set_refusing(true);
@@ -595,7 +595,7 @@ struct Report {
     rows_lost: u64,
     /// Bodies with more than one history row.
     rows_duplicated: u64,
-    /// History rows of the bridge that no delivered send reported.
+    /// Sent rows that no delivered send reported.
     phantom_rows: u64,
     explained: BTreeMap<String, u64>,
     problems: Vec<String>,

@@ -443,7 +443,7 @@ fn reads_of_an_early_database_create_no_table() {
 }
 
 #[test]
-fn meta_get_reads_the_seed_record_of_the_fixtures() {
+fn meta_get_reads_the_legacy_record_of_the_fixtures() {
     for name in ["hermes-0.19.0.db", "hermes-latest.db"] {
         let (_dir, db) = fixture!(name);
         let store = HermesStore::open(&db).unwrap();
@@ -676,7 +676,7 @@ fn send_write_adds_exactly_one_row_of_each_on_every_fixture() {
             assert!(!before.contains_key("session_switch_sent"));
         }
 
-        // The row reads back as the bridge's, for mohe only.
+        // The row reads back as a sent row, for mohe only.
         let store = HermesStore::open(&db).unwrap();
         let last = store.history("xmpp-mohe-v2", "mohe", Some(1)).unwrap();
         assert_eq!(
@@ -816,7 +816,7 @@ fn a_stored_record_that_is_not_a_valid_record_is_replaced() {
         );
     }
     // A newer record the policy takes is kept: an integer timestamp (as the
-    // seed wrote them), one within the skew ahead of the clock.
+    // the legacy tool wrote them), one within the skew ahead of the clock.
     for stored in [
         "{\"session_id\": \"x\", \"timestamp\": 3000}".to_string(),
         soon(60.0),
@@ -1604,7 +1604,7 @@ fn meta_delete_refuses_keys_that_are_not_ours() {
 }
 
 #[test]
-fn meta_delete_removes_our_keys_and_the_seed_key() {
+fn meta_delete_removes_our_keys_and_the_legacy_key() {
     let (_dir, db) = fixture!("hermes-latest.db");
     let mut store = HermesStore::open(&db).unwrap();
     send(&mut store, "[YOU] x", 1_000.0).unwrap();
@@ -2076,7 +2076,7 @@ fn a_state_meta_created_later_is_seen() {
     }
 }
 
-/// The bridge's own list of rows (`session_switch_sent`) missing, then made
+/// The list of sent rows (`session_switch_sent`) missing, then made
 /// by another connection's send, then by this connection's own: each time
 /// the rows are read, never a stale "no such table".
 #[test]
@@ -2104,7 +2104,7 @@ fn the_bridge_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() 
     }
 }
 
-/// The bridge's rows are read by walking its own list, on both schemas:
+/// The sent rows are read by walking their own list, on both schemas:
 /// SQLite's own choice walked every row of the session (740–760 µs a call
 /// at 10,000 rows against 5–8 µs, `HermesStore::bridge_rows`).
 #[test]

@@ -2,7 +2,7 @@
 # Stand-in for `docker`, installed by start.sh as INSTANCE/bin/docker.
 #
 # Emulates only `docker exec [OPTIONS] CONTAINER ejabberdctl ARGS...` (the
-# seed's production form) by running this instance's INSTANCE/bin/ejabberdctl,
+# legacy tool's production form) by running this instance's INSTANCE/bin/ejabberdctl,
 # so code that runs `docker exec ejabberd ejabberdctl ...` is tested unchanged
 # with PATH="$EJ_BIN:$PATH".
 #

@@ -35,7 +35,7 @@ use session_switch_policy::{EditAction, FailureKind, Policy, Reason, Role, RowSu
 pub struct RecordCase {
     /// The value of mohe's record, `session_switch:active:mohe`.
     pub mohe: Option<String>,
-    /// The value of the seed's key `active_xmpp_sender_session` (read for
+    /// The value of the legacy tool's key `active_xmpp_sender_session` (read for
     /// mohe only).
     pub legacy: Option<String>,
     /// The value of zhiwei's record, `session_switch:active:zhiwei`.
@@ -62,7 +62,7 @@ pub fn record_value(session_id: &str, timestamp: &str, agent: Option<&str>) -> S
 }
 
 /// Where `agent`'s bot must go at `now` by DESIGN §3 and §8, restated: of
-/// its records (its own key, and the seed's key for the legacy agent) the
+/// its records (its own key, and the legacy tool's key for the legacy agent) the
 /// valid ones are well-formed JSON with a session id, a finite timestamp,
 /// the `agent` field (own key only) absent or the agent's name,
 /// `-skew <= age < ttl`, and a target that is no agent's XMPP session; the

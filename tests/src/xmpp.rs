@@ -163,7 +163,7 @@ impl Ejabberd {
         vec![self.ctl.display().to_string()]
     }
 
-    /// The seed's production form, served by the `docker` stand-in in
+    /// The legacy tool's production form, served by the `docker` stand-in in
     /// [`Ejabberd::bin_dir`] when that is first in `PATH`.
     pub fn docker_argv() -> Vec<String> {
         ["docker", "exec", "ejabberd", "ejabberdctl"]
