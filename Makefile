@@ -226,7 +226,7 @@ $(LINKCHECK2):
 
 docs: $(MDBOOK) $(LINKCHECK2) ## build the book (docs/) into target/book and check its links and anchors
 	PATH=$(abspath $(dir $(LINKCHECK2))):$$PATH $(MDBOOK) build docs
-	python3 docs/check_citations.py target/book/html docs/citations.tsv
+	python3 docs/check_anchors.py target/book/html docs/citations.tsv
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check
