@@ -161,7 +161,7 @@ demo: build venv ## the whole flow against a real ejabberd it starts and stops
 # Not part of `make test`: slow, and it needs a quiet machine (load < 1.5).
 # Installs hyperfine, GNU time and strace (the send's fsyncs) from Debian when missing; sends run against
 # one isolated ejabberd (with-ejabberd.sh). Writes target/bench/report.md
-# (the README's Performance table) and target/bench/results.json.
+# (the tables), the book's Performance page (docs/src/performance.md) and target/bench/results.json.
 bench: component variants wheel hermes-venvs ## benchmarks: policy per call, CLI, sends, hot swap, memory
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
@@ -190,7 +190,7 @@ fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
 
 # The long soak (tests/all/soak.rs): SOAK_SECONDS of load and faults with an
 # ejabberd of its own that it stops and restarts; prints the figures and
-# writes them to target/soak-report.json (the README's Reliability section).
+# writes them to target/soak-report.json (docs/src/reliability.md says what the soaks check).
 # The room soak (tests/all/room_soak.rs): three bots, Hermes's API server and
 # a person's ROOM_SOAK_MESSAGES (default 500) messages under faults; figures
 # in target/room-soak-report.json.
