@@ -28,7 +28,7 @@ component: toolchain ## build the policy component: target/policy/session_switch
 	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest --target-dir target
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
 	# The same precompiled for this machine, embedded by the host's build.rs
-	# (a cold start then compiles nothing; README "Performance"). Built with
+	# (a cold start then compiles nothing; docs/src/performance.md). Built with
 	# `--workspace`: `-p session-switch-runtime` alone resolves other features
 	# of wasmtime's dependencies, and a clean clone compiled wasmtime twice.
 	# The binary's path from cargo itself (a target dir or triple set in any
@@ -226,7 +226,7 @@ $(LINKCHECK2):
 
 docs: $(MDBOOK) $(LINKCHECK2) ## build the book (docs/) into target/book and check its links and anchors
 	PATH=$(abspath $(dir $(LINKCHECK2))):$$PATH $(MDBOOK) build docs
-	python3 docs/check_anchors.py target/book/html docs/citations.tsv
+	python3 docs/check_anchors.py target/book/html
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

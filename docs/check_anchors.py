@@ -1,16 +1,15 @@
 #!/usr/bin/env python3
 """Check the anchors mdbook-linkcheck2 does not: every link between the
 built book's pages that names an anchor (`page.html#heading`, `#heading`)
-must find that id on the page; and every citation target of
-docs/citations.tsv must exist: a book page (`docs/src/X.md`) in the built
-book, with its anchor when one is named; any other file of the
-repository, with a Markdown heading whose GitHub-style slug is the
-anchor. Run by `make docs` after mdbook.
+must find that id on the page; and every chapter the code cites
+(a chapter path with its heading, in a comment of a tracked source file) must be a
+page of the built book with that heading. Run by `make docs` after mdbook.
 
-  python3 docs/check_anchors.py target/book/html docs/citations.tsv
+  python3 docs/check_anchors.py target/book/html
 """
 import os
 import re
+import subprocess
 import sys
 
 
@@ -50,36 +49,40 @@ def book_anchors(html_dir):
     return bad, n
 
 
-def main(html_dir, tsv):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(tsv)))
+SOURCES = ["*.rs", "*.py", "*.pyi", "*.wit", "*.toml", "*.sh", "Makefile"]
+
+
+def code_citations(root):
+    """`(file, citation)` for each `docs/src/….md[#anchor]` a source cites."""
+    files = subprocess.run(
+        ["git", "ls-files", *SOURCES], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    files = [name for name in files if name != "docs/check_anchors.py"]
+    found = []
+    for name in files:
+        with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+            for cite in re.findall(r"docs/src/[\w/-]+\.md(?:#[\w-]+)?", f.read()):
+                found.append((name, cite))
+    return found
+
+
+def main(html_dir):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bad, links = book_anchors(html_dir)
-    with open(tsv, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    for old, new in rows:
-        target = new.rstrip(".")
-        path, _, anchor = target.partition("#")
-        if path.startswith("docs/src/") and path.endswith(".md"):
-            page = os.path.join(html_dir, path[len("docs/src/"):-3] + ".html")
-            if not os.path.exists(page):
-                bad.append(f"{old}: {path} is not a page of the book")
-                continue
-            if anchor and f'id="{anchor}"' not in open(page, encoding="utf-8").read():
-                bad.append(f"{old}: {path} has no heading #{anchor}")
-        else:
-            full = os.path.join(root, path)
-            if not os.path.exists(full):
-                bad.append(f"{old}: {path} does not exist")
-                continue
-            if anchor:
-                heads = [slug(m) for m in re.findall(r"^#+ (.+)$", open(full, encoding="utf-8").read(), re.M)]
-                if anchor not in heads:
-                    bad.append(f"{old}: {path} has no heading #{anchor}")
+    cites = code_citations(root)
+    for source, cite in cites:
+        path, _, anchor = cite.partition("#")
+        page = os.path.join(html_dir, path[len("docs/src/"):-3] + ".html")
+        if not os.path.exists(page):
+            bad.append(f"{source}: {path} is not a page of the book")
+        elif anchor and anchor not in ids(page):
+            bad.append(f"{source}: {path} has no heading #{anchor}")
     for b in bad:
         print("docs:", b, file=sys.stderr)
     if bad:
         sys.exit(1)
-    print(f"anchors: {links} links with an anchor resolve; citations: {len(rows)} targets of {tsv} found")
+    print(f"anchors: {links} links with an anchor resolve; {len(cites)} citations in the code found")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(sys.argv[1])

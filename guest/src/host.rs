@@ -29,7 +29,7 @@ pub trait Host {
     ) -> Result<RowSummaries, Failure>;
     /// The current time, Unix seconds (UTC) with fractions.
     fn now(&mut self) -> f64;
-    /// Do one send atomically (DESIGN §8 "Send").
+    /// Do one send atomically (docs/src/design/send.md#the-atomic-send).
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure>;
     /// A diagnostic line for the host's log.
     fn log(&mut self, level: LogLevel, message: &str);

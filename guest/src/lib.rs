@@ -1,4 +1,4 @@
-//! The session-switch policy: the rules of DESIGN §3 and §8 as a pure
+//! The session-switch policy: the rules of docs/src/design/rules.md and docs/src/design/contracts.md as a pure
 //! WebAssembly component. This file is glue only (`generate!`, the `Guest`
 //! impl, `export!`): the rules live in plain modules that also compile
 //! natively, re-exported here for property, differential and host tests.

@@ -1,4 +1,4 @@
-//! Send planning (DESIGN §3 "Send", §8 "Send is one host import"): check
+//! Send planning (docs/src/design/rules.md#send, docs/src/design/contracts.md "Send is one host import"): check
 //! the CLI session, normalise the body once, and hand the host one plan —
 //! the room's body, the `[YOU] ` history row and the record — which the host
 //! carries out atomically.

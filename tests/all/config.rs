@@ -1,4 +1,4 @@
-//! The TOML config (DESIGN §8): the example parses to the legacy tool's agents, and
+//! The TOML config (docs/src/design/contracts.md): the example parses to the legacy tool's agents, and
 //! every validation error names the line and says what is wrong.
 
 use session_switch::config::{Config, LoopGuardConfig, MeetingConfig, TransportKind};
@@ -320,7 +320,7 @@ fn two_agents(zhiwei_extra: &str) -> String {
 }
 
 /// The policy's `configure` rules, checked by the config with the line
-/// (gap G3 of SECURITY.md): else these configs would parse and every call
+/// (gap G3 of docs/src/security.md): else these configs would parse and every call
 /// then fail with `invalid settings: …`, naming no line.
 #[test]
 fn names_a_signature_could_be_confused_by_are_refused_with_their_line() {

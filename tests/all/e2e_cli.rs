@@ -197,7 +197,7 @@ fn unique(text: &str) -> String {
     )
 }
 
-/// Exit status, and stderr as one line (DESIGN §8: a non-zero exit prints
+/// Exit status, and stderr as one line (docs/src/design/contracts.md: a non-zero exit prints
 /// exactly one line on stderr).
 fn failed(out: &Output) -> (i32, String) {
     let stderr = String::from_utf8(out.stderr.clone()).unwrap();
@@ -704,7 +704,7 @@ fn a_sender_the_room_does_not_accept_is_refused_before_posting() {
 }
 
 /// An agent with a record was accepted before, so its post goes out beside
-/// the sender check (DESIGN §8 step 2). When the room no longer accepts it,
+/// the sender check (docs/src/design/contracts.md step 2). When the room no longer accepts it,
 /// the post was dropped (unless the JID is a MUC service admin): nothing is
 /// recorded, the outcome is unknown (exit 3), and `active` lists the send
 /// until `clear`.

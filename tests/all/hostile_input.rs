@@ -121,7 +121,7 @@ fn record_case() -> impl Strategy<Value = RecordCase> {
         "[a-z0-9_]{1,24}",
         text_of(hostile_piece(), 4),
     ];
-    // Ages around each boundary of DESIGN §3 (TTL 3600 s, skew 120 s).
+    // Ages around each boundary of docs/src/design/rules.md (TTL 3600 s, skew 120 s).
     let age = prop_oneof![
         Just(0.0),
         Just(3600.0),

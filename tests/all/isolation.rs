@@ -328,7 +328,7 @@ fn a_room_line_imitating_the_tag_never_reaches_the_model_as_the_agents_own() {
     }
 }
 
-/// Gap G1 of SECURITY.md: the policy sees a bounded prefix of each
+/// Gap G1 of docs/src/security.md: the policy sees a bounded prefix of each
 /// row (57 characters for these agents); a `[YOU]` behind more leading
 /// blanks than that, or cut by the prefix, is still removed: a non-own row
 /// whose prefix holds only blanks and the start of a marker is untagged.
@@ -384,7 +384,7 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
     }
 }
 
-/// Gap G4 of SECURITY.md: the untag rule also skips invisible
+/// Gap G4 of docs/src/security.md: the untag rule also skips invisible
 /// format characters (default-ignorable code points) and folds full-width
 /// forms, so a tag behind U+200B or in full-width brackets is removed.
 #[test]

@@ -1,4 +1,4 @@
-//! The memo of `resolve` (DESIGN §7, `host/runtime/src/memo.rs`) over the
+//! The memo of `resolve` (docs/src/design/where-the-time-goes.md, `host/runtime/src/memo.rs`) over the
 //! real store: a decision is served again only while `state.db` says the
 //! same, every change another connection commits is seen by the very next
 //! call, and a lock is waited out once, not once for the memo's check and

@@ -988,7 +988,7 @@ fn agree_with_the_memo(case: &Case, ops: &[Op], versioned: bool) -> Result<(), T
     Ok(())
 }
 
-/// The reads the host itself makes after the policy redirected (SECURITY.md
+/// The reads the host itself makes after the policy redirected (docs/src/security.md
 /// H1, `instance::check_redirect`), restated: the agent's record; then, for
 /// the configured legacy agent when that record does not name the target
 /// (JSON with `session_id` equal to it), the legacy tool's key.

@@ -393,7 +393,7 @@ proptest! {
     /// A decision holds from its call's clock until its `valid_until`
     /// (forever when `None`): resolving again at any later time before it,
     /// with the same `state_meta`, gives the same decision, detail
-    /// included. This is what lets a host answer from its memo (DESIGN §7).
+    /// included. This is what lets a host answer from its memo (docs/src/design/where-the-time-goes.md).
     #[test]
     fn a_decision_holds_until_its_valid_until(
         meta in meta(),

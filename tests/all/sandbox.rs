@@ -1,4 +1,4 @@
-//! The policy's sandbox (issue 9, DESIGN §2): the component reaches files,
+//! The policy's sandbox (issue 9, docs/src/design/what-we-build.md): the component reaches files,
 //! network, environment and clock only through our `host` imports; a
 //! component that imports WASI or any other interface is refused at load
 //! time and at a hot swap; and a call is bounded in time even where fuel
@@ -13,7 +13,7 @@
 //! `spy` (imports `test:spy/net`), `wasi` (built for wasm32-wasip2) and
 //! `hijack` (redirects every XMPP session of an agent to another person's
 //! CLI session, with a well-formed decision: the host checks it against
-//! the agent's record, SECURITY.md H1).
+//! the agent's record, docs/src/security.md#h1-the-host-checks-a-redirect-against-the-record-itself).
 
 use session_switch::FailureKind;
 use session_switch::runtime::*;
@@ -364,7 +364,7 @@ fn set_record(db: &std::path::Path, key: &str, session_id: &str) {
         .unwrap();
 }
 
-/// SECURITY.md H1: a policy that redirects a bot to a session no record of
+/// docs/src/security.md#h1-the-host-checks-a-redirect-against-the-record-itself: a policy that redirects a bot to a session no record of
 /// the agent names (another person's CLI conversation) is refused by the
 /// host, with or without a record, in `resolve` and in `context`; the
 /// fallback loads the session asked about, rows as stored; a redirect that

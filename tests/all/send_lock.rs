@@ -1,4 +1,4 @@
-//! A send never locks Hermes out (issue 17, DESIGN §9.5): while the room
+//! A send never locks Hermes out (issue 17, docs/src/design/send.md#a-send-never-locks-hermes-out): while the room
 //! takes 1.5 s (and 3 s) to accept each post, Hermes-style readers and a
 //! Hermes-style writer (`tests/scripts/hermes_style_load.py`: the system
 //! SQLite, `timeout=1.0`, 0.19.0's write retry) work on the same database,

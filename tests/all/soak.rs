@@ -9,7 +9,7 @@
 //!   first XMPP session), its provenance row, the agent's record (the
 //!   newest delivered send's), and the body in the room's archive once,
 //!   from the agent's nick;
-//! - exit 2: no row, not in the room, and one of the refusals DESIGN §8
+//! - exit 2: no row, not in the room, and one of the refusals docs/src/design/contracts.md
 //!   lists (bad input, sender not accepted, database busy);
 //! - exit 3: no row; the fault proxy's log says whether ejabberd had taken
 //!   the message, and the room's archive must agree;
@@ -717,7 +717,7 @@ fn account(
                     // the client cannot know (so "may have"); it never
                     // reached ejabberd.
                     // An agent with a record posts beside its sender
-                    // check (DESIGN §8 step 2); the check failed.
+                    // check (docs/src/design/contracts.md step 2); the check failed.
                     _ if in_room.len() <= 1 && a.stderr.contains("beside this check") => {
                         report.explain("3: sender check failed beside the post (room may have it)")
                     }

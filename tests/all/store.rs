@@ -54,7 +54,7 @@ fn assert_integrity(path: &Path) {
 
 /// `after` is `before` but, where `before` had no `state_meta` (an early
 /// Hermes database), for an empty `state_meta` with Hermes's DDL: the one
-/// trace a send that failed after its intent may leave (DESIGN §8 "Send").
+/// trace a send that failed after its intent may leave (docs/src/design/send.md#the-atomic-send).
 fn assert_unchanged_but_an_empty_state_meta(
     before: &std::collections::BTreeMap<String, Vec<String>>,
     after: &std::collections::BTreeMap<String, Vec<String>>,
@@ -334,7 +334,7 @@ fn reads_leave_a_delete_mode_file_untouched() {
     assert_eq!(files(dir.path()), before_files, "files appeared");
 }
 
-/// `data_version` (the memo of `resolve`, DESIGN §7) stays while only
+/// `data_version` (the memo of `resolve`, docs/src/design/where-the-time-goes.md) stays while only
 /// reads happen, here and elsewhere, and changes when another connection
 /// commits (as Hermes does) and when this one writes; inside a read
 /// snapshot it is the snapshot's. The 0.19.0 fixture is in WAL mode, the

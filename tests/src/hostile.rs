@@ -5,7 +5,7 @@
 //! (`tests/all/hostile_input.rs`, in `make test`) and the cargo-fuzz targets
 //! (`fuzz/`, `make fuzz`) share them, so both check the same things.
 //!
-//! The properties restate DESIGN §3 and §8 independently of the code under
+//! The properties restate docs/src/design/rules.md and docs/src/design/contracts.md independently of the code under
 //! test (the redirect check recomputes which record should win; the tagging
 //! check recomputes which rows are the agent's own), so a rule that drifts
 //! from the design shows up, not only a crash.
@@ -61,7 +61,7 @@ pub fn record_value(session_id: &str, timestamp: &str, agent: Option<&str>) -> S
     value
 }
 
-/// Where `agent`'s bot must go at `now` by DESIGN §3 and §8, restated: of
+/// Where `agent`'s bot must go at `now` by docs/src/design/rules.md and docs/src/design/contracts.md, restated: of
 /// its records (its own key, and the legacy tool's key for the legacy agent) the
 /// valid ones are well-formed JSON with a session id, a finite timestamp,
 /// the `agent` field (own key only) absent or the agent's name,
@@ -109,7 +109,7 @@ fn expected_target(
     host.sessions.contains(&session).then_some(session)
 }
 
-/// Check the redirect rule on `case` (DESIGN §3 "Redirect", §8 "Records"):
+/// Check the redirect rule on `case` (docs/src/design/rules.md#redirect, docs/src/design/contracts.md#records):
 /// - `parse_record` never panics, and what it accepts is a valid session id
 ///   with a finite timestamp;
 /// - mohe's XMPP sessions are redirected exactly when a valid record exists,
@@ -202,7 +202,7 @@ pub fn check_record(case: &RecordCase) {
             None => {
                 assert!(
                     !d.redirected,
-                    "redirected, against DESIGN §3: {d:?} for {case:?}"
+                    "redirected, against docs/src/design/rules.md: {d:?} for {case:?}"
                 );
                 assert_eq!(d.session_id, asked, "{d:?}");
                 if !mohe_has_record {
@@ -221,8 +221,8 @@ pub fn check_record(case: &RecordCase) {
         }
     }
 
-    // A decision holds until its `valid_until` (the memo's premise, DESIGN
-    // §7): a policy asked later inside the window, with the same records,
+    // A decision holds until its `valid_until` (the memo's premise, 
+    // docs/src/design/where-the-time-goes.md): a policy asked later inside the window, with the same records,
     // answers the same, detail included.
     if case.now.is_finite() {
         let d = policy
@@ -335,7 +335,7 @@ pub fn check_record(case: &RecordCase) {
 // ------------------------------------------------------------------- body
 
 /// Check body normalisation on `text` with a maximum of `max_chars`
-/// (DESIGN §8 "Body normalisation"):
+/// (docs/src/design/send.md#body-normalisation):
 /// - `clean` is idempotent and leaves no character XML 1.0 forbids, no
 ///   ESC, no CR, no leading whitespace and no leading `[YOU]` marker;
 /// - `normalise` accepts exactly the non-blank results of at most
@@ -512,7 +512,7 @@ pub struct RowCase {
 /// Check `[YOU]` tagging of `rows` for every sample agent, with summaries
 /// of `prefix_chars` characters (judged on at most the policy's own prefix
 /// length, 57 for the samples), the edits applied by the host's functions
-/// (DESIGN §3 "Tagging", §8 "Provenance"):
+/// (docs/src/design/rules.md#tagging, docs/src/design/contracts.md "Provenance"):
 /// - edits index the rows in order, each at most once; only `user` rows
 ///   are edited;
 /// - an own row (the bridge wrote it for the agent, or it is signed by one
@@ -522,7 +522,7 @@ pub struct RowCase {
 /// - any other user row never reaches the model starting with a `[YOU]`
 ///   tag, in any of the forms the contract's untag rule covers (restated
 ///   here: [`starts_with_tag`]), wherever the tag lies behind the prefix
-///   the policy saw (G1 and G4 of `SECURITY.md`);
+///   the policy saw (G1 and G4 of docs/src/security.md);
 /// - tagging the result again changes nothing.
 ///
 /// # Panics
@@ -706,12 +706,12 @@ pub fn check_history_rows(session: &mut PolicyInstance, agent: &str, rows: Vec<H
 
 // ----------------------------------------------------------------- config
 
-/// Check the config parser on `text` (DESIGN §8 "Config"):
+/// Check the config parser on `text` (docs/src/design/contracts.md#config):
 /// - errors are `bad-input` and name the file (`config fuzz.toml…`);
 /// - an accepted config has agents, unique names, JIDs, nicks and session
 ///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent;
 /// - the policy's `configure` accepts the settings of every accepted config
-///   (gap G3 of `SECURITY.md`: the config refuses, with its line, whatever
+///   (gap G3 of docs/src/security.md: the config refuses, with its line, whatever
 ///   the policy would refuse).
 ///
 /// Returns the accepted config, if any.

@@ -101,7 +101,7 @@ pub fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
-/// A record value as the bridge writes it (DESIGN §8 "Records"); `agent`
+/// A record value as the bridge writes it (docs/src/design/contracts.md#records); `agent`
 /// `None` leaves the field out (the legacy tool's records had none).
 pub fn record(session_id: &str, timestamp: f64, agent: Option<&str>) -> String {
     let mut value = serde_json::json!({

@@ -7,7 +7,7 @@
 //! reads them. [`RoomObserver`] runs `tests/ejabberd/muc_probe.py listen`
 //! (slixmpp, in the `target/venv` that `make venv` builds) as an occupant of
 //! the room, so a test sees what the room really broadcast: `send_message`
-//! answers success even when the room drops the message (DESIGN §5).
+//! answers success even when the room drops the message (docs/src/design/ejabberd-facts.md).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};

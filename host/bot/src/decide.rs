@@ -1,7 +1,7 @@
 //! One decision per live room message, in arrival order, on a thread of
 //! its own (`Bridge`'s calls are synchronous: wasmtime and SQLite; a
 //! Hermes turn takes seconds). Each message is heard first: `is-own`,
-//! then `admit` (the loop guard and the meeting rules, DESIGN §9.3) sees
+//! then `admit` (the loop guard and the meeting rules, docs/src/design/loop-guard.md) sees
 //! every live message; a refusal → silence, the reason logged, the line
 //! kept for the next turn when the policy says it was heard; an answer →
 //! a turn queued. Each turn: `resolve` → the session it runs in; the turn
@@ -166,7 +166,7 @@ impl Decider {
         let cursor_json = cursor.to_json();
         // The guard sees every live message, the bot's own included: its
         // own lines count as hops, and a send made for a person
-        // (the human-origin marker) resets the counter (DESIGN §9.3). The
+        // (the human-origin marker) resets the counter (docs/src/design/loop-guard.md). The
         // line is stored with the decision, so a restart does not lose it.
         let hearing = Hearing {
             nick: &m.nick,

@@ -1,4 +1,4 @@
-//! `[loop_guard]` (DESIGN §9.3): when agents in the room stop answering
+//! `[loop_guard]` (docs/src/design/loop-guard.md): when agents in the room stop answering
 //! each other. Every key is optional; the defaults are the design's.
 
 use session_switch_contract::failure::Failure;

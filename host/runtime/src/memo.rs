@@ -1,4 +1,4 @@
-//! The memo of `resolve` decisions (DESIGN §7): a gateway asks `resolve`
+//! The memo of `resolve` decisions (docs/src/design/where-the-time-goes.md): a gateway asks `resolve`
 //! for every room message, mostly about the same session with nothing
 //! changed in between. The policy is pure, so the same answers of its
 //! imports give the same decision; the decision says itself how long the

@@ -1,4 +1,4 @@
-//! The JSON shapes of DESIGN §8 "CLI JSON", one copy: the CLI prints them
+//! The JSON shapes of docs/src/design/contracts.md#cli-json, one copy: the CLI prints them
 //! (`--json`) and the Python binding returns them as Python objects.
 
 use crate::HistoryRow;
@@ -86,7 +86,7 @@ pub fn record_status(s: &RecordStatus) -> Value {
     })
 }
 
-/// One entry of `active` for a send not (yet) in the history (DESIGN §9.5):
+/// One entry of `active` for a send not (yet) in the history (docs/src/design/send.md#a-send-never-locks-hermes-out):
 /// `pending_send: true`, `key` (its `state_meta` key), `state` (`posting`:
 /// being posted, or interrupted when `in_progress` is false; `unknown`: the
 /// post timed out; `delivered`: the room took it, the row waits for the

@@ -105,7 +105,7 @@ pub enum ImportCall {
 }
 
 /// A stored `messages` row, with the agent the bridge wrote it for (the
-/// `session_switch_sent` table, DESIGN §8 "Provenance of our rows").
+/// `session_switch_sent` table, docs/src/design/contracts.md#provenance-of-our-rows).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FakeRow {
     /// `messages.id`; unique across sessions, ascending within one.
@@ -328,7 +328,7 @@ impl FakeState {
         self.now
     }
 
-    /// The host's send (DESIGN §8 "Send"), all or nothing: the history
+    /// The host's send (docs/src/design/send.md#the-atomic-send), all or nothing: the history
     /// session's row if missing, the `[YOU] ` row with its provenance, and
     /// the record unless the stored one has a newer timestamp.
     pub fn send(&mut self, plan: SendPlan) -> Result<Sent, Failure> {
