@@ -221,7 +221,7 @@ pub fn check_record(case: &RecordCase) {
         }
     }
 
-    // A decision holds until its `valid_until` (the memo's premise, 
+    // A decision holds until its `valid_until` (the memo's premise,
     // docs/src/design/where-the-time-goes.md): a policy asked later inside the window, with the same records,
     // answers the same, detail included.
     if case.now.is_finite() {
