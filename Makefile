@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test reference
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test reference docs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -28,7 +28,7 @@ component: toolchain ## build the policy component: target/policy/session_switch
 	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest --target-dir target
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
 	# The same precompiled for this machine, embedded by the host's build.rs
-	# (a cold start then compiles nothing; README "Performance"). Built with
+	# (a cold start then compiles nothing; docs/src/performance.md). Built with
 	# `--workspace`: `-p session-switch-runtime` alone resolves other features
 	# of wasmtime's dependencies, and a clean clone compiled wasmtime twice.
 	# The binary's path from cargo itself (a target dir or triple set in any
@@ -161,7 +161,7 @@ demo: build venv ## the whole flow against a real ejabberd it starts and stops
 # Not part of `make test`: slow, and it needs a quiet machine (load < 1.5).
 # Installs hyperfine, GNU time and strace (the send's fsyncs) from Debian when missing; sends run against
 # one isolated ejabberd (with-ejabberd.sh). Writes target/bench/report.md
-# (the README's Performance table) and target/bench/results.json.
+# (the tables), the book's Performance page (docs/src/performance.md) and target/bench/results.json.
 bench: component variants wheel hermes-venvs ## benchmarks: policy per call, CLI, sends, hot swap, memory
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
@@ -190,7 +190,7 @@ fuzz: component ## run each fuzz target for FUZZ_SECONDS (default 60) on nightly
 
 # The long soak (tests/all/soak.rs): SOAK_SECONDS of load and faults with an
 # ejabberd of its own that it stops and restarts; prints the figures and
-# writes them to target/soak-report.json (the README's Reliability section).
+# writes them to target/soak-report.json (docs/src/reliability.md says what the soaks check).
 # The room soak (tests/all/room_soak.rs): three bots, Hermes's API server and
 # a person's ROOM_SOAK_MESSAGES (default 500) messages under faults; figures
 # in target/room-soak-report.json.
@@ -210,6 +210,29 @@ soak: build venv variants wheel hermes-venvs ## the long soaks (SOAK_SECONDS eac
 # code; `make test` fails while they are stale (tests/all/reference_pages.rs).
 reference: ## write the generated reference pages: docs/src/reference/
 	$(CARGO) run -q -p xtask -- docs
+
+# The book (docs/): mdbook builds it into target/book/html, and
+# mdbook-linkcheck2, its second backend (docs/book.toml), checks every
+# internal link and anchor, offline. Both come from crates.io, each
+# installed once per version under target/doc-tools/NAME-VERSION (a cache:
+# a new version installs beside the old). Not part of `make test`.
+MDBOOK_VERSION := 0.5.4
+LINKCHECK2_VERSION := 0.13.0
+DOC_TOOLS := target/doc-tools
+MDBOOK := $(DOC_TOOLS)/mdbook-$(MDBOOK_VERSION)/bin/mdbook
+LINKCHECK2 := $(DOC_TOOLS)/mdbook-linkcheck2-$(LINKCHECK2_VERSION)/bin/mdbook-linkcheck2
+
+$(MDBOOK):
+	$(CARGO) install --locked --version $(MDBOOK_VERSION) --root $(DOC_TOOLS)/mdbook-$(MDBOOK_VERSION) \
+	  --no-default-features --features search mdbook
+
+$(LINKCHECK2):
+	$(CARGO) install --locked --version $(LINKCHECK2_VERSION) --root $(DOC_TOOLS)/mdbook-linkcheck2-$(LINKCHECK2_VERSION) \
+	  mdbook-linkcheck2
+
+docs: $(MDBOOK) $(LINKCHECK2) ## build the book (docs/) into target/book and check its links and anchors
+	PATH=$(abspath $(dir $(LINKCHECK2))):$$PATH $(MDBOOK) build docs
+	python3 docs/check_anchors.py target/book/html
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

@@ -8,8 +8,9 @@ run under `tests/ejabberd/with-ejabberd.sh`; then writes the tables.
 
   bench/driver.py [--out target/bench] [--quick]
 
-Writes OUT/results.json (every figure) and OUT/report.md (the README
-table), and prints the report. Medians throughout; ratios from the same run.
+Writes OUT/results.json (every figure), OUT/report.md (the tables) and
+the book's Performance page (docs/src/performance.md, with its charts),
+and prints the report. Medians throughout; ratios from the same run.
 Expects `make component variants` and a release build (`make bench` does it).
 Stdlib only.
 """
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from report import report
+from report import report, write_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
@@ -355,6 +356,7 @@ def main():
         json.dump(res, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text)
+    write_page(res, os.path.join(ROOT, "docs", "src"))
     print(text)
     shutil.rmtree(run_dir, ignore_errors=True)
 

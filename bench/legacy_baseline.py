@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The legacy `xmpp_session_bridge.py`'s approach in CPython, as the
 legacy tool's description gives it: a timing reference for `make bench`,
-not a product (it keeps every gap of the legacy tool that DESIGN §1 lists:
+not a product (it keeps every gap of the legacy tool that docs/src/design/problem.md lists:
 one fixed key for all agents, bare-prefix tagging, ejabberdctl's exit 0
 taken as delivery, no validation of the record).
 

@@ -49,7 +49,7 @@ LINES = [
 
 
 def config_text(db_room=ROOM):
-    """The config of the run (DESIGN §8 "Config"): the three agents of the
+    """The config of the run (docs/src/design/contracts.md#config): the three agents of the
     legacy `xmpp_session_bridge.py`, no legacy agent (so resolve reads one key, like the legacy tool)."""
     return f"""[xmpp]
 room = "{db_room}"

@@ -2,7 +2,7 @@
 //! `session_switch_tests::hostile::check_config`: refused as `bad-input`
 //! naming the file, or accepted only with unique agents, bare JIDs and a
 //! configured legacy agent, and then accepted by the policy's `configure`
-//! too (gap G3 of SECURITY.md: the config refuses with its line whatever
+//! too (gap G3 of docs/src/security.md: the config refuses with its line whatever
 //! the policy would refuse).
 #![no_main]
 

@@ -1,7 +1,7 @@
 //! `state_meta` values (mohe's record, the legacy `xmpp_session_bridge.py`'s
 //! key, zhiwei's record) through `parse_record` and the redirect rule over
-//! `MemoryHost`, checked by `session_switch_tests::hostile::check_record`:
-//! redirects only by DESIGN §3, only the record's own agent, never to an XMPP,
+//! the fake host, checked by `session_switch_tests::hostile::check_record`:
+//! redirects only by docs/src/design/rules.md, only the record's own agent, never to an XMPP,
 //! missing, expired or future session; `active` agrees; nothing is written.
 #![no_main]
 

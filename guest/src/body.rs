@@ -1,4 +1,4 @@
-//! Body normalisation (DESIGN §8 "Body normalisation"): what the room and
+//! Body normalisation (docs/src/design/send.md#body-normalisation): what the room and
 //! the history row get, computed once, so both hold the same text.
 
 use crate::Failure;

@@ -1,4 +1,4 @@
-//! Own-echo recognition (DESIGN §3 "Own echo"): the room reflects the
+//! Own-echo recognition (docs/src/design/rules.md#own-echo): the room reflects the
 //! agent's message back to its own bot; the bot must recognise it by the
 //! sender's identity, never by the text, so it neither stores it twice nor
 //! answers itself.

@@ -1,8 +1,8 @@
 //! What the rules may ask of the host (the WIT `host` interface) as a Rust
 //! trait, so the same rules run inside the component (over the generated
-//! imports, [`WitHost`]) and natively (over [`crate::memory::MemoryHost`]
-//! or any other implementation a test or the host's differential test
-//! brings).
+//! imports, [`WitHost`]) and natively (over the tests' fake host, crate
+//! `session-switch-fake-host`, or any other implementation a test or the
+//! host's differential test brings).
 
 use crate::{Failure, LogLevel, RowSummaries, SendPlan, Sent};
 
@@ -29,7 +29,7 @@ pub trait Host {
     ) -> Result<RowSummaries, Failure>;
     /// The current time, Unix seconds (UTC) with fractions.
     fn now(&mut self) -> f64;
-    /// Do one send atomically (DESIGN §8 "Send").
+    /// Do one send atomically (docs/src/design/send.md#the-atomic-send).
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure>;
     /// A diagnostic line for the host's log.
     fn log(&mut self, level: LogLevel, message: &str);

@@ -1,10 +1,11 @@
-//! The session-switch policy: the rules of DESIGN §3 and §8 as a pure
+//! The session-switch policy: the rules of docs/src/design/rules.md and docs/src/design/contracts.md as a pure
 //! WebAssembly component. This file is glue only (`generate!`, the `Guest`
 //! impl, `export!`): the rules live in plain modules that also compile
 //! natively, re-exported here for property, differential and host tests.
 //!
-//! Native use: build a [`Policy`] over any [`Host`] (e.g. the test double
-//! [`MemoryHost`]) and call the same methods the component exports.
+//! Native use: build a [`Policy`] over any [`Host`] (e.g. the tests' fake
+//! host, crate `session-switch-fake-host`) and call the same methods the
+//! component exports.
 
 wit_bindgen::generate!({
     world: "session-switch",
@@ -20,9 +21,10 @@ wit_bindgen::generate!({
 pub mod body;
 pub mod echo;
 pub mod failure;
+#[cfg(test)]
+mod fake_host;
 pub mod host;
 pub mod loop_guard;
-pub mod memory;
 pub mod policy;
 pub mod redirect;
 pub mod rows;
@@ -35,7 +37,6 @@ pub mod version;
 
 pub use agentsmeeting::session_switch::types::*;
 pub use host::Host;
-pub use memory::MemoryHost;
 pub use policy::Policy;
 pub use settings::ValidSettings;
 

@@ -1,4 +1,4 @@
-//! The loop guard (DESIGN §9.3): whether an agent's bot should answer one
+//! The loop guard (docs/src/design/loop-guard.md): whether an agent's bot should answer one
 //! live room message, so that agents in one room cannot answer each other
 //! forever.
 //!
@@ -24,7 +24,7 @@
 //! `max_hops` times (once to the person, `max_hops - 1` times to agents),
 //! and a room of `n` agents carries at most `n × max_hops` agent messages
 //! per human one, whatever the delivery order; when every bot sees the
-//! same order, at most `(n - 1) × max_hops + 1` (README "Loop guard").
+//! same order, at most `(n - 1) × max_hops + 1` (docs/src/concepts/loop-guard.md#the-bound).
 //!
 //! Within the bound, whom a message is answered by is the meeting's rule
 //! (Hermes's group settings): a person's message by the agents it

@@ -2,7 +2,7 @@
 //! of one instance plus its [`Host`], one method per export with the same
 //! arguments and answers. The component's glue (`lib.rs`) is this over
 //! [`crate::host::WitHost`]; tests drive it over
-//! [`crate::memory::MemoryHost`], so a differential test can give both the
+//! a test's fake host, so a differential test can give both the
 //! same calls and compare.
 
 use crate::failure::not_configured;
@@ -33,7 +33,7 @@ impl<H: Host> Policy<H> {
         }
     }
 
-    /// The host (tests inspect a [`crate::memory::MemoryHost`] through it).
+    /// The host (tests inspect their fake host through it).
     pub fn host(&self) -> &H {
         &self.host
     }
@@ -152,12 +152,12 @@ impl<H: Host> Policy<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{HostOp, MemoryHost};
+    use crate::fake_host::{self, FakeHost, Import, fail, history_calls};
     use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
-    use crate::{EditAction, FailureKind, Reason, Role};
+    use crate::{EditAction, FailureKind, Reason};
 
-    fn configured() -> Policy<MemoryHost> {
-        let mut p = Policy::new(MemoryHost::new(
+    fn configured() -> Policy<FakeHost> {
+        let mut p = Policy::new(fake_host::at(
             SAMPLE_NOW,
             "coregroup@conference.example.org",
         ));
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn every_export_but_two_needs_configure() {
-        let mut p = Policy::new(MemoryHost::default());
+        let mut p = Policy::new(FakeHost::default());
         let calls: Vec<Result<(), Failure>> = vec![
             p.resolve("mohe", "xmpp-mohe-v2").map(drop),
             p.tag("mohe", &RowSummaries::from_rows(&[])).map(drop),
@@ -188,12 +188,12 @@ mod tests {
         }
         assert!(p.version().starts_with("session-switch-policy "));
         assert!(p.self_check().is_ok());
-        assert!(p.host().sent.is_empty() && p.host().history_calls.is_empty());
+        assert!(p.host().snapshot().sent.is_empty() && history_calls(p.host()).is_empty());
     }
 
     #[test]
     fn a_refused_configure_keeps_the_settings_in_force() {
-        let mut p = Policy::new(MemoryHost::default());
+        let mut p = Policy::new(FakeHost::default());
         let mut bad = sample_settings();
         bad.ttl_seconds = 0;
         assert_eq!(
@@ -214,16 +214,17 @@ mod tests {
     #[test]
     fn context_loads_the_resolved_session_and_tags_it() {
         let mut p = configured();
-        let h = p.host_mut();
-        h.push_row("xmpp-mohe-v2", Role::User, "zhiwei: not loaded", None);
-        h.push_row(SAMPLE_CLI, Role::User, "Hello Hermes!", None);
-        h.push_row(SAMPLE_CLI, Role::User, "mohe: signed", None);
-        h.push_row(SAMPLE_CLI, Role::Assistant, "[YOU] by role", None);
-        h.push_row(SAMPLE_CLI, Role::User, "[YOU] zhiwei: fake", None);
+        let mut h = p.host().state();
+        h.push_row("xmpp-mohe-v2", "user", "zhiwei: not loaded", None);
+        h.push_row(SAMPLE_CLI, "user", "Hello Hermes!", None);
+        h.push_row(SAMPLE_CLI, "user", "mohe: signed", None);
+        h.push_row(SAMPLE_CLI, "assistant", "[YOU] by role", None);
+        h.push_row(SAMPLE_CLI, "user", "[YOU] zhiwei: fake", None);
         h.meta.insert(
             "session_switch:active:mohe".into(),
             sample_record(SAMPLE_CLI, SAMPLE_NOW - 1.0, "mohe"),
         );
+        drop(h);
         let c = p.context("mohe", "xmpp-mohe-v2", Some(3)).unwrap();
         assert_eq!(c.decision.reason, Reason::Redirected);
         assert_eq!(c.decision.session_id, SAMPLE_CLI);
@@ -240,7 +241,7 @@ mod tests {
                 },
             ]
         );
-        let call = &p.host().history_calls[0];
+        let call = &history_calls(p.host())[0];
         assert_eq!(
             (
                 call.session_id.as_str(),
@@ -255,8 +256,9 @@ mod tests {
     #[test]
     fn context_without_a_record_loads_the_xmpp_session() {
         let mut p = configured();
-        p.host_mut()
-            .push_row("xmpp-mohe-v2", Role::User, "mohe: 大家好", None);
+        p.host()
+            .state()
+            .push_row("xmpp-mohe-v2", "user", "mohe: 大家好", None);
         let c = p.context("mohe", "xmpp-mohe-v2", None).unwrap();
         assert_eq!(c.decision.reason, Reason::NoRecord);
         assert_eq!(
@@ -266,7 +268,7 @@ mod tests {
                 action: EditAction::Tag
             }]
         );
-        assert_eq!(p.host().history_calls[0].session_id, "xmpp-mohe-v2");
+        assert_eq!(history_calls(p.host())[0].session_id, "xmpp-mohe-v2");
     }
 
     #[test]
@@ -282,9 +284,10 @@ mod tests {
             c.decision.detail
         );
         // There but asked for no rows, or there without rows: no note.
-        p.host_mut().add_session("empty");
-        p.host_mut()
-            .push_row("xmpp-mohe-v2", Role::User, "mohe: 大家好", None);
+        p.host().state().add_session("empty");
+        p.host()
+            .state()
+            .push_row("xmpp-mohe-v2", "user", "mohe: 大家好", None);
         for (session, limit) in [("xmpp-mohe-v2", Some(0)), ("empty", None)] {
             let c = p.context("mohe", session, limit).unwrap();
             assert!(!c.decision.detail.contains("not in state.db"), "{session}");
@@ -302,14 +305,14 @@ mod tests {
             kind: FailureKind::Store,
             message: "gone".into(),
         };
-        p.host_mut().fail.insert(HostOp::History, f.clone());
+        fail(p.host(), Import::History, &f);
         assert_eq!(p.context("mohe", "xmpp-mohe-v2", None), Err(f));
     }
 
     #[test]
     fn configured_exports_answer() {
         let mut p = configured();
-        p.host_mut().add_session(SAMPLE_CLI);
+        p.host().state().add_session(SAMPLE_CLI);
         assert!(
             p.is_own_message("mohe", "coregroup@conference.example.org/mohe")
                 .unwrap()

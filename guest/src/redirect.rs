@@ -1,4 +1,4 @@
-//! The redirect rule (DESIGN §3 "Redirect", §8 "Records"): which session an
+//! The redirect rule (docs/src/design/rules.md#redirect, docs/src/design/contracts.md#records): which session an
 //! agent's bot loads, the `active` view of the records, and `clear`.
 //!
 //! Each agent has its own record, `session_switch:active:<agent>`; the legacy
@@ -192,7 +192,7 @@ enum Target {
     Missing,
     /// The host refuses it as a target (the failure's message): WIT
     /// `session-exists` failing with kind `bad-input`, e.g. a compressed
-    /// session with two live continuations (DESIGN §9.4). Not redirecting
+    /// session with two live continuations (docs/src/design/compression.md). Not redirecting
     /// is an answer a bot can act on, so `resolve` and `active` report it
     /// instead of failing; `send` fails on it.
     Refused(String),

@@ -63,7 +63,7 @@ pub fn no_overrides() -> MeetingOverrides {
     }
 }
 
-/// The loop guard's defaults (DESIGN §9.3): 6 hops, 20 agent messages per
+/// The loop guard's defaults (docs/src/design/loop-guard.md): 6 hops, 20 agent messages per
 /// 300 s, duplicates within 600 s.
 pub fn default_loop_guard() -> LoopGuard {
     LoopGuard {
@@ -74,7 +74,7 @@ pub fn default_loop_guard() -> LoopGuard {
     }
 }
 
-/// A record value as a send writes it (DESIGN §8 "Records").
+/// A record value as a send writes it (docs/src/design/contracts.md#records).
 pub fn sample_record(session_id: &str, timestamp: f64, agent: &str) -> String {
     serde_json::json!({
         "session_id": session_id,

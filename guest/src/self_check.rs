@@ -1,16 +1,19 @@
 //! The component's `self-check`: a built-in table of cases over the sample
-//! settings and an in-memory host (no host imports), run by a host before
+//! settings and a fixed sample state (no host imports), run by a host before
 //! it swaps in a new component. It covers what a broken build would get
 //! wrong first: normalisation, tagging of the real fixture lines, own-echo,
 //! the TTL and skew boundaries.
 
-use crate::memory::MemoryHost;
+use crate::host::Host;
 use crate::redirect::{record_key, resolve, seconds};
 use crate::rows::Row;
 use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
 use crate::settings::ValidSettings;
 use crate::tagging::edit_for;
-use crate::{EditAction, FailureKind, Reason, Role, body, echo};
+use crate::{
+    EditAction, Failure, FailureKind, LogLevel, Reason, Role, RowSummaries, SendPlan, Sent, body,
+    echo, failure,
+};
 
 /// Run every case; `Ok("N cases passed")`, or `Err` naming the first case
 /// that failed with what it got and what it wanted.
@@ -118,12 +121,10 @@ pub fn run() -> Result<String, String> {
         (-skew, Reason::Redirected),
         (-skew - 0.5, Reason::FutureTimestamp),
     ] {
-        let mut host = MemoryHost::new(SAMPLE_NOW, settings.room());
-        host.add_session(SAMPLE_CLI);
-        host.meta.insert(
-            record_key("mohe"),
-            sample_record(SAMPLE_CLI, SAMPLE_NOW - age, "mohe"),
-        );
+        let mut host = Sample {
+            key: record_key("mohe"),
+            record: sample_record(SAMPLE_CLI, SAMPLE_NOW - age, "mohe"),
+        };
         let got = resolve(&settings, &mut host, "mohe", "xmpp-mohe-v2")
             .map_or_else(|e| e.message, |d| format!("{:?}", d.reason));
         check(
@@ -134,6 +135,51 @@ pub fn run() -> Result<String, String> {
     }
 
     Ok(format!("{passed} cases passed"))
+}
+
+/// What the `resolve` cases read: one record under `key`, the sample CLI
+/// session, the sample clock. Not a host: `resolve` reads nothing else,
+/// and every other import fails.
+struct Sample {
+    key: String,
+    record: String,
+}
+
+impl Sample {
+    fn absent(import: &str) -> Failure {
+        failure::policy(format!("the self-check's sample has no {import}"))
+    }
+}
+
+impl Host for Sample {
+    fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
+        Ok((key == self.key).then(|| self.record.clone()))
+    }
+    fn meta_delete(&mut self, _key: &str) -> Result<bool, Failure> {
+        Err(Self::absent("meta-delete"))
+    }
+    fn meta_set(&mut self, _key: &str, _value: &str) -> Result<(), Failure> {
+        Err(Self::absent("meta-set"))
+    }
+    fn session_exists(&mut self, session_id: &str) -> Result<bool, Failure> {
+        Ok(session_id == SAMPLE_CLI)
+    }
+    fn history(
+        &mut self,
+        _: &str,
+        _: &str,
+        _: Option<u32>,
+        _: u32,
+    ) -> Result<RowSummaries, Failure> {
+        Err(Self::absent("history"))
+    }
+    fn now(&mut self) -> f64 {
+        SAMPLE_NOW
+    }
+    fn send(&mut self, _plan: &SendPlan) -> Result<Sent, Failure> {
+        Err(Self::absent("send"))
+    }
+    fn log(&mut self, _level: LogLevel, _message: &str) {}
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Send planning (DESIGN §3 "Send", §8 "Send is one host import"): check
+//! Send planning (docs/src/design/rules.md#send, docs/src/design/contracts.md "Send is one host import"): check
 //! the CLI session, normalise the body once, and hand the host one plan —
 //! the room's body, the `[YOU] ` history row and the record — which the host
 //! carries out atomically.
@@ -97,17 +97,19 @@ pub fn send<H: Host>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{HostOp, MemoryHost};
+    use crate::FailureKind;
+    use crate::fake_host::{self, FakeHost, Import, fail};
     use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
-    use crate::{FailureKind, Role};
 
     fn settings() -> ValidSettings {
         ValidSettings::new(sample_settings()).unwrap()
     }
 
-    fn host() -> MemoryHost {
-        let mut h = MemoryHost::new(SAMPLE_NOW + 0.25, "coregroup@conference.example.org");
-        h.add_session(SAMPLE_CLI).add_session("xmpp-mohe-v2");
+    fn host() -> FakeHost {
+        let h = fake_host::at(SAMPLE_NOW + 0.25, "coregroup@conference.example.org");
+        h.state()
+            .add_session(SAMPLE_CLI)
+            .add_session("xmpp-mohe-v2");
         h
     }
 
@@ -126,8 +128,8 @@ mod tests {
         assert_eq!(r.room, "coregroup@conference.example.org");
         assert_eq!(r.record_key, "session_switch:active:mohe");
         assert!(r.record_replaced);
-        assert_eq!(h.sent.len(), 1);
-        let p = &h.sent[0];
+        assert_eq!(h.snapshot().sent.len(), 1);
+        let p = h.snapshot().sent[0].clone();
         assert_eq!(p.agent, "mohe");
         assert_eq!(p.from_jid, "mohe@example.org");
         assert_eq!(p.room_body, r.body);
@@ -140,10 +142,10 @@ mod tests {
             record,
             serde_json::json!({"session_id": SAMPLE_CLI, "timestamp": 1_800_000_000.25, "source": "cli", "agent": "mohe"})
         );
-        let row = &h.histories["xmpp-mohe-v2"][0];
+        let row = h.snapshot().histories["xmpp-mohe-v2"][0].clone();
         assert_eq!(
-            (row.id, row.role, row.content.as_str()),
-            (r.message_id, Role::User, p.history_content.as_str())
+            (row.id, row.role.as_str(), row.content.as_str()),
+            (r.message_id, "user", p.history_content.as_str())
         );
         // What it wrote resolves back to the CLI session.
         let d = crate::redirect::resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap();
@@ -246,7 +248,8 @@ mod tests {
             let e = send(&settings(), &mut h, agent, cli, text).unwrap_err();
             assert_eq!(e.kind, kind, "{agent} {cli:?} {text:?}: {}", e.message);
             assert!(e.message.contains(msg), "{:?} lacks {msg:?}", e.message);
-            assert!(h.sent.is_empty() && h.histories.is_empty() && h.meta.is_empty());
+            let s = h.snapshot();
+            assert!(s.sent.is_empty() && s.histories.is_empty() && s.meta.is_empty());
         }
         let mut small = sample_settings();
         small.max_body_chars = 5;
@@ -270,11 +273,11 @@ mod tests {
     #[test]
     fn host_failures_pass_through() {
         let cases = [
-            (HostOp::SessionExists, FailureKind::Store),
-            (HostOp::Send, FailureKind::NotAccepted),
-            (HostOp::Send, FailureKind::UnknownOutcome),
-            (HostOp::Send, FailureKind::Busy),
-            (HostOp::Send, FailureKind::Transport),
+            (Import::SessionExists, FailureKind::Store),
+            (Import::Send, FailureKind::NotAccepted),
+            (Import::Send, FailureKind::UnknownOutcome),
+            (Import::Send, FailureKind::Busy),
+            (Import::Send, FailureKind::Transport),
         ];
         for (op, kind) in cases {
             let f = Failure {
@@ -282,30 +285,30 @@ mod tests {
                 message: format!("{kind:?} from the host"),
             };
             let mut h = host();
-            h.fail.insert(op, f.clone());
+            fail(&h, op, &f);
             assert_eq!(send(&settings(), &mut h, "mohe", SAMPLE_CLI, "hi"), Err(f));
-            assert!(h.sent.is_empty());
+            assert!(h.snapshot().sent.is_empty());
         }
     }
 
     #[test]
     fn an_older_send_keeps_the_newer_record() {
         let mut h = host();
-        h.meta.insert(
+        h.state().meta.insert(
             "session_switch:active:mohe".into(),
             crate::samples::sample_record("newer", SAMPLE_NOW + 100.0, "mohe"),
         );
         let r = send(&settings(), &mut h, "mohe", SAMPLE_CLI, "late").unwrap();
         assert!(!r.record_replaced);
-        assert!(h.meta["session_switch:active:mohe"].contains("newer"));
+        assert!(h.snapshot().meta["session_switch:active:mohe"].contains("newer"));
     }
 
     #[test]
     fn a_broken_clock_writes_nothing() {
         let mut h = host();
-        h.clock = f64::NAN;
+        h.state().now = f64::NAN;
         let e = send(&settings(), &mut h, "mohe", SAMPLE_CLI, "hi").unwrap_err();
         assert_eq!(e.kind, FailureKind::Policy);
-        assert!(h.sent.is_empty());
+        assert!(h.snapshot().sent.is_empty());
     }
 }

@@ -29,7 +29,7 @@ pub const MARKER_BUDGET: usize = 8;
 pub struct AgentEntry {
     /// The agent as configured.
     pub agent: Agent,
-    /// Names that mark a line as the agent's own (DESIGN §3 "Tagging"): its
+    /// Names that mark a line as the agent's own (docs/src/design/rules.md#tagging): its
     /// nick, JID local part, name and aliases, without duplicates
     /// (ASCII-case-insensitive), in that order.
     pub names: Vec<String>,
@@ -287,7 +287,7 @@ impl ValidSettings {
     }
 
     /// Whether `agent` is the `legacy-agent` (the one that may read the legacy
-    /// `xmpp_session_bridge.py`'s fixed key, DESIGN §8 "Records").
+    /// `xmpp_session_bridge.py`'s fixed key, docs/src/design/contracts.md#records).
     pub fn is_legacy(&self, agent: &str) -> bool {
         self.settings.legacy_agent.as_deref() == Some(agent)
     }
@@ -329,7 +329,7 @@ impl ValidSettings {
 /// longest_name + 2`, i.e. room for eight stacked `[YOU] ` markers, then the
 /// longest name with its delimiter (`name:`) or brackets (`[name]`). 57 for
 /// the legacy tool's agents (`xiaoguo`). Larger prefixes cost boundary
-/// crossings on every row (DESIGN §7).
+/// crossings on every row (docs/src/design/where-the-time-goes.md).
 pub fn prefix_chars_for(longest_name: usize) -> u32 {
     let chars = MARKER_BUDGET * TAG.chars().count() + longest_name + 2;
     u32::try_from(chars).unwrap_or(u32::MAX)

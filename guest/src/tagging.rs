@@ -1,4 +1,4 @@
-//! `[YOU]` tagging (DESIGN §3 "Tagging", §8 "Provenance of our rows"):
+//! `[YOU]` tagging (docs/src/design/rules.md#tagging, docs/src/design/contracts.md#provenance-of-our-rows):
 //! which history rows are the agent's own, to be shown as `[YOU] ` + text,
 //! and which imitate the tag, to be shown without it.
 //!
@@ -27,7 +27,7 @@ pub fn apply(action: EditAction, content: &str) -> String {
 /// (U+FF1A), or with `[name]`. Names compare exactly, as the room compares
 /// nicks (ejabberd keeps their case: `MoHe: …` is another occupant's
 /// line). A bare prefix never signs: `mohe2: `, `mohe's`, `moheX:`,
-/// `mohe, …`, `@mohe please` are not mohe's (DESIGN §3).
+/// `mohe, …`, `@mohe please` are not mohe's (docs/src/design/rules.md).
 pub fn signed_by(base: &str, names: &[String]) -> bool {
     names.iter().any(|name| {
         let plain = base
@@ -51,7 +51,7 @@ pub fn signed_by(base: &str, names: &[String]) -> bool {
 ///   row whose non-empty prefix holds nothing but blanks and markers,
 ///   possibly ending in the start of a marker (`[`, `[YO`): the prefix may
 ///   have been cut before a marker the policy cannot see, and `untag` of
-///   the whole row removes it if it is there (gap G1 of SECURITY.md: a
+///   the whole row removes it if it is there (gap G1 of docs/src/security.md: a
 ///   `[YOU]` behind more leading blanks than the prefix holds);
 /// - else no edit.
 pub fn edit_for(agent: &AgentEntry, row: &Row<'_>) -> Option<EditAction> {

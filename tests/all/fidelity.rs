@@ -12,7 +12,7 @@
 //! (no record, so no redirect) message by message, key by key. The early
 //! schema (v1) is compared with the fixtures' `expected-conversations.json`.
 //!
-//! The expected tag edits are derived here from DESIGN §3/§8 (only user
+//! The expected tag edits are derived here from docs/src/design/rules.md/docs/src/design/contracts.md (only user
 //! rows; own when signed `mohe:`, `mohe：` or `[mohe]` after the markers;
 //! another's leading `[YOU]` removed), on the text Hermes sends
 //! (`api_content` where present), applied to the first text part of a list
@@ -159,7 +159,7 @@ fn edit_message(m: &mut Map<String, Value>, edit: impl Fn(&str) -> String) {
     }
 }
 
-/// The loader's messages with mohe's tag edits (DESIGN §3, §8).
+/// The loader's messages with mohe's tag edits (docs/src/design/rules.md, docs/src/design/contracts.md).
 fn tagged_for_mohe(messages: &[Value]) -> Vec<Value> {
     messages
         .iter()

@@ -6,7 +6,7 @@
 
 use rusqlite::Connection;
 use session_switch::runtime::{CacheMode, RoomMessage};
-use session_switch::{Bridge, BridgeOptions, FailureKind, HEARD_CAP, Hearing, WaitingLine};
+use session_switch::{Bridge, BridgeOptions, FailureKind, HEARD_CAP, Hearing};
 use session_switch_store::{HeardLine, HermesStore};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::sample::sample_config_text;
@@ -168,7 +168,7 @@ fn the_cap_drops_the_oldest_and_says_which() {
         let heard = b
             .admit_hearing("mohe", &person(&body), &hearing(&line, i, None))
             .unwrap();
-        dropped.extend(heard.dropped.into_iter().map(|l: WaitingLine| l.line));
+        dropped.extend(heard.dropped.into_iter().map(|l: HeardLine| l.line));
     }
     assert_eq!(
         dropped,

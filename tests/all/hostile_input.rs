@@ -16,6 +16,7 @@ use session_switch::HistoryRow;
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
 use session_switch_policy::{Reason, Role};
 use session_switch_store::{HermesStore, py_strip, sanitize_context};
+use session_switch_tests::fake_host::{FakeHost, FakeState};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::{
     RecordCase, RowCase, check_body, check_config, check_history_rows, check_record, check_tagging,
@@ -120,7 +121,7 @@ fn record_case() -> impl Strategy<Value = RecordCase> {
         "[a-z0-9_]{1,24}",
         text_of(hostile_piece(), 4),
     ];
-    // Ages around each boundary of DESIGN §3 (TTL 3600 s, skew 120 s).
+    // Ages around each boundary of docs/src/design/rules.md (TTL 3600 s, skew 120 s).
     let age = prop_oneof![
         Just(0.0),
         Just(3600.0),
@@ -177,7 +178,7 @@ fn records_in_state_meta_redirect_only_by_the_rules_and_only_their_agent() {
 
 /// The `state_meta` fuzz target's oracle agrees with the policy: a record
 /// whose `session_id` has a backslash is refused as malformed (Hermes's API
-/// server refuses such an id), with a seed's key that is not JSON beside it.
+/// server refuses such an id), with a legacy key that is not JSON beside it.
 #[test]
 fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
     check_record(&RecordCase {
@@ -192,7 +193,7 @@ fn a_record_naming_an_id_hermes_refuses_is_malformed_for_the_oracle_too() {
 }
 
 /// The input of `fuzz/seeds/state_meta/b1-active-vs-resolve`: mohe's own
-/// record is valid (a CLI session, 3372 s old), the seed's key is newer
+/// record is valid (a CLI session, 3372 s old), the legacy tool's key is newer
 /// (2704 s old) but names a session that is not in `state.db`. `resolve`
 /// lets the newer record win and stays (`unknown-session`), so `active`
 /// calls the older record `superseded`, naming the winner, not `valid`.
@@ -201,12 +202,12 @@ fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
     let now = SAMPLE_NOW;
     let mohe = record_value(SAMPLE_CLI, &format!("{}", now - 3372.031), Some("mohe"));
     let legacy = record_value("O", &format!("{}", now - 2704.463), None);
-    let mut host = session_switch_policy::MemoryHost::new(now, session_switch_tests::sample::ROOM);
+    let mut host = FakeState::at(now, session_switch_tests::sample::ROOM);
     host.add_session(SAMPLE_CLI);
     host.meta.insert("session_switch:active:mohe".into(), mohe);
     host.meta
         .insert("active_xmpp_sender_session".into(), legacy);
-    let mut policy = session_switch_policy::Policy::new(host);
+    let mut policy = session_switch_policy::Policy::new(FakeHost::new(host));
     policy
         .configure(session_switch_policy::samples::sample_settings())
         .unwrap();
@@ -403,7 +404,7 @@ fn rows_other_writers_left_in_a_real_database_load_and_tag_safely() {
                 got.content
             );
             assert_eq!(got.role, row.role);
-            assert!(!got.bridge_wrote, "no provenance row: not the bridge's");
+            assert!(!got.bridge_wrote, "no provenance row: not a sent row");
         }
         check_history_rows(&mut session.borrow_mut(), "mohe", read);
         Ok(())

@@ -7,7 +7,7 @@ use session_switch::FailureKind;
 use session_switch::runtime::*;
 use session_switch_tests::fake_host::FakeHost;
 use session_switch_tests::sample::sample_settings;
-use session_switch_tests::{component_path, fixture_copy, variant_path};
+use session_switch_tests::{component_path, variant_path};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,10 +48,9 @@ fn options(cache: &Path) -> PolicyOptions {
 
 #[test]
 fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
-    let Some((_fixture, db)) = fixture_copy("hermes-latest.db") else {
+    let Some(backend) = session_switch_tests::fake_host::fixture("hermes-latest.db") else {
         return;
     };
-    let backend = FakeHost::from_fixture(&db);
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     install(&component_path(), &live);
@@ -219,7 +218,7 @@ fn a_bad_component_is_rejected_by_reload_and_the_old_one_keeps_serving() {
 
 #[test]
 fn a_call_in_flight_finishes_on_the_old_component() {
-    let Some((_fixture, db)) = fixture_copy("hermes-latest.db") else {
+    let Some(backend) = session_switch_tests::fake_host::fixture("hermes-latest.db") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -227,7 +226,6 @@ fn a_call_in_flight_finishes_on_the_old_component() {
     install(&component_path(), &live);
     let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
     let v1 = policy.version();
-    let backend = FakeHost::from_fixture(&db);
     let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
     backend.state().import_delay = Duration::from_millis(300);

@@ -7,7 +7,6 @@
 //! between calls (one would make a DELETE-mode send fail as busy, and keep
 //! a WAL-mode reader on the old record).
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -15,14 +14,7 @@ use session_switch::runtime::{CacheMode, Reason};
 use session_switch::{Bridge, BridgeOptions};
 use session_switch_tests::sample::sample_config_text;
 use session_switch_tests::xmpp::Ejabberd;
-use session_switch_tests::{bin_path, fixture_copy};
-
-fn journal_mode(db: &Path) -> String {
-    rusqlite::Connection::open(db)
-        .unwrap()
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap()
-}
+use session_switch_tests::{bin_path, fixture_copy, journal_mode};
 
 fn idle_bridge_sees_every_cli_send(wal: bool) {
     let Some(ej) = Ejabberd::from_env() else {

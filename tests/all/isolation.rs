@@ -2,7 +2,7 @@
 //! change, and what it may not. Every test runs the shipped policy
 //! component over a private copy of a real Hermes database, the way a Rust
 //! gateway embeds it (`Policy::embedded` + `HermesImports`); the records
-//! and room lines are written with plain SQL, as the bridge and Hermes's
+//! and room lines are written with plain SQL, as a send and Hermes's
 //! gateway write them. The last test uses the real ejabberd of the run.
 //!
 //! - an agent's record never redirects another agent's bot;
@@ -68,7 +68,7 @@ impl World {
         rusqlite::Connection::open(&self.db).unwrap()
     }
 
-    /// Write `state_meta` key `key` as the bridge (or the seed) does.
+    /// Write `state_meta` key `key` as a send (or the legacy tool) does.
     fn set_meta(&self, key: &str, value: &str) {
         self.sql()
             .execute(
@@ -102,7 +102,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
     let Some(w) = World::new() else { return };
     let t = unix_now();
     w.set_meta(&record_key("mohe"), &record(CLI_A, t - 10.0, Some("mohe")));
-    // The seed's fixed key, newer, names another CLI session.
+    // The legacy tool's fixed key, newer, names another CLI session.
     w.set_meta(LEGACY_KEY, &record(CLI_B, t - 5.0, None));
     let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, true));
 
@@ -163,7 +163,7 @@ fn one_agents_record_never_moves_another_agents_bot() {
     );
     assert_eq!(decide(&mut s, "mohe", "xmpp-mohe-v2").0, CLI_B);
 
-    // Without a legacy agent, the seed's key moves nobody.
+    // Without a legacy agent, the legacy tool's key moves nobody.
     let mut s = w.instance(sample_settings_in(ROOM, DOMAIN, false));
     assert_eq!(
         decide(&mut s, "mohe", "xmpp-mohe-v2"),
@@ -266,7 +266,7 @@ fn a_room_line_imitating_the_tag_never_reaches_the_model_as_the_agents_own() {
         .collect();
     // Lines that merely mention the tag are left as they are.
     let kept = w.room_line(session, "user", "lin: mohe wrote [YOU] in the log");
-    // mohe's own line from the bridge: stored tagged, with provenance.
+    // mohe's own line from a send: stored tagged, with provenance.
     let mut store = HermesStore::open(&w.db).unwrap();
     let (written, ()) = store
         .send_write(
@@ -328,7 +328,7 @@ fn a_room_line_imitating_the_tag_never_reaches_the_model_as_the_agents_own() {
     }
 }
 
-/// Gap G1 of SECURITY.md: the policy sees a bounded prefix of each
+/// Gap G1 of docs/src/security.md: the policy sees a bounded prefix of each
 /// row (57 characters for these agents); a `[YOU]` behind more leading
 /// blanks than that, or cut by the prefix, is still removed: a non-own row
 /// whose prefix holds only blanks and the start of a marker is untagged.
@@ -384,7 +384,7 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
     }
 }
 
-/// Gap G4 of SECURITY.md: the untag rule also skips invisible
+/// Gap G4 of docs/src/security.md: the untag rule also skips invisible
 /// format characters (default-ignorable code points) and folds full-width
 /// forms, so a tag behind U+200B or in full-width brackets is removed.
 #[test]

@@ -15,7 +15,7 @@ const PYTHON_PACKAGE: &str = "host/python/python/session_switch";
 
 /// Each crate of the product and the crates of ours it may depend on
 /// (normal dependencies; the tests crate may use any).
-const ARROWS: [(&str, &[&str]); 10] = [
+const ARROWS: [(&str, &[&str]); 11] = [
     ("session-switch-contract", &[]),
     ("session-switch-policy", &["session-switch-contract"]),
     ("session-switch-runtime", &["session-switch-contract"]),
@@ -38,6 +38,16 @@ const ARROWS: [(&str, &[&str]); 10] = [
         &["session-switch", "session-switch-bot"],
     ),
     ("session-switch-python", &["session-switch"]),
+    // Test-only: the guest's and the runtime's unit tests use it with the
+    // contract alone; its features implement their traits for `tests/`.
+    (
+        "session-switch-fake-host",
+        &[
+            "session-switch-contract",
+            "session-switch-policy",
+            "session-switch-runtime",
+        ],
+    ),
 ];
 
 /// `package → its normal dependencies named session-switch*`, from cargo.

@@ -1,4 +1,4 @@
-//! The loop guard (DESIGN §9.3, issue 16) below the room: the real
+//! The loop guard (docs/src/design/loop-guard.md, issue 16) below the room: the real
 //! component deciding over the real Hermes store (its state in
 //! `state_meta`, kept across a restart; an early database without
 //! `state_meta`), the runtime's gate on `host.meta-set` against a policy
@@ -6,7 +6,7 @@
 //! a malformed stored state, the test clock), and proptest properties of
 //! the rule over random message sequences and delivery orders, deciding
 //! apart from posting: each agent replies at most `max_hops` times between
-//! two human messages, and the room stays within the README's bound.
+//! two human messages, and the room stays within the bound of docs/src/concepts/loop-guard.md#the-bound.
 //! The end-to-end runs with real XMPP bots are in `loop_guard_e2e.rs`.
 
 use proptest::prelude::*;
@@ -588,12 +588,11 @@ fn cli_admit_says_stop() {
     );
 }
 
-/// A meeting key the config refuses names its line; the CLI exits 2.
-#[test]
-fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
-    let Some(cli) = Cli::new("\n[bot]\nmention_patterns = [\"(team\"]\n") else {
-        return;
-    };
+/// `admit` under the sample config with `section` added, which the
+/// config refuses: the CLI exits 2; its error line and the config's line
+/// count. `None` (skip) when the fixtures are missing.
+fn admit_refused(section: &str) -> Option<(String, usize)> {
+    let cli = Cli::new(section)?;
     let lines = std::fs::read_to_string(&cli.config)
         .unwrap()
         .lines()
@@ -601,6 +600,15 @@ fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
     let from = format!("{ROOM}/zhiwei");
     let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
     assert_eq!(code, 2, "{line}");
+    Some((line, lines))
+}
+
+/// A meeting key the config refuses names its line; the CLI exits 2.
+#[test]
+fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
+    let Some((line, lines)) = admit_refused("\n[bot]\nmention_patterns = [\"(team\"]\n") else {
+        return;
+    };
     assert!(
         line.contains(&format!(
             "line {lines}: [bot] mention_patterns: \"(team\" is not a valid pattern"
@@ -612,16 +620,9 @@ fn cli_admit_refuses_a_bad_mention_pattern_with_its_line() {
 /// A `[loop_guard]` value the config refuses names its line; the CLI exits 2.
 #[test]
 fn cli_admit_refuses_a_bad_loop_guard_section_with_its_line() {
-    let Some(cli) = Cli::new("\n[loop_guard]\nwindow_seconds = 0\n") else {
+    let Some((line, lines)) = admit_refused("\n[loop_guard]\nwindow_seconds = 0\n") else {
         return;
     };
-    let lines = std::fs::read_to_string(&cli.config)
-        .unwrap()
-        .lines()
-        .count();
-    let from = format!("{ROOM}/zhiwei");
-    let (code, line) = failed(&cli.run(&["admit", "--agent", "mohe", "--from", &from, "x"], &[]));
-    assert_eq!(code, 2, "{line}");
     assert!(
         line.ends_with(&format!(
             "line {lines}: [loop_guard] window_seconds must be at least 1"
@@ -1117,7 +1118,7 @@ proptest! {
     /// In the room's one order (a MUC): each agent replies at most
     /// `max_hops` times between two human messages it sees, and the room
     /// carries at most `(n − 1) × max_hops + 1` bot messages per human
-    /// message (README "Loop guard").
+    /// message (docs/src/concepts/loop-guard.md#the-bound).
     #[test]
     fn in_the_rooms_order_each_agent_and_the_room_stay_within_the_bound(
         max_hops in 2u32..=7,
@@ -1138,7 +1139,7 @@ proptest! {
     /// message it answers): each agent still replies at most `max_hops`
     /// times between two human messages it sees; the room carries at most
     /// `n × max_hops` per human message plus `n × (max_hops − 1)` that bots
-    /// sent before they saw the first (README "Loop guard").
+    /// sent before they saw the first (docs/src/concepts/loop-guard.md#the-bound).
     #[test]
     fn in_any_delivery_order_each_agent_and_the_room_stay_within_the_bound(
         max_hops in 2u32..=7,
@@ -1168,7 +1169,7 @@ proptest! {
     /// messages let the line go, answers it as new); after
     /// every live human message that is no such repeat (a person's or a
     /// CLI send) the bot's stored state has no hop and an empty room
-    /// window; and the README's bounds still hold: each agent replies at
+    /// window; and the bounds of docs/src/concepts/loop-guard.md#the-bound still hold: each agent replies at
     /// most `max_hops` times between two human messages, the room carries
     /// at most `(n − 1) × max_hops + 1` bot messages per human message.
     #[test]
@@ -1210,7 +1211,7 @@ proptest! {
     }
 }
 
-/// The figure the README states: one message, bots that answer at once in
+/// The figure docs/src/concepts/loop-guard.md#the-bound states: one message, bots that answer at once in
 /// the room's order, defaults. A person in the room: 13 bot messages
 /// (`(n − 1) × max_hops + 1`); a CLI send: 12 (`(n − 1) × max_hops`: the
 /// sender's own bot does not answer its person).

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
 const T0: f64 = 1_800_000_000.0;
 
-/// The bridge's files: a fixture copy, the config (the three agents and
+/// The test's files: a fixture copy, the config (the three agents and
 /// `dalang`, an agent whose bot never runs: a forger can take its nick),
 /// the cache and the test clock.
 struct World {
@@ -106,6 +106,18 @@ impl World {
         cmd.arg(workspace_root().join("tests/ejabberd/guard_bot.py"))
             .env("SESSION_SWITCH_TEST_CLOCK_FILE", &self.clock);
         cmd
+    }
+
+    /// A bot of each agent, with no history and a still clock, each naming
+    /// the others when `naming`.
+    fn every_agent(&self, counter: &RoomObserver, naming: bool) -> Vec<Bot> {
+        AGENTS
+            .iter()
+            .map(|a| {
+                let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
+                self.bot(counter, a, if naming { &others } else { &[] }, 0, 0.0)
+            })
+            .collect()
     }
 
     /// Start `agent`'s bot, naming `names` in every reply; `history`: how
@@ -359,13 +371,7 @@ fn a_cli_send_falls_silent_within_the_bound_and_only_people_restart_it() {
         return;
     };
     let counter = w.observer();
-    let bots: Vec<Bot> = AGENTS
-        .iter()
-        .map(|a| {
-            let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
-            w.bot(&counter, a, &others, 0, 0.0)
-        })
-        .collect();
+    let bots = w.every_agent(&counter, true);
     let all: Vec<&Bot> = bots.iter().collect();
 
     // The marker is on the stanza, and the room exposes mohe's real JID.
@@ -455,13 +461,7 @@ fn the_bounds_under_each_allow_bots() {
             return;
         };
         let counter = w.observer();
-        let bots: Vec<Bot> = AGENTS
-            .iter()
-            .map(|a| {
-                let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
-                w.bot(&counter, a, if naming { &others } else { &[] }, 0, 0.0)
-            })
-            .collect();
+        let bots = w.every_agent(&counter, naming);
         let all: Vec<&Bot> = bots.iter().collect();
         w.cli_send("mohe", "zhiwei, xiaoguo: what do you think?");
         let chain = settle(&counter, &all, 0);
@@ -732,13 +732,7 @@ fn a_person_after_a_capped_room_window_is_answered_and_the_next_chain_is_bounded
         return;
     };
     let counter = w.observer();
-    let bots: Vec<Bot> = AGENTS
-        .iter()
-        .map(|a| {
-            let others: Vec<&str> = AGENTS.iter().copied().filter(|o| o != a).collect();
-            w.bot(&counter, a, &others, 0, 0.0)
-        })
-        .collect();
+    let bots = w.every_agent(&counter, true);
     let all: Vec<&Bot> = bots.iter().collect();
     let by_window = |bots: &[&Bot], from: &[usize]| {
         let mut refused = 0;

@@ -1,5 +1,5 @@
 //! The integration tests: one binary with a module per area (wasmtime's
-//! `tests/all` pattern), so wasmtime and the bridge link once. Run one area
+//! `tests/all` pattern), so wasmtime and our crates link once. Run one area
 //! with a filter, e.g. `cargo test -p session-switch-tests --test all store::`;
 //! the long soak is `make soak` (`--test all soak:: -- --nocapture`).
 //!

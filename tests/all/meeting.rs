@@ -6,37 +6,11 @@
 
 use session_switch_tests::fake_llm::LOOP;
 use session_switch_tests::heavy;
-use session_switch_tests::room_bot::{BotProcess, BotWorld, wait_from};
+use session_switch_tests::room_bot::{ANSWER, BotProcess, BotWorld, quiet, unique, wait_from};
 use session_switch_tests::xmpp::RoomObserver;
 use std::time::{Duration, Instant};
 
-const ANSWER: Duration = Duration::from_secs(60);
 const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
-
-/// A body no other test posts.
-fn unique(what: &str) -> String {
-    format!("{what} {}-{:?}", std::process::id(), Instant::now())
-}
-
-/// Wait until the room has been still for `still`; the message count then.
-fn quiet(observer: &RoomObserver, still: Duration) -> usize {
-    let started = Instant::now();
-    let mut last = observer.messages().len();
-    let mut since = Instant::now();
-    while since.elapsed() < still {
-        assert!(
-            started.elapsed() < Duration::from_secs(240),
-            "the room never went quiet"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        let now = observer.messages().len();
-        if now != last {
-            last = now;
-            since = Instant::now();
-        }
-    }
-    last
-}
 
 /// The agents that posted in the room after its first `after` messages.
 fn posters(observer: &RoomObserver, after: usize) -> Vec<String> {

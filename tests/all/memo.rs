@@ -1,4 +1,4 @@
-//! The memo of `resolve` (DESIGN §7, `host/runtime/src/memo.rs`) over the
+//! The memo of `resolve` (docs/src/design/where-the-time-goes.md, `host/runtime/src/memo.rs`) over the
 //! real store: a decision is served again only while `state.db` says the
 //! same, every change another connection commits is seen by the very next
 //! call, and a lock is waited out once, not once for the memo's check and
@@ -87,7 +87,7 @@ fn every_commit_of_another_connection_is_seen_by_the_next_resolve() {
                 [record_key("mohe")],
             )
             .unwrap();
-        // Left: the fixture's seed key (mohe is the legacy agent), expired.
+        // Left: the fixture's legacy key (mohe is the legacy agent), expired.
         let gone = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert_eq!(gone.reason, Reason::Expired, "{fixture}: {}", gone.detail);
         assert_eq!(gone.session_id, "xmpp-mohe-v2");

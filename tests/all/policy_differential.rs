@@ -40,6 +40,7 @@ use session_switch_contract::keys::{LEGACY_KEY, record_key};
 use session_switch_contract::limits::MAX_SESSION_ID_CHARS;
 use session_switch_policy as guest;
 use session_switch_policy::redirect::utc;
+use session_switch_tests::FIXTURES;
 use session_switch_tests::fake_host::{
     FakeHost, FakeRow, FakeState, Import, ImportCall, summaries,
 };
@@ -48,7 +49,6 @@ use session_switch_tests::wit_convert::{
     decision_from_guest, failure_from_guest, receipt_from_guest, record_status_from_guest,
     settings_to_guest,
 };
-use session_switch_tests::{FIXTURES, fixture_copy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -286,7 +286,7 @@ fn record(now: f64, ttl: u32, skew: u32, owner: &'static str) -> impl Strategy<V
     prop_oneof![8 => well_formed, 2 => wrong_types, 2 => not_json, 1 => any::<String>()]
 }
 
-/// `state_meta`: maybe a record per agent, the seed's key, a record of an
+/// `state_meta`: maybe a record per agent, the legacy tool's key, a record of an
 /// agent that is not configured, and always two of Hermes's own keys.
 fn meta(now: f64, ttl: u32, skew: u32) -> impl Strategy<Value = BTreeMap<String, String>> {
     let record = |owner| prop::option::weighted(0.6, record(now, ttl, skew, owner));
@@ -389,7 +389,7 @@ fn content() -> impl Strategy<Value = String> {
 }
 
 /// A stored row without its id: role as Hermes stores it (free text),
-/// content, tool fields, and who the bridge wrote it for.
+/// content, tool fields, and which agent's send wrote it.
 fn row() -> impl Strategy<Value = FakeRow> {
     let role = select(vec![
         "user",
@@ -988,10 +988,10 @@ fn agree_with_the_memo(case: &Case, ops: &[Op], versioned: bool) -> Result<(), T
     Ok(())
 }
 
-/// The reads the host itself makes after the policy redirected (SECURITY.md
+/// The reads the host itself makes after the policy redirected (docs/src/security.md
 /// H1, `instance::check_redirect`), restated: the agent's record; then, for
 /// the configured legacy agent when that record does not name the target
-/// (JSON with `session_id` equal to it), the seed's key.
+/// (JSON with `session_id` equal to it), the legacy tool's key.
 fn host_check_reads(case: &Case, state: &FakeState, op: &Op, outcome: &Outcome) -> Vec<ImportCall> {
     let (agent, decision) = match (op, outcome) {
         (Op::Resolve { agent, .. }, Ok(Answer::Decision(d))) => (agent, d),
@@ -1283,16 +1283,16 @@ fn both_sides_give_the_known_answers() {
 /// The real Hermes databases (all three schemas): every session's history
 /// through `context` for every agent (all rows and the last three), every
 /// history through `tag`, `active`, a send and the history it lands in; and
-/// `resolve` at clocks around the seed's record in the fixtures (written at
+/// `resolve` at clocks around the legacy tool's record in the fixtures (written at
 /// 1781867301): inside the TTL, one millisecond before it, at it, after it,
 /// at the edge of the future skew and beyond.
 #[test]
 fn real_hermes_histories_agree() {
     for name in FIXTURES {
-        let Some((_dir, db)) = fixture_copy(name) else {
+        let Some(fake) = session_switch_tests::fake_host::fixture(name) else {
             return;
         };
-        let m = FakeHost::from_fixture(&db).snapshot();
+        let m = fake.snapshot();
         let mut case = Case {
             settings: base_settings(),
             state: FakeState {
@@ -1413,7 +1413,7 @@ fn edit_name(action: guest::EditAction) -> &'static str {
 }
 
 /// The ages (seconds, at `state.now`) of the records the agent of a
-/// `resolve` or `context` has (its own key, and the seed's for the legacy
+/// `resolve` or `context` has (its own key, and the legacy tool's for the legacy
 /// agent).
 fn record_ages(case: &Case, op: &Op, state: &FakeState) -> Vec<f64> {
     let (Op::Resolve { agent, .. } | Op::Context { agent, .. }) = op else {

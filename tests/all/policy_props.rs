@@ -7,14 +7,13 @@
 
 use proptest::prelude::*;
 use session_switch_policy::body::{clean, normalise, xml_allows};
-use session_switch_policy::memory::{MemoryHost, prefix};
 use session_switch_policy::redirect::{LEGACY_KEY, record_key, resolve};
 use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_settings};
 use session_switch_policy::tagging::{apply, is_blank, tag, untag};
 use session_switch_policy::{
     EditAction, Host, Reason, Role, RowSummaries, Settings, ValidSettings,
 };
-use session_switch_tests::fake_host::FakeHost;
+use session_switch_tests::fake_host::{FakeHost, FakeState, prefix};
 use session_switch_tests::hostile::{oracle_blank, starts_with_tag, strip_tags};
 
 fn settings() -> ValidSettings {
@@ -282,7 +281,7 @@ fn record(agent: &'static str) -> impl Strategy<Value = String> {
     ]
 }
 
-/// `state_meta` with an optional record per agent and for the seed's key.
+/// `state_meta` with an optional record per agent and for the legacy tool's key.
 fn meta() -> impl Strategy<Value = Vec<(String, String)>> {
     (
         prop::option::of(record("mohe")),
@@ -306,8 +305,8 @@ fn meta() -> impl Strategy<Value = Vec<(String, String)>> {
         })
 }
 
-fn host(meta: &[(String, String)]) -> MemoryHost {
-    let mut h = MemoryHost::new(SAMPLE_NOW, session_switch_tests::sample::ROOM);
+fn host(meta: &[(String, String)]) -> FakeHost {
+    let mut h = FakeState::at(SAMPLE_NOW, session_switch_tests::sample::ROOM);
     for s in [
         "xmpp-mohe-v2",
         "xmpp-mohe",
@@ -319,7 +318,7 @@ fn host(meta: &[(String, String)]) -> MemoryHost {
         h.add_session(s);
     }
     h.meta.extend(meta.iter().cloned());
-    h
+    FakeHost::new(h)
 }
 
 fn with_ttl(ttl: u32, skew: u32) -> ValidSettings {
@@ -358,6 +357,7 @@ proptest! {
         prop_assert!(own, "redirected {} for {}", asked, agent);
         prop_assert_eq!(d.reason, Reason::Redirected);
         prop_assert!(s.session_owner(&d.session_id).is_none(), "target {} is an XMPP session", d.session_id);
+        let h = h.snapshot();
         prop_assert!(h.sessions.contains(&d.session_id), "target {} does not exist", d.session_id);
         // The winning record names the target and is young enough.
         let ages: Vec<f64> = h
@@ -393,7 +393,7 @@ proptest! {
     /// A decision holds from its call's clock until its `valid_until`
     /// (forever when `None`): resolving again at any later time before it,
     /// with the same `state_meta`, gives the same decision, detail
-    /// included. This is what lets a host answer from its memo (DESIGN §7).
+    /// included. This is what lets a host answer from its memo (docs/src/design/where-the-time-goes.md).
     #[test]
     fn a_decision_holds_until_its_valid_until(
         meta in meta(),
@@ -410,13 +410,13 @@ proptest! {
         let at = SAMPLE_NOW + (until - SAMPLE_NOW).max(0.0) * later;
         prop_assume!(at < until);
         let mut h = host(&meta);
-        h.clock = at;
+        h.state().now = at;
         let again = resolve(&s, &mut h, agent, &asked).unwrap();
         prop_assert_eq!(&first, &again, "at {} (valid until {})", at, until);
     }
 
     /// Changing every other agent's record (and, for agents other than the
-    /// legacy one, the seed's key) never changes an agent's decision.
+    /// legacy one, the legacy tool's key) never changes an agent's decision.
     #[test]
     fn one_agents_record_never_moves_another(
         meta in meta(),
@@ -506,13 +506,12 @@ proptest! {
 /// them, `state_meta` when the table exists: not in the earliest schema),
 /// its clock at `clock`.
 fn fixture_host(name: &str, clock: f64) -> Option<FakeHost> {
-    let (_dir, path) = session_switch_tests::fixture_copy(name)?;
-    let h = FakeHost::from_fixture(&path);
+    let h = session_switch_tests::fake_host::fixture(name)?;
     h.state().now = clock;
     Some(h)
 }
 
-/// The fixture sessions' settings: the seed's agents with the XMPP
+/// The fixture sessions' settings: the legacy tool's agents with the XMPP
 /// sessions the fixtures hold (`xmpp-mohe-v2`, `xmpp-zhiwei`).
 fn fixture_settings() -> ValidSettings {
     let mut s = sample_settings();
@@ -558,7 +557,7 @@ fn fixture_xmpp_mohe_v2_is_tagged_per_agent() {
     }
 }
 
-/// The seed's record in the fixtures (`active_xmpp_sender_session`, written
+/// The legacy tool's record in the fixtures (`active_xmpp_sender_session`, written
 /// at the CLI session's start) redirects the legacy agent mohe while younger
 /// than the TTL, never zhiwei; the earliest schema has no `state_meta`.
 #[test]
@@ -586,7 +585,7 @@ fn fixture_legacy_record_redirects_the_legacy_agent_only() {
         assert_eq!(
             d.reason,
             Reason::NoRecord,
-            "{name}: zhiwei never reads the seed's key"
+            "{name}: zhiwei never reads the legacy tool's key"
         );
         h.state().now = written + 3600.0;
         let d = resolve(&s, &mut h, "mohe", "xmpp-mohe-v2").unwrap();

@@ -26,10 +26,10 @@ fn options() -> PolicyOptions {
 
 /// The policy file `path` and a backend over a copy of the newest real
 /// Hermes fixture; `None` (skip) when the fixtures are missing.
-fn setup(path: std::path::PathBuf) -> Option<(Policy, FakeHost, tempfile::TempDir)> {
-    let (dir, db) = fixture_copy("hermes-latest.db")?;
+fn setup(path: std::path::PathBuf) -> Option<(Policy, FakeHost)> {
+    let backend = session_switch_tests::fake_host::fixture("hermes-latest.db")?;
     let policy = Policy::load(path, options()).expect("policy loads");
-    Some((policy, FakeHost::from_fixture(&db), dir))
+    Some((policy, backend))
 }
 
 fn contents(rows: &[HistoryRow]) -> Vec<&str> {
@@ -46,7 +46,7 @@ fn sessions_are_send() {
 
 #[test]
 fn context_tags_the_agents_own_rows_of_a_real_history() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     let stored = backend.state().rows("xmpp-mohe-v2", "mohe");
@@ -55,7 +55,7 @@ fn context_tags_the_agents_own_rows_of_a_real_history() {
     let answer = session.context("mohe", "xmpp-mohe-v2", None).unwrap();
     assert!(!answer.decision.redirected);
     assert_eq!(answer.decision.session_id, "xmpp-mohe-v2");
-    // The seed's key in the fixture is older than the TTL.
+    // The legacy tool's key in the fixture is older than the TTL.
     assert_eq!(answer.decision.reason, Reason::Expired);
     assert_eq!(answer.messages.len(), 8);
     assert_eq!(
@@ -97,7 +97,7 @@ fn context_tags_the_agents_own_rows_of_a_real_history() {
 
 #[test]
 fn send_records_then_resolve_redirects_and_clear_removes_the_record() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     let mut session = policy.instance(backend.clone(), sample_settings());
@@ -160,7 +160,7 @@ fn send_records_then_resolve_redirects_and_clear_removes_the_record() {
 
 #[test]
 fn failures_of_the_backend_and_refusals_of_the_policy_keep_their_kind() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     let mut session = policy.instance(backend.clone(), sample_settings());
@@ -193,7 +193,7 @@ fn failures_of_the_backend_and_refusals_of_the_policy_keep_their_kind() {
 
 #[test]
 fn settings_the_policy_refuses_fail_every_call_with_its_reason() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     let mut bad = sample_settings();
@@ -214,7 +214,7 @@ fn settings_the_policy_refuses_fail_every_call_with_its_reason() {
 
 #[test]
 fn a_panic_is_a_policy_failure_with_the_guests_message_and_the_next_call_works() {
-    let Some((policy, backend, _dir)) = setup(variant_path("panic")) else {
+    let Some((policy, backend)) = setup(variant_path("panic")) else {
         return;
     };
     let stored = backend.state().rows("xmpp-mohe-v2", "mohe");
@@ -279,7 +279,7 @@ fn loop_stop_time(policy: &Policy, backend: &FakeHost) -> Duration {
 
 #[test]
 fn an_endless_loop_stops_in_bounded_time_and_the_next_call_works() {
-    let Some((policy, backend, _dir)) = setup(variant_path("loop")) else {
+    let Some((policy, backend)) = setup(variant_path("loop")) else {
         return;
     };
     let took = loop_stop_time(&policy, &backend);
@@ -309,7 +309,7 @@ fn an_endless_loop_stops_in_bounded_time_and_the_next_call_works() {
 
 #[test]
 fn time_spent_in_host_imports_does_not_count_against_the_fuel() {
-    let Some((loop_policy, backend, _dir)) = setup(variant_path("loop")) else {
+    let Some((loop_policy, backend)) = setup(variant_path("loop")) else {
         return;
     };
     let budget_time = loop_stop_time(&loop_policy, &backend);
@@ -342,7 +342,7 @@ fn time_spent_in_host_imports_does_not_count_against_the_fuel() {
 
 #[test]
 fn unbounded_allocation_hits_the_memory_cap_and_the_next_call_works() {
-    let Some((policy, backend, _dir)) = setup(variant_path("alloc")) else {
+    let Some((policy, backend)) = setup(variant_path("alloc")) else {
         return;
     };
     let mut session = policy.instance(backend.clone(), sample_settings());
@@ -382,7 +382,7 @@ fn unbounded_allocation_hits_the_memory_cap_and_the_next_call_works() {
 
 #[test]
 fn edits_out_of_range_are_refused_and_the_fallback_serves_rows_as_stored() {
-    let Some((policy, backend, _dir)) = setup(variant_path("bad-edits")) else {
+    let Some((policy, backend)) = setup(variant_path("bad-edits")) else {
         return;
     };
     let stored = backend.state().rows("xmpp-mohe-v2", "mohe");
@@ -414,7 +414,7 @@ fn edits_out_of_range_are_refused_and_the_fallback_serves_rows_as_stored() {
 
 #[test]
 fn a_fresh_store_per_call_gives_the_same_answers() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     let fresh = Policy::load(
@@ -462,7 +462,7 @@ fn as_mohes_xmpp_history(backend: &FakeHost, rows: Vec<FakeRow>) -> Vec<HistoryR
 
 #[test]
 fn a_ten_thousand_row_history_fits_the_default_budgets() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     let rows = long_history(&backend, 10_000);
@@ -496,7 +496,7 @@ fn a_ten_thousand_row_history_fits_the_default_budgets() {
 
 #[test]
 fn tag_and_context_judge_rows_on_the_same_prefix() {
-    let Some((policy, backend, _dir)) = setup(component_path()) else {
+    let Some((policy, backend)) = setup(component_path()) else {
         return;
     };
     // Signatures and markers behind 40–79 invisible characters, short and
@@ -550,7 +550,7 @@ fn per_call(n: u32, mut f: impl FnMut()) -> Duration {
 #[test]
 #[ignore = "measurement: run in release with --ignored --nocapture"]
 fn measure_costs() {
-    let Some((_, backend, _dir)) = setup(component_path()) else {
+    let Some((_, backend)) = setup(component_path()) else {
         return;
     };
     let cache = tempfile::tempdir().unwrap();
@@ -696,7 +696,7 @@ fn the_read_snapshot_is_closed_after_a_trap() {
     let mut session = panics.instance(backend(&db), sample_settings());
     let failure = session.resolve("mohe", "xmpp-mohe-v2").unwrap_err();
     assert_eq!(failure.kind, FailureKind::Policy);
-    // mohe is the legacy agent of `sample_settings`: the seed's key goes too.
+    // mohe is the legacy agent of `sample_settings`: the legacy tool's key goes too.
     assert_eq!(
         session.clear(Some("mohe")).unwrap(),
         [key.as_str(), LEGACY_KEY]

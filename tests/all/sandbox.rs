@@ -1,4 +1,4 @@
-//! The policy's sandbox (issue 9, DESIGN §2): the component reaches files,
+//! The policy's sandbox (issue 9, docs/src/design/what-we-build.md): the component reaches files,
 //! network, environment and clock only through our `host` imports; a
 //! component that imports WASI or any other interface is refused at load
 //! time and at a hot swap; and a call is bounded in time even where fuel
@@ -13,7 +13,7 @@
 //! `spy` (imports `test:spy/net`), `wasi` (built for wasm32-wasip2) and
 //! `hijack` (redirects every XMPP session of an agent to another person's
 //! CLI session, with a well-formed decision: the host checks it against
-//! the agent's record, SECURITY.md H1).
+//! the agent's record, docs/src/security.md#h1-the-host-checks-a-redirect-against-the-record-itself).
 
 use session_switch::FailureKind;
 use session_switch::runtime::*;
@@ -33,9 +33,8 @@ fn options(limits: Limits) -> PolicyOptions {
 
 /// A backend over a copy of the newest real Hermes fixture; `None` (skip)
 /// when the fixtures are missing.
-fn backend() -> Option<(FakeHost, tempfile::TempDir)> {
-    let (dir, db) = fixture_copy("hermes-latest.db")?;
-    Some((FakeHost::from_fixture(&db), dir))
+fn backend() -> Option<FakeHost> {
+    session_switch_tests::fake_host::fixture("hermes-latest.db")
 }
 
 /// How a call of a test variant ended: the failure, its wall-clock time,
@@ -88,7 +87,7 @@ fn over_time(limit: Duration) -> String {
 
 #[test]
 fn a_random_walk_that_fuel_does_not_bound_in_time_is_stopped_by_the_guest_time_limit() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limit = Duration::from_millis(300);
@@ -125,7 +124,7 @@ fn a_random_walk_that_fuel_does_not_bound_in_time_is_stopped_by_the_guest_time_l
 
 #[test]
 fn the_default_limits_stop_the_random_walk_and_the_bulk_copies_in_seconds() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limits = Limits::default();
@@ -162,7 +161,7 @@ fn the_default_limits_stop_the_random_walk_and_the_bulk_copies_in_seconds() {
 #[test]
 #[ignore = "measurement: runs for tens of seconds"]
 fn measure_the_random_walk_on_fuel_alone() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limits = Limits {
@@ -183,7 +182,7 @@ fn measure_the_random_walk_on_fuel_alone() {
 
 #[test]
 fn a_host_import_slower_than_the_guest_time_limit_still_succeeds() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let limit = Duration::from_millis(150);
@@ -232,7 +231,7 @@ fn a_host_import_slower_than_the_guest_time_limit_still_succeeds() {
 
 #[test]
 fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let base = backend.state().histories["xmpp-mohe-v2"].clone();
@@ -266,7 +265,7 @@ fn a_ten_thousand_row_context_stays_far_below_the_guest_time_limit() {
 
 #[test]
 fn std_inside_the_policy_reaches_no_file_socket_environment_process_or_clock() {
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     // It loads: it imports nothing but our interfaces (std's calls are
@@ -313,7 +312,7 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
     }
 
     // Swapped in under a running gateway: refused, the old policy serves.
-    let Some((backend, _dir)) = backend() else {
+    let Some(backend) = backend() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -330,7 +329,7 @@ fn a_component_importing_any_other_interface_is_refused_at_load_and_at_swap() {
         assert_eq!(
             session.resolve("mohe", "xmpp-mohe-v2").unwrap().reason,
             Reason::Expired,
-            "the fixture's seed record is from June: the real policy answers"
+            "the fixture's legacy record is from June: the real policy answers"
         );
     }
 }
@@ -352,7 +351,7 @@ fn hermes_session(component: std::path::PathBuf, db: &std::path::Path) -> Policy
     policy.instance(backend, settings)
 }
 
-/// Write `state_meta` key `key` as the bridge (or the seed) does.
+/// Write `state_meta` key `key` as a send (or the legacy tool) does.
 fn set_record(db: &std::path::Path, key: &str, session_id: &str) {
     let value = record(session_id, unix_now() - 60.0, None);
     rusqlite::Connection::open(db)
@@ -365,7 +364,7 @@ fn set_record(db: &std::path::Path, key: &str, session_id: &str) {
         .unwrap();
 }
 
-/// SECURITY.md H1: a policy that redirects a bot to a session no record of
+/// docs/src/security.md#h1-the-host-checks-a-redirect-against-the-record-itself: a policy that redirects a bot to a session no record of
 /// the agent names (another person's CLI conversation) is refused by the
 /// host, with or without a record, in `resolve` and in `context`; the
 /// fallback loads the session asked about, rows as stored; a redirect that
@@ -431,7 +430,7 @@ fn a_redirect_no_record_names_is_refused_by_the_host() {
     // zhiwei's record naming the target does not vouch for mohe.
     set_record(&db, &record_key("zhiwei"), HIJACKED);
     assert!(s.resolve("mohe", "xmpp-mohe-v2").is_err());
-    // The seed's key counts for the legacy agent only.
+    // The legacy tool's key counts for the legacy agent only.
     set_record(&db, LEGACY_KEY, HIJACKED);
     let d = s.resolve("mohe", "xmpp-mohe-v2").unwrap();
     assert_eq!((d.session_id.as_str(), d.redirected), (HIJACKED, true));
@@ -464,7 +463,7 @@ fn honest_redirects_pass_the_hosts_check() {
     let c = s.context("mohe", "xmpp-mohe-v2", Some(3)).unwrap();
     assert_eq!(c.decision.session_id, CLI_A);
     assert!(c.messages.len() <= 3);
-    // The seed's key, for the legacy agent.
+    // The legacy tool's key, for the legacy agent.
     let sql = rusqlite::Connection::open(&db).unwrap();
     sql.execute(
         "DELETE FROM state_meta WHERE key = 'session_switch:active:mohe'",

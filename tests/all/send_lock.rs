@@ -1,4 +1,4 @@
-//! A send never locks Hermes out (issue 17, DESIGN §9.5): while the room
+//! A send never locks Hermes out (issue 17, docs/src/design/send.md#a-send-never-locks-hermes-out): while the room
 //! takes 1.5 s (and 3 s) to accept each post, Hermes-style readers and a
 //! Hermes-style writer (`tests/scripts/hermes_style_load.py`: the system
 //! SQLite, `timeout=1.0`, 0.19.0's write retry) work on the same database,
@@ -9,7 +9,7 @@
 use rusqlite::Connection;
 use session_switch::{Failure, FailureKind};
 use session_switch_store::{HermesStore, PendingState, SendWrite};
-use session_switch_tests::fixture_copy;
+use session_switch_tests::{cli, fixture_copy, journal_mode};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -79,13 +79,6 @@ fn record(timestamp: f64) -> String {
     format!(
         r#"{{"session_id": "20260619_190821_7c0afe", "timestamp": {timestamp}, "source": "cli", "agent": "mohe"}}"#
     )
-}
-
-fn journal_mode(db: &std::path::Path) -> String {
-    Connection::open(db)
-        .unwrap()
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap()
 }
 
 fn rows_with(db: &std::path::Path, content: &str) -> i64 {
@@ -269,10 +262,9 @@ fn cli_config(ej: &Ejabberd, db: &Path, name: &str, ctl: &[String], timeout: u32
     path
 }
 
-fn cli(config: &Path, db: &Path, args: &[&str]) -> std::process::Command {
-    let mut cmd = Command::new(bin_path());
-    cmd.arg("--config").arg(config).arg("--db").arg(db);
-    cmd.arg("--cache-dir").arg(db.with_file_name("cache"));
+/// The CLI on `config` and `db` with `args`, its cache beside `db`.
+fn cli_args(config: &Path, db: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = cli(config, db, &db.with_file_name("cache"));
     cmd.args(args);
     cmd
 }
@@ -280,7 +272,7 @@ fn cli(config: &Path, db: &Path, args: &[&str]) -> std::process::Command {
 fn cli_json(config: &Path, db: &Path, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
-    let out = cli(config, db, &all).output().unwrap();
+    let out = cli_args(config, db, &all).output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -333,7 +325,7 @@ fn cli_sends_through_a_slow_room_never_fail_hermes_readers_or_writers() {
         // several seconds more on a machine loaded by the rest of the suite).
         for (i, delay) in ["1.5", "1.5", "4.0"].into_iter().enumerate() {
             let body = format!("slow room {mode} {i} {}", std::process::id());
-            let sent = cli(
+            let sent = cli_args(
                 &config_for(delay),
                 &db,
                 &["send", &body, SAMPLE_CLI, "--agent", "mohe"],
@@ -427,7 +419,7 @@ fn a_send_killed_during_the_post_is_reported_by_active_and_forgotten_by_clear() 
         let stalling = cli_config(&ej, &db, "stall.toml", &ctl, 60);
         let normal = cli_config(&ej, &db, "normal.toml", &ej.ctl_argv(), 15);
         let body = format!("killed {when} posting {}", std::process::id());
-        let mut child = cli(
+        let mut child = cli_args(
             &stalling,
             &db,
             &["send", &body, SAMPLE_CLI, "--agent", "mohe"],
@@ -582,7 +574,7 @@ fn a_send_killed_in_its_intent_or_record_step_leaves_the_database_intact() {
         if step == "intent" {
             assert_eq!(pending_keys(&reader), 0); // the shared lock is ours now
         }
-        let mut child = cli(&slow, &db, &["send", &body, SAMPLE_CLI, "--agent", "mohe"])
+        let mut child = cli_args(&slow, &db, &["send", &body, SAMPLE_CLI, "--agent", "mohe"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -9,7 +9,7 @@
 //!   first XMPP session), its provenance row, the agent's record (the
 //!   newest delivered send's), and the body in the room's archive once,
 //!   from the agent's nick;
-//! - exit 2: no row, not in the room, and one of the refusals DESIGN §8
+//! - exit 2: no row, not in the room, and one of the refusals docs/src/design/contracts.md
 //!   lists (bad input, sender not accepted, database busy);
 //! - exit 3: no row; the fault proxy's log says whether ejabberd had taken
 //!   the message, and the room's archive must agree;
@@ -181,7 +181,7 @@ impl World {
              timeout_seconds = {HTTP_TIMEOUT_S}\n\n[redirect]\nttl_seconds = 3600\n",
             ej.room
         );
-        // The seed's agents with the soak's sessions, and an intruder: an
+        // The legacy tool's agents with the soak's sessions, and an intruder: an
         // agent whose JID is no subscriber of the room.
         let agents = AGENTS
             .iter()
@@ -246,7 +246,7 @@ fn nap(d: Duration, stop: &AtomicBool) {
 }
 
 /// A sender: one CLI process at a time, as a person would, with now and
-/// then a send the bridge must refuse.
+/// then a send the CLI must refuse.
 fn sender(
     world: &World,
     agent: &str,
@@ -382,7 +382,7 @@ fn gateway(
             Err(f) => problems.push(format!("{agent}: context failed: {f:?}")),
         }
         // The XMPP session itself (a gateway's view without a record):
-        // the bridge's rows and the room lines of the Hermes writer.
+        // the sent rows and the room lines of the Hermes writer.
         match reader.history(&xmpp, agent, Some(50)) {
             Ok(rows) => match session.tag(agent, rows) {
                 Ok(tagged) => check_rows(&tagged, &mut problems),
@@ -537,7 +537,7 @@ fn chaos(
             && round % 2 == 1
             && !stop.load(Ordering::SeqCst)
         {
-            // The bridge sees what it would see in production: connections
+            // The CLI sees what it would see in production: connections
             // refused while the node is down (the proxy closes first, so no
             // request is caught half-way).
             proxy.set_refusing(true);
@@ -595,7 +595,7 @@ struct Report {
     rows_lost: u64,
     /// Bodies with more than one history row.
     rows_duplicated: u64,
-    /// History rows of the bridge that no delivered send reported.
+    /// Sent rows that no delivered send reported.
     phantom_rows: u64,
     explained: BTreeMap<String, u64>,
     problems: Vec<String>,
@@ -717,7 +717,7 @@ fn account(
                     // the client cannot know (so "may have"); it never
                     // reached ejabberd.
                     // An agent with a record posts beside its sender
-                    // check (DESIGN §8 step 2); the check failed.
+                    // check (docs/src/design/contracts.md step 2); the check failed.
                     _ if in_room.len() <= 1 && a.stderr.contains("beside this check") => {
                         report.explain("3: sender check failed beside the post (room may have it)")
                     }

@@ -14,7 +14,9 @@ use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::record_key;
 use session_switch_store::{HermesStore, PendingState, SENT_ROWS, SendWrite, Written};
 use session_switch_tests::sample::{self, SAMPLE_CLI, unix_now};
-use session_switch_tests::{FIXTURES, expected_conversations, fixture_copy, table_snapshot};
+use session_switch_tests::{
+    FIXTURES, expected_conversations, fixture_copy, journal_mode, journal_mode_of, table_snapshot,
+};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_store_worker");
 const TOKEN: &str = "plumcrate4821";
@@ -50,15 +52,9 @@ fn assert_integrity(path: &Path) {
     }
 }
 
-fn journal_mode(path: &Path) -> String {
-    let conn = Connection::open(path).unwrap();
-    conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap()
-}
-
 /// `after` is `before` but, where `before` had no `state_meta` (an early
 /// Hermes database), for an empty `state_meta` with Hermes's DDL: the one
-/// trace a send that failed after its intent may leave (DESIGN §8 "Send").
+/// trace a send that failed after its intent may leave (docs/src/design/send.md#the-atomic-send).
 fn assert_unchanged_but_an_empty_state_meta(
     before: &std::collections::BTreeMap<String, Vec<String>>,
     after: &std::collections::BTreeMap<String, Vec<String>>,
@@ -338,7 +334,7 @@ fn reads_leave_a_delete_mode_file_untouched() {
     assert_eq!(files(dir.path()), before_files, "files appeared");
 }
 
-/// `data_version` (the memo of `resolve`, DESIGN §7) stays while only
+/// `data_version` (the memo of `resolve`, docs/src/design/where-the-time-goes.md) stays while only
 /// reads happen, here and elsewhere, and changes when another connection
 /// commits (as Hermes does) and when this one writes; inside a read
 /// snapshot it is the snapshot's. The 0.19.0 fixture is in WAL mode, the
@@ -447,7 +443,7 @@ fn reads_of_an_early_database_create_no_table() {
 }
 
 #[test]
-fn meta_get_reads_the_seed_record_of_the_fixtures() {
+fn meta_get_reads_the_legacy_record_of_the_fixtures() {
     for name in ["hermes-0.19.0.db", "hermes-latest.db"] {
         let (_dir, db) = fixture!(name);
         let store = HermesStore::open(&db).unwrap();
@@ -680,7 +676,7 @@ fn send_write_adds_exactly_one_row_of_each_on_every_fixture() {
             assert!(!before.contains_key("session_switch_sent"));
         }
 
-        // The row reads back as the bridge's, for mohe only.
+        // The row reads back as a sent row, for mohe only.
         let store = HermesStore::open(&db).unwrap();
         let last = store.history("xmpp-mohe-v2", "mohe", Some(1)).unwrap();
         assert_eq!(
@@ -820,7 +816,7 @@ fn a_stored_record_that_is_not_a_valid_record_is_replaced() {
         );
     }
     // A newer record the policy takes is kept: an integer timestamp (as the
-    // seed wrote them), one within the skew ahead of the clock.
+    // the legacy tool wrote them), one within the skew ahead of the clock.
     for stored in [
         "{\"session_id\": \"x\", \"timestamp\": 3000}".to_string(),
         soon(60.0),
@@ -1584,11 +1580,6 @@ fn a_lock_held_past_the_timeout_is_busy_and_writes_nothing() {
     }
 }
 
-fn journal_mode_of(conn: &Connection) -> String {
-    conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap()
-}
-
 #[test]
 fn meta_delete_refuses_keys_that_are_not_ours() {
     let (_dir, db) = fixture!("hermes-latest.db");
@@ -1613,7 +1604,7 @@ fn meta_delete_refuses_keys_that_are_not_ours() {
 }
 
 #[test]
-fn meta_delete_removes_our_keys_and_the_seed_key() {
+fn meta_delete_removes_our_keys_and_the_legacy_key() {
     let (_dir, db) = fixture!("hermes-latest.db");
     let mut store = HermesStore::open(&db).unwrap();
     send(&mut store, "[YOU] x", 1_000.0).unwrap();
@@ -2085,7 +2076,7 @@ fn a_state_meta_created_later_is_seen() {
     }
 }
 
-/// The bridge's own list of rows (`session_switch_sent`) missing, then made
+/// The list of sent rows (`session_switch_sent`) missing, then made
 /// by another connection's send, then by this connection's own: each time
 /// the rows are read, never a stale "no such table".
 #[test]
@@ -2113,7 +2104,7 @@ fn the_bridge_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() 
     }
 }
 
-/// The bridge's rows are read by walking its own list, on both schemas:
+/// The sent rows are read by walking their own list, on both schemas:
 /// SQLite's own choice walked every row of the session (740–760 µs a call
 /// at 10,000 rows against 5–8 µs, `HermesStore::bridge_rows`).
 #[test]

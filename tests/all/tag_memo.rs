@@ -1,4 +1,4 @@
-//! The row memo of `tag` (DESIGN §7, `host/runtime/src/tag_memo.rs`)
+//! The row memo of `tag` (docs/src/design/where-the-time-goes.md, `host/runtime/src/tag_memo.rs`)
 //! through the real component: a row answered before is served without the
 //! guest and with the guest's answer, new rows still reach the policy, and a
 //! swap or new settings empty the memo (a policy swapped in is asked again).

@@ -97,7 +97,7 @@ fn assert_delivers_tricky_bodies(t: &dyn Transport, ej: &Ejabberd, sender: &str)
              in the room: {mine:?}",
             t.name()
         );
-        // A person's post (DESIGN §9.3): the human-origin marker, a stanza
+        // A person's post (docs/src/design/loop-guard.md): the human-origin marker, a stanza
         // id and the same XEP-0359 origin-id, unique per post.
         let got = mine.iter().find(|m| &m.body == body).unwrap();
         assert!(got.human_origin, "{}: no marker on {got:?}", t.name());
@@ -115,7 +115,7 @@ fn assert_delivers_tricky_bodies(t: &dyn Transport, ej: &Ejabberd, sender: &str)
 }
 
 /// Assert `result` failed with `kind` (and so the CLI's exit status of
-/// DESIGN §8) and a message holding every one of `parts`.
+/// docs/src/design/contracts.md) and a message holding every one of `parts`.
 fn assert_fails(result: Result<(), Failure>, kind: FailureKind, parts: &[&str]) -> Failure {
     let failure = result.expect_err("expected a failure");
     assert_eq!(failure.kind, kind, "wrong kind for: {}", failure.message);
@@ -771,7 +771,7 @@ fn an_http_connection_closed_without_answer_gives_unknown_outcome_for_post() {
 /// --test all transport::measure -- --ignored --nocapture` (`SSW_ROUNDS`, default 21).
 /// Every timed body is then seen in the room, so no dropped post is timed.
 #[test]
-#[ignore = "timing; run by hand (see the README's Transports section)"]
+#[ignore = "timing; run by hand (see docs/src/concepts/transports.md)"]
 fn measure_one_send_per_transport() {
     let Some(ej) = Ejabberd::from_env() else {
         return;

@@ -2,7 +2,7 @@
 # Stand-in for `docker`, installed by start.sh as INSTANCE/bin/docker.
 #
 # Emulates only `docker exec [OPTIONS] CONTAINER ejabberdctl ARGS...` (the
-# seed's production form) by running this instance's INSTANCE/bin/ejabberdctl,
+# legacy tool's production form) by running this instance's INSTANCE/bin/ejabberdctl,
 # so code that runs `docker exec ejabberd ejabberdctl ...` is tested unchanged
 # with PATH="$EJ_BIN:$PATH".
 #
@@ -10,7 +10,7 @@
 # under `env -i` with only a minimal PATH plus the `-e`/`--env` values
 # (`-e NAME` without a value passes the caller's NAME, as docker does). So a
 # caller that forgets `-e LC_ALL=C.UTF-8` gets the double-encoded non-ASCII
-# text it would get in production (DESIGN §5).
+# text it would get in production (docs/src/design/ejabberd-facts.md).
 # CONTAINER must equal $EJ_DOCKER_CONTAINER (default "ejabberd"), else it
 # fails the way docker does (exit 1, "No such container").
 set -u

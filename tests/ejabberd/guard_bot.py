@@ -142,7 +142,7 @@ class Client(slixmpp.ClientXMPP):
     def step_clock(self):
         if not self.a.clock_file or not self.a.clock_step:
             return
-        # Bots step the one clock of the test; the bridge reads the file at
+        # Bots step the one clock of the test; the CLI reads the file at
         # any moment, so it is replaced whole (rename), never rewritten in
         # place, and the read-modify-write is serialised by a lock file.
         with open(self.a.clock_file + ".lock", "w") as lock:

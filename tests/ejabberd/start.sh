@@ -21,7 +21,7 @@
 #      EJ_ROOM_NAME@conference.EJ_DOMAIN (persistent, mam, allow_subscription,
 #      logging) and MUC/Sub-subscribes EJ_SUBSCRIBERS (nick = user name).
 #      Users that are not subscribers (default: `outsider`) are printed as
-#      EJ_OUTSIDERS: the room silently drops what they post (DESIGN §5).
+#      EJ_OUTSIDERS: the room silently drops what they post (docs/src/design/ejabberd-facts.md).
 #
 # Settings (env, read only when INSTANCE_DIR has no instance.conf yet; after
 # that the saved values win - use a new folder to change them):

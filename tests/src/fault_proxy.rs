@@ -1,7 +1,7 @@
 //! An HTTP proxy in front of ejabberd's `mod_http_api` that injects the
 //! faults a bridge meets in production, for the soak test: ejabberd
 //! unreachable (the port refuses connections), and a post (`send_stanza`,
-//! or the seed's `send_message`) whose
+//! or the legacy tool's `send_message`) whose
 //! answer never comes — either after ejabberd accepted it (the room has the
 //! message) or before it was passed on (the room never sees it). Every
 //! `send_message` it handles is logged with its fate, so a test can explain
@@ -223,7 +223,7 @@ fn serve(client: TcpStream, shared: &Shared) -> std::io::Result<()> {
         .and_then(|line| line.split_whitespace().nth(1))
         .unwrap_or_default()
         .to_owned();
-    // A post: the seed's `send_message` (its `body`) or the bridge's
+    // A post: the legacy tool's `send_message` (its `body`) or the bridge's
     // `send_stanza` (the `<body>` of its stanza).
     let message = (path.ends_with("/send_message") || path.ends_with("/send_stanza")).then(|| {
         let v = serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default();

@@ -5,12 +5,12 @@
 //! (`tests/all/hostile_input.rs`, in `make test`) and the cargo-fuzz targets
 //! (`fuzz/`, `make fuzz`) share them, so both check the same things.
 //!
-//! The properties restate DESIGN §3 and §8 independently of the code under
+//! The properties restate docs/src/design/rules.md and docs/src/design/contracts.md independently of the code under
 //! test (the redirect check recomputes which record should win; the tagging
 //! check recomputes which rows are the agent's own), so a rule that drifts
 //! from the design shows up, not only a crash.
 
-use crate::fake_host::FakeHost;
+use crate::fake_host::{FakeHost, FakeState, prefix};
 use crate::sample::ROOM;
 use crate::wit_convert::settings_to_guest;
 use session_switch::FailureKind as HostKind;
@@ -24,9 +24,7 @@ use session_switch_policy::rows::Row;
 use session_switch_policy::samples::{SAMPLE_CLI, sample_settings};
 use session_switch_policy::settings::{TAG, ValidSettings, check_session_id};
 use session_switch_policy::tagging::{self, signed_by, untag};
-use session_switch_policy::{
-    EditAction, FailureKind, MemoryHost, Policy, Reason, Role, RowSummaries,
-};
+use session_switch_policy::{EditAction, FailureKind, Policy, Reason, Role, RowSummaries};
 
 // ---------------------------------------------------------------- records
 
@@ -37,7 +35,7 @@ use session_switch_policy::{
 pub struct RecordCase {
     /// The value of mohe's record, `session_switch:active:mohe`.
     pub mohe: Option<String>,
-    /// The value of the seed's key `active_xmpp_sender_session` (read for
+    /// The value of the legacy tool's key `active_xmpp_sender_session` (read for
     /// mohe only).
     pub legacy: Option<String>,
     /// The value of zhiwei's record, `session_switch:active:zhiwei`.
@@ -63,8 +61,8 @@ pub fn record_value(session_id: &str, timestamp: &str, agent: Option<&str>) -> S
     value
 }
 
-/// Where `agent`'s bot must go at `now` by DESIGN §3 and §8, restated: of
-/// its records (its own key, and the seed's key for the legacy agent) the
+/// Where `agent`'s bot must go at `now` by docs/src/design/rules.md and docs/src/design/contracts.md, restated: of
+/// its records (its own key, and the legacy tool's key for the legacy agent) the
 /// valid ones are well-formed JSON with a session id, a finite timestamp,
 /// the `agent` field (own key only) absent or the agent's name,
 /// `-skew <= age < ttl`, and a target that is no agent's XMPP session; the
@@ -72,7 +70,7 @@ pub fn record_value(session_id: &str, timestamp: &str, agent: Option<&str>) -> S
 /// exists. `None`: no redirect.
 fn expected_target(
     settings: &ValidSettings,
-    host: &MemoryHost,
+    host: &FakeState,
     agent: &str,
     now: f64,
 ) -> Option<String> {
@@ -111,7 +109,7 @@ fn expected_target(
     host.sessions.contains(&session).then_some(session)
 }
 
-/// Check the redirect rule on `case` (DESIGN §3 "Redirect", §8 "Records"):
+/// Check the redirect rule on `case` (docs/src/design/rules.md#redirect, docs/src/design/contracts.md#records):
 /// - `parse_record` never panics, and what it accepts is a valid session id
 ///   with a finite timestamp;
 /// - mohe's XMPP sessions are redirected exactly when a valid record exists,
@@ -146,7 +144,7 @@ pub fn check_record(case: &RecordCase) {
     }
 
     let settings = ValidSettings::new(sample_settings()).expect("sample settings");
-    let mut host = MemoryHost::new(case.now, ROOM);
+    let mut host = FakeState::at(case.now, ROOM);
     for entry in settings.agents() {
         for session in &entry.agent.sessions {
             host.add_session(session);
@@ -170,7 +168,7 @@ pub fn check_record(case: &RecordCase) {
         }
     }
     let meta_before = host.meta.clone();
-    let mut policy = Policy::new(host.clone());
+    let mut policy = Policy::new(FakeHost::new(host.clone()));
     policy.configure(sample_settings()).expect("configure");
 
     let mohe_has_record = case.mohe.is_some() || case.legacy.is_some();
@@ -204,7 +202,7 @@ pub fn check_record(case: &RecordCase) {
             None => {
                 assert!(
                     !d.redirected,
-                    "redirected, against DESIGN §3: {d:?} for {case:?}"
+                    "redirected, against docs/src/design/rules.md: {d:?} for {case:?}"
                 );
                 assert_eq!(d.session_id, asked, "{d:?}");
                 if !mohe_has_record {
@@ -223,8 +221,8 @@ pub fn check_record(case: &RecordCase) {
         }
     }
 
-    // A decision holds until its `valid_until` (the memo's premise, DESIGN
-    // §7): a policy asked later inside the window, with the same records,
+    // A decision holds until its `valid_until` (the memo's premise,
+    // docs/src/design/where-the-time-goes.md): a policy asked later inside the window, with the same records,
     // answers the same, detail included.
     if case.now.is_finite() {
         let d = policy
@@ -237,8 +235,8 @@ pub fn check_record(case: &RecordCase) {
         };
         if let Some(later) = later {
             let mut host = host.clone();
-            host.clock = later;
-            let mut again = Policy::new(host);
+            host.now = later;
+            let mut again = Policy::new(FakeHost::new(host));
             again.configure(sample_settings()).expect("configure");
             assert_eq!(
                 again.resolve("mohe", "xmpp-mohe-v2").expect("later"),
@@ -253,7 +251,7 @@ pub fn check_record(case: &RecordCase) {
     let mut without_mohe = host.clone();
     without_mohe.meta.remove(&record_key("mohe"));
     without_mohe.meta.remove(LEGACY_KEY);
-    let mut alone = Policy::new(without_mohe);
+    let mut alone = Policy::new(FakeHost::new(without_mohe));
     alone.configure(sample_settings()).expect("configure");
     assert_eq!(
         z,
@@ -327,17 +325,17 @@ pub fn check_record(case: &RecordCase) {
         }
     }
     assert_eq!(
-        policy.host().meta,
+        policy.host().snapshot().meta,
         meta_before,
         "resolve or active wrote state_meta"
     );
-    assert!(policy.host().sent.is_empty());
+    assert!(policy.host().snapshot().sent.is_empty());
 }
 
 // ------------------------------------------------------------------- body
 
 /// Check body normalisation on `text` with a maximum of `max_chars`
-/// (DESIGN §8 "Body normalisation"):
+/// (docs/src/design/send.md#body-normalisation):
 /// - `clean` is idempotent and leaves no character XML 1.0 forbids, no
 ///   ESC, no CR, no leading whitespace and no leading `[YOU]` marker;
 /// - `normalise` accepts exactly the non-blank results of at most
@@ -511,18 +509,10 @@ pub struct RowCase {
     pub bridge_agent: Option<usize>,
 }
 
-/// The first `n` characters of `s`, as the host cuts a summary's prefix.
-fn prefix(s: &str, n: u32) -> &str {
-    match s.char_indices().nth(n as usize) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
 /// Check `[YOU]` tagging of `rows` for every sample agent, with summaries
 /// of `prefix_chars` characters (judged on at most the policy's own prefix
 /// length, 57 for the samples), the edits applied by the host's functions
-/// (DESIGN §3 "Tagging", §8 "Provenance"):
+/// (docs/src/design/rules.md#tagging, docs/src/design/contracts.md "Provenance"):
 /// - edits index the rows in order, each at most once; only `user` rows
 ///   are edited;
 /// - an own row (the bridge wrote it for the agent, or it is signed by one
@@ -532,7 +522,7 @@ fn prefix(s: &str, n: u32) -> &str {
 /// - any other user row never reaches the model starting with a `[YOU]`
 ///   tag, in any of the forms the contract's untag rule covers (restated
 ///   here: [`starts_with_tag`]), wherever the tag lies behind the prefix
-///   the policy saw (G1 and G4 of `SECURITY.md`);
+///   the policy saw (G1 and G4 of docs/src/security.md);
 /// - tagging the result again changes nothing.
 ///
 /// # Panics
@@ -716,12 +706,12 @@ pub fn check_history_rows(session: &mut PolicyInstance, agent: &str, rows: Vec<H
 
 // ----------------------------------------------------------------- config
 
-/// Check the config parser on `text` (DESIGN §8 "Config"):
+/// Check the config parser on `text` (docs/src/design/contracts.md#config):
 /// - errors are `bad-input` and name the file (`config fuzz.toml…`);
 /// - an accepted config has agents, unique names, JIDs, nicks and session
 ///   ids, bare JIDs, a TTL of at least 1 s and a configured legacy agent;
 /// - the policy's `configure` accepts the settings of every accepted config
-///   (gap G3 of `SECURITY.md`: the config refuses, with its line, whatever
+///   (gap G3 of docs/src/security.md: the config refuses, with its line, whatever
 ///   the policy would refuse).
 ///
 /// Returns the accepted config, if any.

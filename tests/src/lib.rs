@@ -129,6 +129,30 @@ pub fn bin_path() -> PathBuf {
     path
 }
 
+/// The CLI on `config` and `db`, its compiled component cached in
+/// `cache_dir` (so a test never uses the user's cache).
+pub fn cli(config: &Path, db: &Path, cache_dir: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin_path());
+    cmd.arg("--config")
+        .arg(config)
+        .arg("--db")
+        .arg(db)
+        .arg("--cache-dir")
+        .arg(cache_dir);
+    cmd
+}
+
+/// The journal mode of the SQLite database `db` (`delete`, `wal`, ...).
+pub fn journal_mode(db: &Path) -> String {
+    journal_mode_of(&Connection::open(db).unwrap())
+}
+
+/// The journal mode of the database `conn` is open on.
+pub fn journal_mode_of(conn: &Connection) -> String {
+    conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap()
+}
+
 /// The sends `active --json` lists as not (yet) in the history (entries
 /// with `"pending_send": true`).
 pub fn pending_sends(active: &serde_json::Value) -> Vec<&serde_json::Value> {

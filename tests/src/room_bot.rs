@@ -8,7 +8,7 @@ use crate::fake_llm::FakeLlm;
 use crate::hermes_gateway::{HermesGateway, hermes_venv};
 use crate::own_room::OwnRoom;
 use crate::xmpp::{Ejabberd, RoomMessage, RoomObserver};
-use crate::{bin_path, fixture_copy, venv_python, workspace_root};
+use crate::{fixture_copy, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -126,14 +126,8 @@ impl BotWorld {
 
     /// The CLI with the config at `config`, this world's database and cache.
     pub fn cli_with(&self, config: &std::path::Path) -> Command {
-        let mut cmd = Command::new(bin_path());
-        cmd.arg("--config")
-            .arg(config)
-            .arg("--db")
-            .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(self.home.join("cache"))
-            .env("HERMES_HOME", &self.home)
+        let mut cmd = crate::cli(config, &self.db, &self.home.join("cache"));
+        cmd.env("HERMES_HOME", &self.home)
             .env("XDG_RUNTIME_DIR", self.lock_dir())
             .env("SESSION_SWITCH_BOT_HOST", self.host())
             .env("ZHIWEI_XMPP_PASSWORD", self.ej.password("zhiwei"))
@@ -388,6 +382,16 @@ impl BotProcess {
         }
     }
 
+    /// [`Self::wait_log`], which must see the lines: panics with the log
+    /// when `times` lines with `text` do not come within `within`.
+    pub fn expect_log(&self, text: &str, times: usize, within: Duration) {
+        assert!(
+            self.wait_log(text, times, within),
+            "no {times} log line(s) with {text:?} within {within:?}:\n{}",
+            self.log()
+        );
+    }
+
     /// Send `signal` (`KILL`, `STOP`, `CONT`, …) to the process.
     pub fn signal(&self, signal: &str) {
         if let Some(child) = &self.child {
@@ -424,6 +428,35 @@ impl Drop for BotProcess {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// How long a bot may take to answer (a Hermes turn with the fake LLM).
+pub const ANSWER: Duration = Duration::from_secs(60);
+
+/// A body no other test posts.
+pub fn unique(what: &str) -> String {
+    format!("{what} {}-{:?}", std::process::id(), Instant::now())
+}
+
+/// Wait until the room has been still for `still` (at most 240 s); the
+/// message count then.
+pub fn quiet(observer: &RoomObserver, still: Duration) -> usize {
+    let started = Instant::now();
+    let mut last = observer.messages().len();
+    let mut since = Instant::now();
+    while since.elapsed() < still {
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "the room never went quiet"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let now = observer.messages().len();
+        if now != last {
+            last = now;
+            since = Instant::now();
+        }
+    }
+    last
 }
 
 /// Wait at most `within` for a live message from `nick` among the

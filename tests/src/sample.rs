@@ -1,4 +1,4 @@
-//! The samples every test starts from, once: the seed's three agents in
+//! The samples every test starts from, once: the legacy tool's three agents in
 //! their room as a config file ([`sample_config_text`]), that file parsed
 //! ([`sample_config`]) and turned into the policy's settings the one way
 //! the product does it (`session_switch::from_config::settings`), a record as
@@ -12,16 +12,16 @@ use session_switch::config::Config;
 use session_switch::runtime::Settings;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The samples' room (the seed's `coregroup`).
+/// The samples' room (the legacy tool's `coregroup`).
 pub const ROOM: &str = "coregroup@conference.example.org";
 /// The domain of the samples' agent JIDs.
 pub const DOMAIN: &str = "example.org";
-/// The seed's agents, in config order; mohe is the legacy agent.
+/// The legacy tool's agents, in config order; mohe is the legacy agent.
 pub const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];
 
 pub use session_switch_policy::samples::{SAMPLE_CLI, SAMPLE_NOW};
 
-/// The seed's agents as a config file, in `room`, each agent's JID from
+/// The legacy tool's agents as a config file, in `room`, each agent's JID from
 /// `jid` (its name → its JID): mohe (sessions `xmpp-mohe-v2`, `xmpp-mohe`;
 /// alias `墨河`), zhiwei (`xmpp-zhiwei`), xiaoguo (`xmpp-xiaoguo`). `xmpp`
 /// holds more lines of `[xmpp]` (transport, timeouts, …) and `redirect`
@@ -101,8 +101,8 @@ pub fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
-/// A record value as the bridge writes it (DESIGN §8 "Records"); `agent`
-/// `None` leaves the field out (the seed's records had none).
+/// A record value as the bridge writes it (docs/src/design/contracts.md#records); `agent`
+/// `None` leaves the field out (the legacy tool's records had none).
 pub fn record(session_id: &str, timestamp: f64, agent: Option<&str>) -> String {
     let mut value = serde_json::json!({
         "session_id": session_id,

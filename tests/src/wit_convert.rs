@@ -8,7 +8,11 @@
 //! of being compared wrongly.
 
 use session_switch::runtime as host;
-use session_switch::{Failure, FailureKind};
+/// The WIT `failure`, `failure-kind` and `role` conversions, written once
+/// with the fake host that needs them.
+pub use session_switch_fake_host::guest::{
+    failure_from_guest, failure_to_guest, kind_from_guest, kind_to_guest, role_to_guest,
+};
 use session_switch_policy as guest;
 
 /// The host's settings as the guest's `settings` record.
@@ -113,47 +117,6 @@ pub fn allow_bots_to_host(value: guest::AllowBots) -> host::AllowBots {
     }
 }
 
-/// WIT `failure-kind`, guest → host.
-pub fn kind_from_guest(kind: guest::FailureKind) -> FailureKind {
-    match kind {
-        guest::FailureKind::BadInput => FailureKind::BadInput,
-        guest::FailureKind::UnknownAgent => FailureKind::UnknownAgent,
-        guest::FailureKind::NotAccepted => FailureKind::NotAccepted,
-        guest::FailureKind::Busy => FailureKind::Busy,
-        guest::FailureKind::UnknownOutcome => FailureKind::UnknownOutcome,
-        guest::FailureKind::Store => FailureKind::Store,
-        guest::FailureKind::Transport => FailureKind::Transport,
-        guest::FailureKind::Policy => FailureKind::Policy,
-    }
-}
-
-/// WIT `failure-kind`, host → guest.
-pub fn kind_to_guest(kind: FailureKind) -> guest::FailureKind {
-    match kind {
-        FailureKind::BadInput => guest::FailureKind::BadInput,
-        FailureKind::UnknownAgent => guest::FailureKind::UnknownAgent,
-        FailureKind::NotAccepted => guest::FailureKind::NotAccepted,
-        FailureKind::Busy => guest::FailureKind::Busy,
-        FailureKind::UnknownOutcome => guest::FailureKind::UnknownOutcome,
-        FailureKind::Store => guest::FailureKind::Store,
-        FailureKind::Transport => guest::FailureKind::Transport,
-        FailureKind::Policy => guest::FailureKind::Policy,
-    }
-}
-
-/// WIT `failure`, guest → host.
-pub fn failure_from_guest(f: guest::Failure) -> Failure {
-    Failure::new(kind_from_guest(f.kind), f.message)
-}
-
-/// WIT `failure`, host → guest (a scripted host failure for the native side).
-pub fn failure_to_guest(f: &Failure) -> guest::Failure {
-    guest::Failure {
-        kind: kind_to_guest(f.kind),
-        message: f.message.clone(),
-    }
-}
-
 /// WIT `reason`, guest → host.
 pub fn reason_from_guest(reason: guest::Reason) -> host::Reason {
     match reason {
@@ -203,42 +166,5 @@ pub fn receipt_from_guest(r: guest::Receipt) -> host::Receipt {
         body: r.body,
         record_key: r.record_key,
         record_replaced: r.record_replaced,
-    }
-}
-
-/// WIT `send-plan`, guest → host (what a backend receives).
-pub fn plan_from_guest(p: &guest::SendPlan) -> host::SendPlan {
-    host::SendPlan {
-        agent: p.agent.clone(),
-        from_jid: p.from_jid.clone(),
-        room_body: p.room_body.clone(),
-        history_session_id: p.history_session_id.clone(),
-        history_content: p.history_content.clone(),
-        cli_session_id: p.cli_session_id.clone(),
-        record_key: p.record_key.clone(),
-        record_value: p.record_value.clone(),
-        timestamp: p.timestamp,
-    }
-}
-
-/// WIT `sent`, host → guest (a backend's answer for the native side).
-pub fn sent_to_guest(s: host::Sent) -> guest::Sent {
-    guest::Sent {
-        message_id: s.message_id,
-        room: s.room,
-        record_replaced: s.record_replaced,
-    }
-}
-
-/// Hermes's free-text `messages.role` as the guest's WIT `role`, through
-/// the contract's one mapping (`session_switch_contract::role::Role::of`).
-pub fn role_to_guest(role: &str) -> guest::Role {
-    use session_switch_contract::role::Role;
-    match Role::of(role) {
-        Role::User => guest::Role::User,
-        Role::Assistant => guest::Role::Assistant,
-        Role::Tool => guest::Role::Tool,
-        Role::System => guest::Role::System,
-        Role::Other => guest::Role::Other,
     }
 }

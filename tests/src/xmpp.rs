@@ -7,7 +7,7 @@
 //! reads them. [`RoomObserver`] runs `tests/ejabberd/muc_probe.py listen`
 //! (slixmpp, in the `target/venv` that `make venv` builds) as an occupant of
 //! the room, so a test sees what the room really broadcast: `send_message`
-//! answers success even when the room drops the message (DESIGN §5).
+//! answers success even when the room drops the message (docs/src/design/ejabberd-facts.md).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
@@ -163,7 +163,7 @@ impl Ejabberd {
         vec![self.ctl.display().to_string()]
     }
 
-    /// The seed's production form, served by the `docker` stand-in in
+    /// The legacy tool's production form, served by the `docker` stand-in in
     /// [`Ejabberd::bin_dir`] when that is first in `PATH`.
     pub fn docker_argv() -> Vec<String> {
         ["docker", "exec", "ejabberd", "ejabberdctl"]
@@ -402,6 +402,12 @@ impl RoomObserver {
     /// Every live message received so far, in arrival order.
     pub fn messages(&self) -> Vec<RoomMessage> {
         self.seen.0.lock().unwrap().live.clone()
+    }
+
+    /// How many of the live messages so far are from `nick`.
+    pub fn count_from(&self, nick: &str) -> usize {
+        let seen = self.seen.0.lock().unwrap();
+        seen.live.iter().filter(|m| m.nick == nick).count()
     }
 }
 

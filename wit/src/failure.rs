@@ -1,5 +1,5 @@
 //! The failure kinds of the contract (WIT `failure-kind`) and what each
-//! means for the CLI's exit status (DESIGN §8 "Send"), and the host's one
+//! means for the CLI's exit status (docs/src/design/send.md#the-atomic-send), and the host's one
 //! error type, [`Failure`], which mirrors the WIT `failure` record so a
 //! failure crosses the component boundary unchanged.
 
@@ -40,7 +40,7 @@ impl FailureKind {
         Self::Policy,
     ];
 
-    /// The CLI's exit status (DESIGN §8): 2 refused before posting, 3 the
+    /// The CLI's exit status (docs/src/design/contracts.md): 2 refused before posting, 3 the
     /// room's answer is unknown, 1 any other error.
     pub fn exit_status(self) -> u8 {
         match self {

@@ -1,7 +1,7 @@
 //! How the policy reads a character as a model reads it, one rule for
 //! every text match that is not an identity: the `[YOU]` marker
 //! ([`crate::marker`]) and the loop guard's mentions and duplicate digest
-//! (DESIGN §3, §9.3). Identities never fold: nicks and signatures compare
+//! (docs/src/design/rules.md, docs/src/design/loop-guard.md). Identities never fold: nicks and signatures compare
 //! exactly, as ejabberd seats nicks.
 
 /// `c` with a full-width ASCII form (U+FF01–U+FF5E, `！`…`～`) read as its

@@ -1,4 +1,4 @@
-//! Our `state_meta` keys (DESIGN §8 "Records"). Hermes's own keys (`fts_*`,
+//! Our `state_meta` keys (docs/src/design/contracts.md#records). Hermes's own keys (`fts_*`,
 //! `last_auto_prune`, `db_file_generation`, …) are never ours.
 
 use alloc::string::String;
@@ -22,7 +22,7 @@ pub fn record_key(agent: &str) -> String {
     key
 }
 
-/// Prefix of the pending sends' intents (DESIGN §8 "Send", §9.5):
+/// Prefix of the pending sends' intents (docs/src/design/send.md#the-atomic-send, docs/src/design/send.md#a-send-never-locks-hermes-out):
 /// `session_switch:pending:<agent>:<token>`, one key per send between its
 /// intent and its record. They live in `state_meta` rather than a table of
 /// ours so that a send that failed after its intent leaves no new table
@@ -55,8 +55,8 @@ pub fn pending_key_agent(key: &str) -> Option<&str> {
 /// Prefix of the loop guard's state: `session_switch:loop:<agent>:<room>`.
 pub const GUARD_KEY_PREFIX: &str = "session_switch:loop:";
 
-/// The `state_meta` key of `agent`'s loop-guard state in `room` (DESIGN
-/// §9.3: per receiving agent and room).
+/// The `state_meta` key of `agent`'s loop-guard state in `room` (
+/// docs/src/design/loop-guard.md: per receiving agent and room).
 pub fn guard_key(agent: &str, room: &str) -> String {
     let mut key = String::with_capacity(GUARD_KEY_PREFIX.len() + agent.len() + 1 + room.len());
     key.push_str(GUARD_KEY_PREFIX);

@@ -5,13 +5,13 @@
 //! The WIT package beside this folder (`wit/*.wit`) says what crosses the
 //! component boundary; this crate says what both halves compute from it:
 //! - [`keys`]: our `state_meta` keys and the legacy
-//!   `xmpp_session_bridge.py`'s (DESIGN §8 "Records");
+//!   `xmpp_session_bridge.py`'s (docs/src/design/contracts.md#records);
 //! - [`fold`]: full-width forms read as ASCII, the one rule of every
 //!   text match (the marker, the loop guard's mentions);
 //! - [`meeting`]: the meeting settings' defaults (who answers, the stop words);
 //! - [`marker`]: the `[YOU] ` tag, its look-alikes and the blanks around it
-//!   (DESIGN §8 "Provenance of our rows", WIT `edit-action`);
-//! - [`origin`]: the human-origin marker on a person's sends (DESIGN §9.3);
+//!   (docs/src/design/contracts.md#provenance-of-our-rows, WIT `edit-action`);
+//! - [`origin`]: the human-origin marker on a person's sends (docs/src/design/loop-guard.md);
 //! - [`limits`]: the bounds on session ids, bodies and texts;
 //! - [`ids`]: session ids Hermes's API server takes (`X-Hermes-Session-Id`);
 //! - [`role`]: Hermes's free-text `messages.role` as the contract's roles;

@@ -1,8 +1,8 @@
 //! The `[YOU] ` tag (the legacy `xmpp_session_bridge.py`'s prefix for an
-//! agent's own words), its look-alikes and the blanks around it: DESIGN §8
+//! agent's own words), its look-alikes and the blanks around it: docs/src/design/contracts.md
 //! "Provenance of our rows", WIT `edit-action`. The policy decides with these
 //! functions and the host applies its edits with them, so both show the model
-//! the same text (SECURITY.md, gaps G1 and G4).
+//! the same text (docs/src/security.md, gaps G1 and G4).
 
 use crate::fold::reads_as;
 use alloc::string::String;
@@ -23,7 +23,7 @@ pub const MARKER_NAME: &str = "YOU";
 /// invisible characters such as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER,
 /// U+FEFF, soft hyphen, bidi controls, variation selectors, Hangul fillers
 /// and tags, which a room line could put before a tag so that the model
-/// still reads it as one (gap G4 of SECURITY.md).
+/// still reads it as one (gap G4 of docs/src/security.md).
 pub fn is_blank(c: char) -> bool {
     c.is_whitespace()
         || matches!(
@@ -51,7 +51,7 @@ pub fn is_blank(c: char) -> bool {
 /// The length in bytes of the `[YOU]` marker `text` starts with, if it
 /// starts with one: each character reads as the marker's
 /// ([`reads_as`]: ASCII case ignored, full-width forms such as `［ｙｏｕ］`
-/// folded, which a model reads as the same tag, gap G4 of SECURITY.md).
+/// folded, which a model reads as the same tag, gap G4 of docs/src/security.md).
 pub fn marker_len(text: &str) -> Option<usize> {
     let mut chars = text.chars();
     let mut len = 0;

@@ -1,4 +1,4 @@
-//! The human-origin marker (DESIGN §9.3): the element the CLI's send puts on
+//! The human-origin marker (docs/src/design/loop-guard.md): the element the CLI's send puts on
 //! the stanza of every send it makes for a person (the CLI's `send`), so
 //! the other agents' bots can tell a person typing through an agent's
 //! bridge from that agent's bot. Anyone can put the element on a stanza;

@@ -1,5 +1,5 @@
 //! Unit tests of the loop guard: the rule on simulated rooms, its state
-//! in JSON, `admit_message` over the memory host, and addressing.
+//! in JSON, `admit_message` over the fake host, and addressing.
 
 use super::*;
 use crate::samples::sample_settings;
@@ -392,7 +392,7 @@ const ROOM: &str = "coregroup@conference.example.org";
 #[test]
 fn admit_message_keeps_the_state_under_the_agents_key() {
     let settings = ValidSettings::new(sample_settings()).unwrap();
-    let mut host = crate::memory::MemoryHost::new(1000.0, ROOM);
+    let mut host = crate::fake_host::at(1000.0, ROOM);
     let d = admit_message(
         &settings,
         &mut host,
@@ -405,17 +405,17 @@ fn admit_message_keeps_the_state_under_the_agents_key() {
         (true, AdmitReason::Addressed, 1)
     );
     let key = format!("session_switch:loop:mohe:{ROOM}");
-    let stored = GuardState::from_json(&host.meta[&key]).unwrap();
+    let stored = GuardState::from_json(&host.snapshot().meta[&key]).unwrap();
     assert_eq!(stored.hops, 1);
-    assert_eq!(host.meta.len(), 1, "{:?}", host.meta);
+    assert_eq!(host.snapshot().meta.len(), 1, "{:?}", host.snapshot().meta);
     // Delayed history changes nothing: nothing is written.
-    host.meta.insert(key.clone(), "kept".into());
+    host.state().meta.insert(key.clone(), "kept".into());
     let mut replay = wit(&format!("{ROOM}/alice"), None, "hello");
     replay.delayed = true;
     let d = admit_message(&settings, &mut host, "mohe", &replay);
     // "kept" is malformed: read as capped, and rewritten even so.
     assert_eq!(d.unwrap().reason, AdmitReason::Delayed);
-    assert!(GuardState::from_json(&host.meta[&key]).is_some());
+    assert!(GuardState::from_json(&host.snapshot().meta[&key]).is_some());
 }
 
 #[test]
@@ -427,8 +427,8 @@ fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
         "[]",
         r#"{"v":1,"hops":"3","window":[],"seen":[]}"#,
     ] {
-        let mut host = crate::memory::MemoryHost::new(1000.0, ROOM);
-        host.meta.insert(key.clone(), bad.into());
+        let mut host = crate::fake_host::at(1000.0, ROOM);
+        host.state().meta.insert(key.clone(), bad.into());
         let d = admit_message(
             &settings,
             &mut host,
@@ -447,13 +447,14 @@ fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
             d.detail
         );
         assert!(
-            host.logs
+            host.guest()
+                .logs
                 .iter()
                 .any(|(_, l)| l.contains("is not a state of ours")),
             "{:?}",
-            host.logs
+            host.guest().logs
         );
-        let stored = GuardState::from_json(&host.meta[&key]).expect("rewritten whole");
+        let stored = GuardState::from_json(&host.snapshot().meta[&key]).expect("rewritten whole");
         assert_eq!(stored.hops, 7);
         let d = admit_message(
             &settings,
@@ -469,7 +470,7 @@ fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
 #[test]
 fn admit_message_refuses_bad_occupants_unknown_agents_and_a_broken_clock() {
     let settings = ValidSettings::new(sample_settings()).unwrap();
-    let mut host = crate::memory::MemoryHost::new(1000.0, ROOM);
+    let mut host = crate::fake_host::at(1000.0, ROOM);
     for occupant in [
         "zhiwei",
         "other@conference.example.org/zhiwei",
@@ -487,7 +488,7 @@ fn admit_message_refuses_bad_occupants_unknown_agents_and_a_broken_clock() {
     )
     .unwrap_err();
     assert_eq!(e.kind, crate::FailureKind::UnknownAgent);
-    host.clock = f64::NAN;
+    host.state().now = f64::NAN;
     let e = admit_message(
         &settings,
         &mut host,
@@ -497,7 +498,11 @@ fn admit_message_refuses_bad_occupants_unknown_agents_and_a_broken_clock() {
     .unwrap_err();
     assert_eq!(e.kind, crate::FailureKind::Policy);
     assert!(e.message.contains("not a Unix time"), "{}", e.message);
-    assert!(host.meta.is_empty(), "nothing written: {:?}", host.meta);
+    assert!(
+        host.snapshot().meta.is_empty(),
+        "nothing written: {:?}",
+        host.snapshot().meta
+    );
 }
 
 #[test]

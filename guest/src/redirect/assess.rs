@@ -1,4 +1,4 @@
-//! One record's value against the rules (DESIGN §3 "Redirect", §8
+//! One record's value against the rules (docs/src/design/rules.md#redirect, docs/src/design/contracts.md
 //! "Records"): its shape (JSON object, `session_id`, numeric `timestamp`,
 //! the agent), its age against the TTL and the future skew, its target;
 //! when that assessment next changes; and how its times read in a sentence.
@@ -140,7 +140,7 @@ pub fn parse_record(value: &str, agent: Option<&str>) -> (Readable, Result<(Stri
 }
 
 /// Check the record `value` stored under `key` for `agent` at time `now`
-/// against the rules of `resolve` in order (DESIGN §3): shape
+/// against the rules of `resolve` in order (docs/src/design/rules.md): shape
 /// ([`parse_record`]; the `agent` field is checked on the per-agent key only),
 /// then age (`age < -future-skew` → `future-timestamp`; `age >= ttl` →
 /// `expired`: a record exactly TTL old is expired, as the legacy tool keeps it

@@ -1,7 +1,7 @@
 //! The fields of a record's JSON that the rules look at, read straight
 //! from the text: no `serde_json::Value` tree. Building and dropping that
 //! tree (a map, a string per key and value) was the largest part of a
-//! `resolve` inside the component (`make bench`, README "Performance"), and
+//! `resolve` inside the component (`make bench`, docs/src/performance.md), and
 //! `resolve` runs on every room message.
 //!
 //! What is read matches what the `Value` route read: any JSON error is an

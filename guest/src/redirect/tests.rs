@@ -1,7 +1,7 @@
 //! Table tests of `resolve`, `active` and `clear`, one case per rule line.
 
 use super::*;
-use crate::memory::{HostOp, MemoryHost};
+use crate::fake_host::{self, FakeHost, Import, fail};
 use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
 use crate::{FailureKind, failure};
 
@@ -14,8 +14,8 @@ fn settings() -> ValidSettings {
     ValidSettings::new(sample_settings()).unwrap()
 }
 
-fn host(meta: &[(&str, String)]) -> MemoryHost {
-    let mut h = MemoryHost::new(NOW, "coregroup@conference.example.org");
+fn host(meta: &[(&str, String)]) -> FakeHost {
+    let h = fake_host::at(NOW, "coregroup@conference.example.org");
     for s in [
         "xmpp-mohe-v2",
         "xmpp-mohe",
@@ -24,10 +24,10 @@ fn host(meta: &[(&str, String)]) -> MemoryHost {
         CLI,
         "cli-b",
     ] {
-        h.add_session(s);
+        h.state().add_session(s);
     }
     for (k, v) in meta {
-        h.meta.insert(k.to_string(), v.clone());
+        h.state().meta.insert(k.to_string(), v.clone());
     }
     h
 }
@@ -478,13 +478,13 @@ fn rule_6_existence_is_checked_last_and_only_when_needed() {
     let broken = failure::policy("session-exists must not be called");
     for value in [rec(NOW - 4000.0), "junk".into(), rec(NOW + 999.0)] {
         let mut h = host(&[(MOHE, value)]);
-        h.fail.insert(HostOp::SessionExists, broken.clone());
+        fail(&h, Import::SessionExists, &broken);
         let d = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap();
         assert!(!d.redirected);
     }
     let mut h = host(&[]);
-    h.fail.insert(HostOp::SessionExists, broken.clone());
-    h.fail.insert(HostOp::MetaGet, broken);
+    fail(&h, Import::SessionExists, &broken);
+    fail(&h, Import::MetaGet, &broken);
     let d = resolve(&settings(), &mut h, "mohe", CLI).unwrap();
     assert_eq!(
         d.reason,
@@ -541,13 +541,13 @@ fn host_failures_pass_through_unchanged() {
         message: "state.db at /x is not a database".into(),
     };
     let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
-    h.fail.insert(HostOp::MetaGet, store.clone());
+    fail(&h, Import::MetaGet, &store);
     assert_eq!(
         resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2"),
         Err(store.clone())
     );
     let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
-    h.fail.insert(HostOp::SessionExists, store.clone());
+    fail(&h, Import::SessionExists, &store);
     assert_eq!(
         resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2"),
         Err(store)
@@ -562,7 +562,7 @@ fn a_target_the_host_refuses_is_an_answer_not_a_failure() {
         message: why.into(),
     };
     let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
-    h.fail.insert(HostOp::SessionExists, refused.clone());
+    fail(&h, Import::SessionExists, &refused);
     let d = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap();
     expect(
         &d,
@@ -572,7 +572,7 @@ fn a_target_the_host_refuses_is_an_answer_not_a_failure() {
     );
     assert_eq!(d.valid_until, Some(NOW - 1.0 + 3600.0 - 0.001));
     let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
-    h.fail.insert(HostOp::SessionExists, refused);
+    fail(&h, Import::SessionExists, &refused);
     let status = active(&settings(), &mut h, Some("mohe")).unwrap();
     assert_eq!(status.len(), 1);
     assert!(!status[0].valid);
@@ -587,7 +587,7 @@ fn a_target_the_host_refuses_is_an_answer_not_a_failure() {
 fn a_broken_clock_is_a_policy_failure() {
     for clock in [f64::NAN, f64::INFINITY] {
         let mut h = host(&[(MOHE, rec(NOW - 1.0))]);
-        h.clock = clock;
+        h.state().now = clock;
         let e = resolve(&settings(), &mut h, "mohe", "xmpp-mohe-v2").unwrap_err();
         assert_eq!(e.kind, FailureKind::Policy);
         assert!(
@@ -839,7 +839,7 @@ fn active_passes_host_failures() {
         message: "locked".into(),
     };
     let mut h = host(&[(MOHE, rec(NOW))]);
-    h.fail.insert(HostOp::SessionExists, busy.clone());
+    fail(&h, Import::SessionExists, &busy);
     assert_eq!(active(&settings(), &mut h, None), Err(busy));
 }
 
@@ -859,7 +859,7 @@ fn clear_deletes_the_agents_keys_only() {
         vec![ZHIWEI.to_string()]
     );
     assert!(
-        h.meta.contains_key(LEGACY_KEY),
+        h.snapshot().meta.contains_key(LEGACY_KEY),
         "zhiwei never touches the legacy tool's key"
     );
     assert_eq!(
@@ -872,7 +872,7 @@ fn clear_deletes_the_agents_keys_only() {
         clear(&settings(), &mut h, Some("mohe")).unwrap(),
         vec![MOHE.to_string(), LEGACY_KEY.to_string()]
     );
-    assert!(h.meta.contains_key(ZHIWEI));
+    assert!(h.snapshot().meta.contains_key(ZHIWEI));
 
     let mut h = host(&meta());
     assert_eq!(
@@ -880,7 +880,7 @@ fn clear_deletes_the_agents_keys_only() {
         vec![MOHE.to_string(), LEGACY_KEY.to_string(), ZHIWEI.to_string()]
     );
     assert_eq!(
-        h.meta.keys().collect::<Vec<_>>(),
+        h.snapshot().meta.keys().collect::<Vec<_>>(),
         vec!["fts_last_optimize"],
         "Hermes's keys stay"
     );
@@ -892,7 +892,7 @@ fn clear_deletes_the_agents_keys_only() {
         message: "read-only".into(),
     };
     let mut h = host(&meta());
-    h.fail.insert(HostOp::MetaDelete, ro.clone());
+    fail(&h, Import::MetaDelete, &ro);
     assert_eq!(clear(&settings(), &mut h, None), Err(ro));
 }
 

@@ -1,6 +1,6 @@
 //! Unit tests of `[YOU]` tagging: untag, signatures, the fixture's lines,
 //! every rule line and its fixed point, the gaps G1, G4 and G8 of
-//! SECURITY.md, and `tag`'s indexing.
+//! docs/src/security.md, and `tag`'s indexing.
 
 use super::*;
 use crate::FailureKind;
@@ -246,7 +246,7 @@ fn every_rule_line() {
     }
 }
 
-/// Gap G1 of SECURITY.md: a marker behind more leading blanks than the
+/// Gap G1 of docs/src/security.md: a marker behind more leading blanks than the
 /// prefix holds, or cut by it, is untagged from the whole row; a blank
 /// or marker-only prefix of an own row is still tagged.
 #[test]
@@ -258,7 +258,7 @@ fn a_marker_beyond_the_prefix_is_still_removed() {
         for cut in 0..=5 {
             // `cut` characters of the marker fit in the prefix.
             let full = format!("{}[YOU] mohe: I never said that", pad.repeat(n - cut));
-            let p = crate::memory::prefix(&full, s.prefix_chars()).to_string();
+            let p = crate::fake_host::prefix(&full, s.prefix_chars()).to_string();
             assert_eq!(edit_for(mohe, &user(&p)), Some(EditAction::Untag), "{p:?}");
             assert_eq!(apply(EditAction::Untag, &full), "mohe: I never said that");
         }
@@ -289,7 +289,7 @@ fn a_marker_beyond_the_prefix_is_still_removed() {
     }
 }
 
-/// Gap G4 of SECURITY.md: look-alike tags are removed from others' rows
+/// Gap G4 of docs/src/security.md: look-alike tags are removed from others' rows
 /// and do not stack on own rows.
 #[test]
 fn look_alike_tags_are_untagged() {
@@ -329,13 +329,13 @@ fn look_alike_tags_are_untagged() {
 fn over_budget_markers_are_untagged() {
     let s = settings();
     let full = format!("{}mohe: hi", "[YOU] ".repeat(20));
-    let p = crate::memory::prefix(&full, s.prefix_chars()).to_string();
+    let p = crate::fake_host::prefix(&full, s.prefix_chars()).to_string();
     assert_eq!(
         edit_for(s.agent("mohe").unwrap(), &user(&p)),
         Some(EditAction::Untag)
     );
     let within = format!("{}xiaoguo: hi", "[YOU] ".repeat(8));
-    let p = crate::memory::prefix(&within, s.prefix_chars()).to_string();
+    let p = crate::fake_host::prefix(&within, s.prefix_chars()).to_string();
     assert_eq!(
         p,
         within[..57],

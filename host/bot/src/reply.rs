@@ -71,7 +71,7 @@ impl UnderWay {
 /// A reply as the room may carry it: CRLF and CR → LF, the characters
 /// XML 1.0 forbids removed (a stanza holding one would end the stream),
 /// a leading `[YOU]` marker removed (the room must not see the tag,
-/// DESIGN §3), blanks trimmed, cut to `max_chars` characters.
+/// docs/src/design/rules.md), blanks trimmed, cut to `max_chars` characters.
 pub fn normalise(reply: &str, max_chars: usize) -> String {
     let text = reply.replace("\r\n", "\n").replace('\r', "\n");
     let text: String = text

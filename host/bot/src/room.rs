@@ -36,7 +36,7 @@ pub struct Incoming {
     pub body: String,
     /// XEP-0203 delayed delivery: history the room replays.
     pub delayed: bool,
-    /// The human-origin marker of a person's send (DESIGN §9.3).
+    /// The human-origin marker of a person's send (docs/src/design/loop-guard.md).
     pub human_origin: bool,
     /// The room's XEP-0359 `<stanza-id by='room'/>`.
     pub stanza_id: Option<String>,
@@ -97,7 +97,7 @@ pub fn leave(room: &BareJid, nick: &str) -> Result<Presence, String> {
 
 /// The bot's reply: a groupchat message to the room with `id` as its
 /// stanza id and XEP-0359 `<origin-id/>`, and no human-origin marker — it
-/// is an agent's message, which the other bots count as a hop (§9.3).
+/// is an agent's message, which the other bots count as a hop (docs/src/design/loop-guard.md).
 pub fn reply(room: &BareJid, body: &str, id: &str) -> Message {
     let mut message = Message::groupchat(Some(Jid::from(room.clone())));
     message.id = Some(Id(id.to_owned()));

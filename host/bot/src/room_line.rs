@@ -6,7 +6,7 @@
 //! name while its bot is away, or a lookalike of an agent's name (`MoHe`,
 //! `mohe `), which a model would read as that agent's; `[YOU] mohe: …`
 //! stored in the agent's history would then be tagged as the agent's own
-//! line (SECURITY.md, "a room line imitates `[YOU]`"). The bot asks the
+//! line (docs/src/security.md, "a room line imitates `[YOU]`"). The bot asks the
 //! policy itself (WIT `tag-summaries`, the rule Hermes's loader edits by)
 //! about the line it would write, so the bot and the tagging never
 //! disagree; a nick the policy would read so is quoted:

@@ -196,7 +196,7 @@ impl Seat {
             RoomEvent::Joined { jid } => {
                 // The bot's own reflection carries a CLI send's human-origin
                 // marker, which the guard trusts only with an agent's real
-                // JID (DESIGN §9.3): the seat's JID is the agent's own.
+                // JID (docs/src/design/loop-guard.md): the seat's JID is the agent's own.
                 let jid = jid.unwrap_or_else(|| self.own_jid.clone());
                 self.jids.insert(self.nick.clone(), jid);
                 if !self.joined {

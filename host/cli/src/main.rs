@@ -1,7 +1,7 @@
 //! `xmpp-session-bridge`: the command line of session-switch. It only
 //! parses ([`args`]), calls the [`session_switch::Bridge`] ([`run`]) and
 //! prints ([`output`]).
-//! Exit status (DESIGN §8): 0 done; 2 refused before posting (bad input,
+//! Exit status (docs/src/design/contracts.md): 0 done; 2 refused before posting (bad input,
 //! unknown agent, sender not accepted, database busy); 3 the room's answer
 //! is unknown; 1 any other error. A non-zero exit prints one line on stderr.
 
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 /// Each history row a `context` reads becomes a message with its own
 /// allocations, freed when the answer is printed: mimalloc's small-object
-/// path costs less than glibc's (README "Performance").
+/// path costs less than glibc's (docs/src/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,5 +1,5 @@
 //! What the CLI prints: text for a person, or with `--json` the shapes of
-//! DESIGN §8 (one JSON document on stdout).
+//! docs/src/design/contracts.md (one JSON document on stdout).
 
 use serde_json::Value;
 use session_switch::config::Config;
@@ -89,7 +89,7 @@ pub fn sent(r: &Receipt, history_session: &str, cli_session: &str, json: bool) {
     }
 }
 
-/// The records, then any send not yet in the history (DESIGN §9.5); in
+/// The records, then any send not yet in the history (docs/src/design/send.md#a-send-never-locks-hermes-out); in
 /// JSON the latter as objects with `"pending_send": true`.
 pub fn active(
     statuses: &[RecordStatus],

@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 /// Run one command; the caller prints a failure as one line and exits with
-/// its status (DESIGN §8).
+/// its status (docs/src/design/contracts.md).
 pub fn run(cli: Cli) -> Result<(), Failure> {
     let g = &cli.global;
     match cli.command {

@@ -1,5 +1,5 @@
 //! `[[agents]]`: names, JIDs, nicks and sessions unique across agents, and
-//! the names an agent's lines are recognised by (DESIGN §3 "Tagging"; the
+//! the names an agent's lines are recognised by (docs/src/design/rules.md#tagging; the
 //! policy's `configure` rules) each belonging to one agent only.
 
 use session_switch_contract::failure::Failure;

@@ -1,4 +1,4 @@
-//! The TOML config of DESIGN §8: the room, the ejabberd transport, the
+//! The TOML config of docs/src/design/contracts.md: the room, the ejabberd transport, the
 //! redirect settings and the agents. Adding an agent is a config edit only
 //! (the legacy `xmpp_session_bridge.py` needed code changes in two places).
 //!
@@ -7,7 +7,7 @@
 //! file and the line. Validation includes the policy's `configure` rules
 //! (names a signature could be confused by, control characters, id
 //! lengths), so a config this accepts is never refused by the policy with
-//! a message that lacks the line (gap G3 of SECURITY.md).
+//! a message that lacks the line (gap G3 of docs/src/security.md).
 
 mod agents;
 mod bot;

@@ -1,6 +1,6 @@
-//! `[loop_guard]` (DESIGN §9.3): when agents in the room stop answering
-//! each other. Every key is optional; the defaults are the design's
-//! (`LoopGuardConfig`'s `Default`, types.rs).
+//! `[loop_guard]` (docs/src/design/loop-guard.md): when agents in the room
+//! stop answering each other. Every key is optional; the defaults are the
+//! design's (`LoopGuardConfig`'s `Default`, types.rs).
 
 use session_switch_contract::failure::Failure;
 use toml::Spanned;

@@ -29,7 +29,7 @@ pub struct Config {
     /// relative path relative to the config file's folder; [`Config::parse`]
     /// keeps it as written.
     pub policy_path: Option<PathBuf>,
-    /// `[loop_guard]`: the loop guard's bounds (DESIGN §9.3).
+    /// `[loop_guard]`: the loop guard's bounds (docs/src/design/loop-guard.md).
     pub loop_guard: LoopGuardConfig,
     /// `[bot]`: the room bots' connection, passwords and Hermes API servers.
     /// [`Config::load`] makes relative `password_file` and `hermes_env`
@@ -37,7 +37,7 @@ pub struct Config {
     pub bot: BotConfig,
 }
 
-/// `[loop_guard]` (DESIGN §9.3): when agents stop answering each other.
+/// `[loop_guard]` (docs/src/design/loop-guard.md): when agents stop answering each other.
 /// Defaults: 6 hops, 20 agent messages per 300 s, duplicates within 600 s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoopGuardConfig {
@@ -112,7 +112,7 @@ pub enum TransportKind {
     Http,
 }
 
-/// `[redirect]`: the rules' parameters (DESIGN §3).
+/// `[redirect]`: the rules' parameters (docs/src/design/rules.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Redirect {
     /// A record redirects while younger than this, in seconds.

@@ -1,5 +1,5 @@
 //! From the file's shape to a [`Config`]: each section checked against the
-//! rules DESIGN §8 and the policy's `configure` state, every error naming
+//! rules docs/src/design/contracts.md and the policy's `configure` state, every error naming
 //! the line.
 
 use session_switch_contract::failure::Failure;

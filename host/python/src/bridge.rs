@@ -172,8 +172,8 @@ impl Bridge {
     /// Which session `agent`'s bot loads for `session_id`: a dict with
     /// `session_id`, `redirected`, `reason`, `detail`, `valid_until` (CLI
     /// `resolve --json`). A decision that still holds is served by the
-    /// pooled instance's memo without running the policy (README "Use it
-    /// from Rust", DESIGN §7). An id Hermes's API server refuses (empty,
+    /// pooled instance's memo without running the policy (docs/src/embedding/rust.md,
+    /// docs/src/design/where-the-time-goes.md). An id Hermes's API server refuses (empty,
     /// path-unsafe, …) raises kind `bad-input`, as the CLI exits 2.
     fn resolve<'py>(
         &self,
@@ -250,7 +250,7 @@ impl Bridge {
             .map_err(error)
     }
 
-    /// The loop guard (CLI `admit --json`, DESIGN §9.3): whether `agent`'s
+    /// The loop guard (CLI `admit --json`, docs/src/design/loop-guard.md): whether `agent`'s
     /// bot should answer one live room message from `occupant`
     /// (`room/nick` as the room shows it; `jid` the sender's real bare JID
     /// where the room exposes it), and why: a dict with `reply`, `reason`,

@@ -345,7 +345,7 @@ class IdleBinding(unittest.TestCase):
 class PipBuild(unittest.TestCase):
     """`pip install ./host/python` without `make component`: the build
     backend stops before cargo, naming the fix (the install itself, a
-    cold release build, is checked by hand: README)."""
+    cold release build, is checked by hand: docs/src/introduction.md)."""
 
     def test_a_missing_component_stops_the_build_at_once(self):
         import os

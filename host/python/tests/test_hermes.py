@@ -389,7 +389,7 @@ class _HermesCase:
         """At `register` the canary looks up every seam the plugin wraps or
         calls; on each installed line all are where the plugin expects
         them, and the optional ones this line has are the ones in
-        SEAMS_USED (the README's compatibility table)."""
+        SEAMS_USED (docs/src/design/hermes-plugin.md#seams-per-line-and-why-they-stay)."""
         script = textwrap.dedent("""
             import json
             from session_switch.hermes_plugin import canary
@@ -926,7 +926,7 @@ class HermesV31(_TurnLeaseCase, _HermesCase, unittest.TestCase):
         self.assertGreaterEqual(taken, 1, "\n".join(line for line in log().splitlines() if "session-switch" in line))
 
     def test_a_compressed_xmpp_session_still_switches_on_its_live_tip(self):
-        """DESIGN §9.4: after Hermes compresses `xmpp-mohe-v2` into a child,
+        """docs/src/design/compression.md: after Hermes compresses `xmpp-mohe-v2` into a child,
         the API server runs the client's turns on the live tip; the plugin
         takes the tip for mohe's XMPP session, also in a gateway whose pooled
         instances were made before the compression."""

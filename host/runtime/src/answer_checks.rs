@@ -1,4 +1,4 @@
-//! The host's checks of what the policy answers (DESIGN §8): a decision
+//! The host's checks of what the policy answers (docs/src/design/contracts.md): a decision
 //! keeps its own rules and redirects only where a record of the agent
 //! points, `context` read the history it decided on, a send's receipt is
 //! the send the host performed, `clear` deleted what it reports. Each check
@@ -29,7 +29,7 @@ pub(crate) fn check_decided(
     check_redirect(&mut |key| data.record(key), agent, legacy, decision)
 }
 
-/// The checks of DESIGN §8 on a decision for `asked`.
+/// The checks of docs/src/design/contracts.md on a decision for `asked`.
 pub(crate) fn check_decision(decision: &Decision, asked: &str) -> Result<(), String> {
     let says_redirected = decision.reason == Reason::Redirected;
     if decision.redirected != says_redirected {
@@ -57,11 +57,11 @@ pub(crate) fn check_decision(decision: &Decision, asked: &str) -> Result<(), Str
     Ok(())
 }
 
-/// The host's own check of a redirect (SECURITY.md, "What a hostile policy can
+/// The host's own check of a redirect (docs/src/security.md, "What a hostile policy can
 /// still do"): a decision that redirects `agent` is honoured only when one of
 /// the agent's records — `session_switch:active:<agent>`, and the legacy
 /// `xmpp_session_bridge.py`'s `active_xmpp_sender_session` when `legacy` (the
-/// configured `legacy-agent` only, DESIGN §8) — is a JSON object whose
+/// configured `legacy-agent` only, docs/src/design/contracts.md) — is a JSON object whose
 /// `session_id` is the decision's target. A decision that does not redirect
 /// passes.
 ///

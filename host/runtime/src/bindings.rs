@@ -86,7 +86,7 @@ impl AllowBots {
 
 impl Reason {
     /// The kebab-case name of the WIT enum case, as the CLI's JSON prints
-    /// it (DESIGN §8), e.g. `"not-agent-session"`.
+    /// it (docs/src/design/contracts.md), e.g. `"not-agent-session"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Redirected => "redirected",

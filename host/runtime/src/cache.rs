@@ -1,4 +1,4 @@
-//! The on-disk cache of precompiled policy components (DESIGN §6, §8):
+//! The on-disk cache of precompiled policy components (docs/src/design/toolchain.md, docs/src/design/contracts.md):
 //! compiling the component costs tens of milliseconds, loading a
 //! precompiled artifact well under one.
 //!
@@ -25,7 +25,7 @@ use wasmtime::component::Component;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum CacheMode {
     /// `$XDG_CACHE_HOME/session-switch/`, else `~/.cache/session-switch/`
-    /// (DESIGN §8); no cache when neither can be found.
+    /// (docs/src/design/contracts.md); no cache when neither can be found.
     #[default]
     Default,
     /// This directory (the CLI's `--cache-dir`); created with mode 0700.

@@ -24,11 +24,11 @@ pub struct PolicyOptions {
     /// trap or an invalid answer either way.
     ///
     /// Reuse is the default because a fresh store per call costs several
-    /// times a whole `resolve` (README "Performance" has the figures).
+    /// times a whole `resolve` (docs/src/performance.md has the figures).
     pub reuse_store: bool,
     /// Serve a `resolve` whose decision still holds from the instance's
     /// memo, and a `tag` row answered before from its row memo (`true`, the
-    /// default; needs `reuse_store`): DESIGN §7,
+    /// default; needs `reuse_store`): docs/src/design/where-the-time-goes.md,
     /// [`PolicyInstance::resolve`](crate::PolicyInstance::resolve),
     /// [`PolicyInstance::tag_summaries`](crate::PolicyInstance::tag_summaries).
     /// `false` runs the policy for every call (for measuring it).

@@ -59,7 +59,7 @@ impl PolicyInstance {
     }
 
     /// Which session `agent`'s bot should load instead of `session_id`
-    /// (DESIGN §3 "Redirect"), and why.
+    /// (docs/src/design/rules.md#redirect), and why.
     ///
     /// The answer is checked: `redirected` exactly when the reason is
     /// `redirected`, a redirect names a session, anything else names
@@ -70,7 +70,7 @@ impl PolicyInstance {
     /// `policy` failure.
     ///
     /// A decision that still holds is served from the instance's memo
-    /// without running the policy (DESIGN §7, `memo.rs`): same agent and
+    /// without running the policy (docs/src/design/where-the-time-goes.md, `memo.rs`): same agent and
     /// session, the clock inside the decision's `valid_until` window, and
     /// `state.db` unchanged or every read of the call answering the same.
     pub fn resolve(&mut self, agent: &str, session_id: &str) -> Result<Decision, Failure> {
@@ -168,7 +168,7 @@ impl PolicyInstance {
     }
 
     /// Send `text` to the room as `agent` from CLI session `cli_session_id`
-    /// (DESIGN §3 "Send"): the policy normalises the body and plans the
+    /// (docs/src/design/rules.md#send): the policy normalises the body and plans the
     /// send, the imports perform it atomically. The host allows one send
     /// per call, with a plan that names this agent, this CLI session, the
     /// agent's record key and a history row of `[YOU] ` + the room's body.
@@ -177,7 +177,7 @@ impl PolicyInstance {
     ///
     /// Errors keep their kind (`bad-input`, `unknown-agent`, `not-accepted`,
     /// `busy`, `unknown-outcome`, `store`, `transport`; exit status per
-    /// DESIGN §8). A `policy` failure means the policy broke: the host never
+    /// docs/src/design/contracts.md). A `policy` failure means the policy broke: the host never
     /// sends on its own, and the message says if the send had already
     /// happened before the failure.
     pub fn send(
@@ -239,7 +239,7 @@ impl PolicyInstance {
             .0)
     }
 
-    /// The loop guard (WIT `admit`, DESIGN §9.3): whether `agent`'s bot
+    /// The loop guard (WIT `admit`, docs/src/design/loop-guard.md): whether `agent`'s bot
     /// should answer `message`, and why. Runs in one brief write
     /// transaction of the imports ([`HostImports::begin_write`]): the
     /// guard's state is read and written atomically, committed only when

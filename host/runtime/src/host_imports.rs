@@ -41,7 +41,7 @@ pub trait HostImports: Any + Send {
     /// The history of `session_id` as Hermes's loader returns it (ORDER BY
     /// `messages.id`, `active = 1` rows only where that column exists, the
     /// last `limit` rows when `Some`); `bridge_wrote` is about `agent`. An
-    /// unknown session has an empty history (DESIGN §8).
+    /// unknown session has an empty history (docs/src/design/contracts.md).
     fn history(
         &mut self,
         session_id: &str,
@@ -52,7 +52,7 @@ pub trait HostImports: Any + Send {
     /// The current time in Unix seconds (UTC), with fractions.
     fn now(&mut self) -> f64;
 
-    /// Do one send atomically (DESIGN §8 "Send"): the history row, its
+    /// Do one send atomically (docs/src/design/send.md#the-atomic-send): the history row, its
     /// provenance and the record are committed only if the room accepted
     /// `plan.room_body`; on any failure nothing is written.
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure>;

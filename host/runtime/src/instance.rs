@@ -163,8 +163,8 @@ impl PolicyInstance {
     }
 
     /// Whether `agent` is the settings' `legacy-agent`, the one agent for
-    /// which the legacy `xmpp_session_bridge.py`'s fixed key is read (DESIGN
-    /// §8 "Records").
+    /// which the legacy `xmpp_session_bridge.py`'s fixed key is read (
+    /// docs/src/design/contracts.md#records).
     pub(crate) fn is_legacy(&self, agent: &str) -> bool {
         self.settings.legacy_agent.as_deref() == Some(agent)
     }

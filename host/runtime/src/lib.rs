@@ -37,6 +37,8 @@ mod component;
 mod engine;
 mod engine_config;
 mod exports;
+#[cfg(test)]
+mod fake_host;
 mod host_imports;
 mod imports;
 mod instance;
@@ -48,8 +50,6 @@ mod row_edits;
 mod served;
 mod swap;
 mod tag_memo;
-#[cfg(test)]
-mod test_host;
 
 pub use bindings::{
     Admission, AdmitReason, Agent, AllowBots, ContextResult, Decision, EditAction, LogLevel,

@@ -76,8 +76,8 @@ impl Default for Limits {
 /// policy checks the epoch at function entries and loop heads, and calls
 /// back only when the deadline passed).
 ///
-/// The checks and the timing of imports cost little per call (README
-/// "Reliability" has the A/B figures); one tick of 10 ms keeps the overshoot
+/// The checks and the timing of imports cost little per call (docs/src/performance.md has the
+/// A/B figures); one tick of 10 ms keeps the overshoot
 /// of the limit small against its 2 s.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 

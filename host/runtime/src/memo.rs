@@ -1,4 +1,4 @@
-//! The memo of `resolve` decisions (DESIGN §7): a gateway asks `resolve`
+//! The memo of `resolve` decisions (docs/src/design/where-the-time-goes.md): a gateway asks `resolve`
 //! for every room message, mostly about the same session with nothing
 //! changed in between. The policy is pure, so the same answers of its
 //! imports give the same decision; the decision says itself how long the
@@ -171,43 +171,39 @@ impl Memo {
 
 #[cfg(test)]
 mod tests {
-    use crate::test_host::{NOW, Seen, TestHost, World, settings};
+    use crate::fake_host::{self, FakeHost, ImportCall, NOW, settings};
     use crate::{CacheMode, DataVersion, Policy, PolicyInstance, PolicyOptions, Reason};
-    use std::sync::{Arc, Mutex};
 
     const KEY: &str = "session_switch:active:mohe";
 
-    /// An instance over a [`TestHost`] whose mohe record names `cli-1`,
-    /// written `age` seconds before [`NOW`].
-    fn instance(age: f64) -> (PolicyInstance, Arc<Mutex<World>>, Arc<Mutex<Seen>>) {
+    /// An instance over a fake host whose mohe record names `cli-1`,
+    /// written `age` seconds before [`NOW`], and the fake.
+    fn instance(age: f64) -> (PolicyInstance, FakeHost) {
         let options = PolicyOptions {
             cache: CacheMode::Off,
             ..PolicyOptions::default()
         };
         let policy = Policy::embedded(options).unwrap();
-        let host = TestHost::new(vec![]);
-        let (world, seen) = (host.world(), host.seen());
-        set_record(&world, age);
-        (policy.instance(host, settings()), world, seen)
+        let host = fake_host::host(vec![]);
+        host.state().add_session("cli-1");
+        set_record(&host, age);
+        (policy.instance(host.clone(), settings()), host)
     }
 
-    fn set_record(world: &Mutex<World>, age: f64) {
+    fn set_record(host: &FakeHost, age: f64) {
         let record = serde_json::json!({"session_id": "cli-1", "timestamp": NOW - age});
-        world
-            .lock()
-            .unwrap()
-            .meta
-            .insert(KEY.into(), record.to_string());
+        host.state().meta.insert(KEY.into(), record.to_string());
     }
 
-    fn reads(seen: &Mutex<Seen>) -> u32 {
-        seen.lock().unwrap().meta_gets
+    /// How many `meta-get` calls reached the fake.
+    fn reads(host: &FakeHost) -> usize {
+        fake_host::calls(host, |c| matches!(c, ImportCall::MetaGet(_)))
     }
 
     #[test]
     fn an_unchanged_database_is_not_read_again() {
-        let (mut i, world, seen) = instance(10.0);
-        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let (mut i, host) = instance(10.0);
+        host.state().version = Some(DataVersion(1, 0));
         let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert_eq!(
             (first.session_id.as_str(), first.reason),
@@ -215,28 +211,28 @@ mod tests {
         );
         assert_eq!(first.valid_until, Some(NOW - 10.0 + 3600.0 - 0.001));
         assert!(i.last_call_fuel() > 0, "the policy ran");
-        assert_eq!(reads(&seen), 1);
-        world.lock().unwrap().now = NOW + 100.0;
+        assert_eq!(reads(&host), 1);
+        host.state().now = NOW + 100.0;
         assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
         assert_eq!(i.last_call_fuel(), 0, "served from the memo");
-        assert_eq!(reads(&seen), 1, "no read while the version stands");
+        assert_eq!(reads(&host), 1, "no read while the version stands");
     }
 
     #[test]
     fn a_changed_database_asks_the_reads_again() {
-        let (mut i, world, seen) = instance(10.0);
-        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let (mut i, host) = instance(10.0);
+        host.state().version = Some(DataVersion(1, 0));
         let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         // Another connection wrote something else: the reads answer the same.
-        world.lock().unwrap().version = Some(DataVersion(2, 0));
+        host.state().version = Some(DataVersion(2, 0));
         assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
-        assert_eq!((i.last_call_fuel(), reads(&seen)), (0, 2));
+        assert_eq!((i.last_call_fuel(), reads(&host)), (0, 2));
         // Now at version 2: served without reading.
         assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
-        assert_eq!(reads(&seen), 2);
+        assert_eq!(reads(&host), 2);
         // A new send rewrote the record: the policy decides again.
-        set_record(&world, 1.0);
-        world.lock().unwrap().version = Some(DataVersion(3, 0));
+        set_record(&host, 1.0);
+        host.state().version = Some(DataVersion(3, 0));
         let second = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert_ne!(second, first);
         assert!(second.detail.contains("holds until"), "{}", second.detail);
@@ -245,13 +241,13 @@ mod tests {
 
     #[test]
     fn imports_without_a_version_are_asked_every_time() {
-        let (mut i, world, seen) = instance(10.0);
+        let (mut i, host) = instance(10.0);
         let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         for n in 2..5 {
             assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
-            assert_eq!((i.last_call_fuel(), reads(&seen)), (0, n));
+            assert_eq!((i.last_call_fuel(), reads(&host)), (0, n));
         }
-        world.lock().unwrap().meta.clear();
+        host.state().meta.clear();
         let none = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert_eq!(none.reason, Reason::NoRecord);
         assert_eq!(none.valid_until, None);
@@ -259,21 +255,21 @@ mod tests {
 
     #[test]
     fn the_clock_ends_the_window_either_way() {
-        let (mut i, world, _) = instance(10.0);
-        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let (mut i, host) = instance(10.0);
+        host.state().version = Some(DataVersion(1, 0));
         let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         let until = first.valid_until.unwrap();
-        world.lock().unwrap().now = until;
+        host.state().now = until;
         let expired = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         assert!(i.last_call_fuel() > 0, "past the window the policy decides");
         assert_eq!(expired.reason, Reason::Redirected, "a millisecond early");
-        world.lock().unwrap().now = NOW - 10.0 + 3600.0;
+        host.state().now = NOW - 10.0 + 3600.0;
         assert_eq!(
             i.resolve("mohe", "xmpp-mohe-v2").unwrap().reason,
             Reason::Expired
         );
         // An expired record holds for good, but not for a clock set back.
-        world.lock().unwrap().now = NOW;
+        host.state().now = NOW;
         assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
         assert!(
             i.last_call_fuel() > 0,
@@ -283,8 +279,8 @@ mod tests {
 
     #[test]
     fn each_session_and_new_settings_have_their_own_answer() {
-        let (mut i, world, _) = instance(10.0);
-        world.lock().unwrap().version = Some(DataVersion(1, 0));
+        let (mut i, host) = instance(10.0);
+        host.state().version = Some(DataVersion(1, 0));
         let xmpp = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
         let other = i.resolve("mohe", "elsewhere").unwrap();
         assert_eq!(other.reason, Reason::NotAgentSession);

@@ -1,7 +1,7 @@
 //! The embedded component precompiled at build time for the build machine
 //! (`make component` runs `examples/precompile.rs`, `build.rs` embeds its
 //! output): a cold start of the embedded policy deserializes it instead of
-//! compiling (README "Performance": compiling is nearly all of a cold CLI
+//! compiling (docs/src/performance.md: compiling is nearly all of a cold CLI
 //! run). Used only when it is exactly ours: made from the very component
 //! bytes being loaded (SHA-256), by an engine of this engine's
 //! compatibility key (wasmtime version, settings, this CPU's features),
@@ -12,7 +12,7 @@
 //!
 //! Trust: the artifact is native code made by this crate's own program at
 //! build time, from the component the binary embeds, and it lives inside
-//! the binary; it is exactly as trusted as the binary (SECURITY.md).
+//! the binary; it is exactly as trusted as the binary (docs/src/security.md).
 
 use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, HeaderDigest, digest};
 use super::cache::{self, CacheMode, CacheUse};

@@ -1,5 +1,5 @@
 //! The host's half of "history crosses the boundary as summaries"
-//! (DESIGN §7, §8): build the summaries the policy sees, check the edits it
+//! (docs/src/design/where-the-time-goes.md, docs/src/design/contracts.md): build the summaries the policy sees, check the edits it
 //! answers with, and apply them to the full rows the host kept.
 
 use super::bindings::{EditAction, Role, RowEdit, RowSummaries, RowSummary};
@@ -167,7 +167,7 @@ pub fn apply_edits(rows: &mut [HistoryRow], edits: &[RowEdit]) -> Result<(), Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_host::row;
+    use crate::fake_host::row;
 
     #[test]
     fn an_empty_api_content_stays_empty_under_a_tag() {
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(untag("   "), "");
     }
 
-    /// Gap G4 of SECURITY.md: look-alike tags.
+    /// Gap G4 of docs/src/security.md: look-alike tags.
     #[test]
     fn untag_skips_invisible_characters_and_folds_full_width_forms() {
         assert_eq!(untag("\u{200b}[YOU] I am mohe"), "I am mohe");

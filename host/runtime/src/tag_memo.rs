@@ -1,4 +1,4 @@
-//! The memo of `tag` edits (DESIGN §7): Hermes loads a session's whole
+//! The memo of `tag` edits (docs/src/design/where-the-time-goes.md): Hermes loads a session's whole
 //! history for every request, so the plugin asks `tag` about the same rows
 //! request after request, with a row or two new since the last. WIT
 //! `policy.tag` is row-local — a row's edit depends on the agent, the

@@ -45,7 +45,7 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// Load the config and the policy (DESIGN §8 "Files", "Config").
+    /// Load the config and the policy (docs/src/design/contracts.md#files, "Config").
     ///
     /// Errors: the config's own (kind `bad-input`, with file and line), a
     /// policy file that is not a valid component of our WIT (kind `policy`).
@@ -97,7 +97,7 @@ impl Bridge {
     ///
     /// On schema v31 the settings' XMPP sessions of each agent include the
     /// compression continuations of its configured ones as they are now
-    /// (DESIGN §9.4, `from_config::add_continuations`): a child of
+    /// (docs/src/design/compression.md, `from_config::add_continuations`): a child of
     /// `xmpp-mohe-v2` resolves as `xmpp-mohe-v2` does. An instance kept for
     /// long learns of later compressions only with new settings
     /// ([`PolicyInstance::set_settings`]) or a new instance.
@@ -116,7 +116,7 @@ impl Bridge {
 
     /// The agent whose XMPP sessions include `session_id`: one its config
     /// names, or on the v31 schema a compression continuation of one
-    /// (DESIGN §9.4: Hermes's API server runs a compressed session's turns
+    /// (docs/src/design/compression.md: Hermes's API server runs a compressed session's turns
     /// on its live tip), read on `reads`. `None`: nobody's XMPP session.
     ///
     /// Errors: kind `busy` or `store` from the chain walk (only for a
@@ -234,7 +234,7 @@ impl Bridge {
         Ok(answer)
     }
 
-    /// Post `text` to the room as `agent` and record it (DESIGN §8 "Send").
+    /// Post `text` to the room as `agent` and record it (docs/src/design/send.md#the-atomic-send).
     pub fn send(&self, agent: &str, cli_session_id: &str, text: &str) -> Result<Receipt, Failure> {
         Ok(self.send_noting(agent, cli_session_id, text)?.0)
     }
@@ -281,8 +281,8 @@ impl Bridge {
         self.instance(false)?.clear(agent)
     }
 
-    /// Write the sends that reached the room but not the database (DESIGN
-    /// §9.5, [`HermesStore::complete_pending`]), each exactly once; how many
+    /// Write the sends that reached the room but not the database (
+    /// docs/src/design/send.md#a-send-never-locks-hermes-out, [`HermesStore::complete_pending`]), each exactly once; how many
     /// were written. Errors: kind `busy` past the write deadline, kind
     /// `store`.
     pub fn complete_pending(&self) -> Result<usize, Failure> {
@@ -290,7 +290,7 @@ impl Bridge {
     }
 
     /// The sends of `agent` (or every agent) not (yet) in the history
-    /// (DESIGN §9.5), after writing those that can be written now
+    /// (docs/src/design/send.md#a-send-never-locks-hermes-out), after writing those that can be written now
     /// ([`HermesStore::complete_pending`]): interrupted or timed-out posts
     /// the room may have, and delivered ones the database stayed too busy to
     /// take. Errors as [`Bridge::complete_pending`].
@@ -337,7 +337,7 @@ impl Bridge {
     }
 
     /// The loop guard: whether `agent`'s bot should answer `message`, and
-    /// why (WIT `admit`, DESIGN §9.3).
+    /// why (WIT `admit`, docs/src/design/loop-guard.md).
     pub fn admit(&self, agent: &str, message: &RoomMessage) -> Result<Admission, Failure> {
         self.instance(false)?.admit(agent, message)
     }

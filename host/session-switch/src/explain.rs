@@ -1,4 +1,4 @@
-//! What the chain walk's notes (DESIGN §9.4) add to the answers the
+//! What the chain walk's notes (docs/src/design/compression.md) add to the answers the
 //! policy gave: the session a compressed record names, a target refused
 //! for `active`.
 

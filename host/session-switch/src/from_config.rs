@@ -12,7 +12,7 @@ use session_switch_store::HermesStore;
 use session_switch_transport::{self as transport, EjabberdCtl, HttpApi, Transport};
 use std::time::Duration;
 
-/// The policy's settings from the config (DESIGN §8: settings reach the
+/// The policy's settings from the config (docs/src/design/contracts.md: settings reach the
 /// guest as data, never compiled in).
 pub fn settings(config: &Config) -> Settings {
     Settings {
@@ -110,8 +110,8 @@ pub fn transport(config: &Config) -> Result<Box<dyn Transport>, Failure> {
 /// `settings` with, for each agent, the compression continuations of its
 /// configured XMPP sessions appended to its `sessions` (after the
 /// configured ones, so the first stays the one sends name): a child of
-/// `xmpp-mohe-v2` is mohe's XMPP session as `xmpp-mohe-v2` is (DESIGN
-/// §9.4). A continuation already configured anywhere, or one the policy's
+/// `xmpp-mohe-v2` is mohe's XMPP session as `xmpp-mohe-v2` is (
+/// docs/src/design/compression.md). A continuation already configured anywhere, or one the policy's
 /// `configure` would refuse (an id Hermes's API server refuses), is left
 /// out. Returns the `(configured, continuation)` pairs added.
 pub fn add_continuations(

@@ -26,39 +26,6 @@ pub struct Hearing<'a> {
     pub cursor: Option<&'a str>,
 }
 
-/// A line waiting for the agent's next turn.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WaitingLine {
-    /// Its row in `session_switch_heard`.
-    pub id: i64,
-    /// When it was decided, in the bot's count of decisions.
-    pub ordering: i64,
-    /// `None`: for the next turn; `Some`: for the next turn in that
-    /// session (its own turn never reached Hermes).
-    pub session: Option<String>,
-    pub line: String,
-    /// Unix seconds.
-    pub heard_at: f64,
-    /// The sender's nick.
-    pub nick: String,
-    /// To answer: decided so, and no turn took it yet (the bot went).
-    pub answer: bool,
-}
-
-impl From<HeardLine> for WaitingLine {
-    fn from(l: HeardLine) -> Self {
-        Self {
-            id: l.id,
-            ordering: l.ordering,
-            session: l.session,
-            line: l.line,
-            heard_at: l.heard_at,
-            nick: l.nick,
-            answer: l.answer,
-        }
-    }
-}
-
 /// A decision and what it kept.
 #[derive(Clone, Debug)]
 pub struct Heard {
@@ -67,7 +34,7 @@ pub struct Heard {
     /// answered (an answered line waits until Hermes takes its turn).
     pub kept: Option<i64>,
     /// Lines the cap dropped to make room (oldest first).
-    pub dropped: Vec<WaitingLine>,
+    pub dropped: Vec<HeardLine>,
 }
 
 impl Bridge {
@@ -111,7 +78,7 @@ impl Bridge {
                     answer: admission.reply,
                 })?;
                 kept = Some(id);
-                dropped = gone.into_iter().map(WaitingLine::from).collect();
+                dropped = gone;
             }
             if let Some(cursor) = hearing.cursor {
                 store.cursor_set_in_tx(agent, &room, cursor)?;
@@ -127,9 +94,9 @@ impl Bridge {
 
     /// The lines waiting for `agent`'s next turn in the configured room,
     /// oldest first. Errors: the store's (`busy`, `store`).
-    pub fn heard_lines(&self, agent: &str) -> Result<Vec<WaitingLine>, Failure> {
+    pub fn heard_lines(&self, agent: &str) -> Result<Vec<HeardLine>, Failure> {
         let rows = self.store()?.heard_rows(agent, &self.config().xmpp.room)?;
-        Ok(rows.into_iter().map(WaitingLine::from).collect())
+        Ok(rows)
     }
 
     /// In one brief write transaction: forget the lines `forget` (Hermes
@@ -145,7 +112,7 @@ impl Bridge {
         forget: &[i64],
         assign: &[(i64, Option<String>)],
         add: &[(i64, Option<String>, String, f64)],
-    ) -> Result<(Vec<i64>, Vec<WaitingLine>), Failure> {
+    ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
         let room = &self.config().xmpp.room;
         let add: Vec<HeardLine> = add
             .iter()
@@ -162,7 +129,7 @@ impl Bridge {
             })
             .collect();
         let (ids, dropped) = self.store()?.heard_change(forget, assign, &add)?;
-        Ok((ids, dropped.into_iter().map(WaitingLine::from).collect()))
+        Ok((ids, dropped))
     }
 
     /// `agent`'s stored room cursor (JSON), if any. Errors: the store's.

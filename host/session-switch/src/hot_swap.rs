@@ -1,6 +1,6 @@
 //! The policy file's hot swap as a face starts it: watched or reloaded with
 //! this config's settings, so a new component serves only once it accepts
-//! them (`configure`), beside the runtime's own checks (DESIGN §7).
+//! them (`configure`), beside the runtime's own checks (docs/src/design/where-the-time-goes.md).
 
 use crate::bridge::Bridge;
 use crate::from_config;

@@ -1,7 +1,8 @@
-//! The JSON shapes of DESIGN §8 "CLI JSON", one copy: the CLI prints them
-//! (`--json`) and the Python binding returns them as Python objects. The
-//! shapes are the contract's [`answers`] types (their reference page is
-//! generated from them); this fills them from the runtime's answers.
+//! The JSON shapes of docs/src/design/contracts.md#cli-json, one copy: the
+//! CLI prints them (`--json`) and the Python binding returns them as Python
+//! objects. The shapes are the contract's [`answers`] types (their
+//! reference page is generated from them); this fills them from the
+//! runtime's answers.
 
 use crate::HistoryRow;
 use crate::pending_report::{PendingReport, PendingStatus};
@@ -114,7 +115,7 @@ fn record_state(s: &RecordStatus) -> RecordState<'_> {
     }
 }
 
-/// One entry of `active` for a send not (yet) in the history (DESIGN §9.5):
+/// One entry of `active` for a send not (yet) in the history (docs/src/design/send.md#a-send-never-locks-hermes-out):
 /// `pending_send: true`, `key` (its `state_meta` key), `state` (`posting`:
 /// being posted, or interrupted when `in_progress` is false; `unknown`: the
 /// post timed out; `delivered`: the room took it, the row waits for the

@@ -24,7 +24,7 @@ mod pending_report;
 pub mod reads;
 
 pub use bridge::{Bridge, BridgeOptions, default_db_path, init_db, refuse_unusable};
-pub use heard::{Heard, Hearing, WaitingLine};
+pub use heard::{Heard, Hearing};
 pub use pending_report::{PendingReport, PendingStatus};
 pub use reads::Reads;
 /// The config's types: a face reads the config and hands it to [`Bridge`].
@@ -35,5 +35,6 @@ pub use session_switch_contract::limits::HEARD_CAP;
 pub use session_switch_contract::origin;
 pub use session_switch_runtime as runtime;
 pub use session_switch_runtime::{Failure, FailureKind, HistoryRow};
+pub use session_switch_store::HeardLine;
 pub use session_switch_store::SentRow;
 pub use session_switch_store::sqlite_version;

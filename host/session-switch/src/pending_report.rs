@@ -4,7 +4,7 @@
 
 use session_switch_store::{PendingSend, PendingState};
 
-/// Where a send between its intent and its record stands (DESIGN §9.5).
+/// Where a send between its intent and its record stands (docs/src/design/send.md#a-send-never-locks-hermes-out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PendingStatus {
     /// The post is running, or the process died during it: the room may

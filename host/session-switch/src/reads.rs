@@ -1,7 +1,7 @@
 //! A gateway's plain reads of `state.db` beside the policy's calls, on the
 //! connection those calls use (`Bridge::reads`): after another connection's
 //! commit SQLite drops a connection's page cache and the next read goes back
-//! to the file (README "What bounds the rest"), so a request whose reads share
+//! to the file (docs/src/design/hermes-plugin.md#as-built), so a request whose reads share
 //! one connection pays that once. The faces (the Python binding, a Rust
 //! gateway) read through this view, never through the store's own type.
 

@@ -1,5 +1,5 @@
 //! The live tip of a session in Hermes's compression chain (schema v31,
-//! DESIGN §9.4). Older schemas have no chains: every session is its own tip.
+//! docs/src/design/compression.md). Older schemas have no chains: every session is its own tip.
 //!
 //! When v31 Hermes compresses a session it ends it (`end_reason =
 //! 'compression'`) and continues in a child (`parent_session_id` = the

@@ -1,12 +1,12 @@
 //! The file change counter of a rollback-journal database, read without
 //! SQLite's lock: how a served `resolve` learns that nobody committed
-//! (DESIGN §7) with one `pread` instead of a lock cycle.
+//! (docs/src/design/where-the-time-goes.md) with one `pread` instead of a lock cycle.
 //!
 //! In DELETE (rollback-journal) mode, SQLite's cheapest "did anyone commit?"
 //! (`PRAGMA data_version`) takes and drops the shared lock: three `fcntl`
 //! locks, a look for a hot journal and a WAL file, a header read, a size
 //! check, the unlock, eight system calls measured as most of a served
-//! `resolve` (README "What was changed to get there"). The database header
+//! `resolve` (bench/HISTORY.md#what-was-changed-to-get-there). The database header
 //! says the same in four bytes: the file change counter (offset 24,
 //! big-endian), which every transaction that modifies the file increments
 //! (<https://sqlite.org/fileformat.html#file_change_counter>).

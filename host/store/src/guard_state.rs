@@ -1,11 +1,11 @@
-//! The loop guard's state in `state_meta` (DESIGN §9.3): one brief write
+//! The loop guard's state in `state_meta` (docs/src/design/loop-guard.md): one brief write
 //! transaction around a policy `admit`, so that reading and writing an
 //! agent's guard state is atomic against the other bots and CLI calls on
 //! the same database (two bots of one agent, or a bot and `admit` by hand,
 //! must not both count from the same old counter).
 //!
 //! The transaction follows the send's rules for brief transactions
-//! (`send/mod.rs`, DESIGN §9.5): `BEGIN IMMEDIATE` does not wait on a lock
+//! (`send/mod.rs`, docs/src/design/send.md#a-send-never-locks-hermes-out): `BEGIN IMMEDIATE` does not wait on a lock
 //! (busy timeout 0: SQLite's busy handler polling from many bots would crowd
 //! out Hermes's writer), the statements and the `COMMIT` wait at most
 //! [`BRIEF_BUSY`], and a locked `BEGIN` is retried after a random, growing

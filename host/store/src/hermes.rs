@@ -34,7 +34,7 @@ use session_switch_contract::history::HistoryRow;
 ///
 /// Connection settings: busy timeout [`BUSY_TIMEOUT`] (changeable with
 /// [`HermesStore::set_busy_timeout`]); `foreign_keys = ON` as Hermes runs;
-/// `journal_mode` never touched (WAL and DELETE both occur, DESIGN §4).
+/// `journal_mode` never touched (WAL and DELETE both occur, docs/src/design/hermes-state-db.md).
 pub struct HermesStore {
     pub(super) conn: Connection,
     pub(super) path: PathBuf,

@@ -1,4 +1,4 @@
-//! `init-db`: a new, empty, Hermes-compatible `state.db` (DESIGN §8
+//! `init-db`: a new, empty, Hermes-compatible `state.db` (docs/src/design/contracts.md
 //! "Files"), with current Hermes's schema v31 DDL taken from the real
 //! fixture (`hermes_v31.sql`).
 
@@ -26,7 +26,7 @@ impl HermesStore {
     /// The file gets current Hermes's v31 DDL (tables, indexes, views, FTS5
     /// tables and triggers, verbatim), one `schema_version` row (31), an
     /// empty `state_meta`, and SQLite's default journal mode DELETE, as
-    /// Hermes leaves a new file (DESIGN §8). It is created with mode 0600,
+    /// Hermes leaves a new file (docs/src/design/contracts.md). It is created with mode 0600,
     /// as Hermes does; a missing parent folder is created. Everything is
     /// written in one `BEGIN IMMEDIATE` transaction.
     ///

@@ -1,5 +1,5 @@
 //! Hermes `state.db`: reads for the policy's host imports and the store half
-//! of the atomic send (DESIGN §4, §8).
+//! of the atomic send (docs/src/design/hermes-state-db.md, docs/src/design/contracts.md).
 //!
 //! [`HermesStore`] is one rusqlite connection to a database Hermes itself
 //! writes (schema v1 to v31, WAL or DELETE journal). It never changes the

@@ -1,4 +1,4 @@
-//! Our reads and deletes of Hermes's `state_meta` table (DESIGN §4: never
+//! Our reads and deletes of Hermes's `state_meta` table (docs/src/design/hermes-state-db.md: never
 //! Hermes's own keys), and the one upsert the decision's transaction uses.
 //! Writes of records and intents are `send/mod.rs`'s and `send/pending.rs`'s;
 //! the loop guard's state is `guard_state.rs`'s, the room cursor `heard.rs`'s.
@@ -42,7 +42,7 @@ impl HermesStore {
     /// [`LEGACY_KEY`](session_switch_contract::keys::LEGACY_KEY); any other
     /// key is refused with kind `bad-input` before the database is touched
     /// (Hermes's own keys, e.g. `fts_*` that its triggers read, are not ours:
-    /// DESIGN §4).
+    /// docs/src/design/hermes-state-db.md).
     ///
     /// SQL: `BEGIN IMMEDIATE` (retried as in [`HermesStore::send_write`]),
     /// `DELETE FROM state_meta WHERE key = ?1`, `COMMIT`. When the table is

@@ -6,7 +6,7 @@
 //! Why: in DELETE journal mode each of them is a read transaction of its own,
 //! and SQLite's lock cycle (three `fcntl`s, a look for a hot journal, the
 //! header read, the unlock) is most of its cost, against one `pread` of the
-//! change counter (README "What bounds the rest"). Same rule as the decision
+//! change counter (docs/src/design/hermes-plugin.md#as-built). Same rule as the decision
 //! memo and [`HermesStore::table_exists`]: the version is read *before* the
 //! query, so a commit that lands in between leaves an older version next to
 //! the newer answer, and the next call reads again. The version moves on any

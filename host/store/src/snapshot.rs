@@ -59,7 +59,7 @@ impl HermesStore {
     /// is several system calls (in DELETE mode a shared `fcntl` lock, a
     /// look for a hot journal, a read of the change counter, the unlock):
     /// measured on this machine kind it is most of a short read's cost
-    /// (`make bench`, README "Performance"). The runtime opens one around
+    /// (`make bench`, docs/src/performance.md). The runtime opens one around
     /// each read-only policy call, so the record, the target's existence and
     /// the history a decision rests on come from the same snapshot.
     ///

@@ -1,5 +1,5 @@
 //! How a SQLite error on Hermes's `state.db` becomes a [`Failure`]: the kind
-//! decides the CLI's exit status (DESIGN §8), the line says what failed,
+//! decides the CLI's exit status (docs/src/design/contracts.md), the line says what failed,
 //! where, and what to do.
 
 use std::path::Path;

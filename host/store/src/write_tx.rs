@@ -1,7 +1,7 @@
 //! How the store writes: transactions that hold SQLite's write lock
 //! briefly and retry with random pauses, so that Hermes's own readers (1 s
-//! busy timeout in 0.19.0) and writers never fail because of us (DESIGN
-//! §8, §9.5); and only keys of ours are ever written or deleted.
+//! busy timeout in 0.19.0) and writers never fail because of us (
+//! docs/src/design/contracts.md, docs/src/design/send.md#a-send-never-locks-hermes-out); and only keys of ours are ever written or deleted.
 
 use std::time::{Duration, Instant};
 

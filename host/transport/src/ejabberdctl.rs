@@ -1,7 +1,7 @@
 //! The `ejabberdctl` transport: run ejabberd's command line, directly or
 //! through `docker exec`, with no shell and a time limit.
 //!
-//! Facts it rests on (DESIGN §5, verified on Debian's ejabberd 23.01):
+//! Facts it rests on (docs/src/design/ejabberd-facts.md, verified on Debian's ejabberd 23.01):
 //! - the Erlang VM decodes argv by the locale: without `LC_ALL=C.UTF-8`
 //!   non-ASCII text arrives double-encoded (`中文` → `ä¸­æ`), and `docker
 //!   exec` does not pass the caller's environment, hence `-e LC_ALL=C.UTF-8`;
@@ -30,7 +30,7 @@ use session_switch_contract::failure::{Failure, FailureKind};
 const LOCALE: &str = "LC_ALL=C.UTF-8";
 
 /// Linux's limit on one argv string, NUL included (`MAX_ARG_STRLEN`, 32
-/// pages): a longer body fails at exec with E2BIG (DESIGN §5: "one argument
+/// pages): a longer body fails at exec with E2BIG (docs/src/design/ejabberd-facts.md: "one argument
 /// is limited to 128 KiB").
 const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
 

@@ -9,12 +9,12 @@
 //! an XEP-0359 `origin-id` ([`human_stanza`]); `send_stanza` routes it exactly
 //! as `send_message` routed the legacy tool's bare body (same senders
 //! accepted, same silent drop of the others: verified on ejabberd 23.01). Both
-//! implement [`Transport`], the post-to-room half of the send (DESIGN §8): the
+//! implement [`Transport`], the post-to-room half of the send (docs/src/design/contracts.md): the
 //! host calls [`Transport::check_sender`] before it writes anything (for an
 //! agent that posted before, on another thread beside the post) and
 //! [`Transport::post`] with no transaction open.
 //!
-//! Why the check exists (DESIGN §5, verified on ejabberd 23.01): the room
+//! Why the check exists (docs/src/design/ejabberd-facts.md, verified on ejabberd 23.01): the room
 //! silently drops a groupchat message whose FROM is not a MUC/Sub subscriber,
 //! a MUC service admin or an online occupant, and `send_message` still
 //! answers success (exit 0, HTTP 200). Only the server can say whether a

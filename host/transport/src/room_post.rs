@@ -1,4 +1,4 @@
-//! The post-to-room half of the send (DESIGN §8) as a trait both
+//! The post-to-room half of the send (docs/src/design/contracts.md) as a trait both
 //! transports implement, and their default time limits.
 
 use std::time::Duration;
@@ -6,7 +6,7 @@ use std::time::Duration;
 use session_switch_contract::failure::Failure;
 
 /// Default time limit of one `ejabberdctl` call: 15 s. Each call boots an
-/// Erlang VM (0.35–0.6 s measured, DESIGN §5) and `docker exec` adds the
+/// Erlang VM (0.35–0.6 s measured, docs/src/design/ejabberd-facts.md) and `docker exec` adds the
 /// container runtime's start-up, so the limit is generous; it only has to
 /// end a hung call.
 pub const EJABBERDCTL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -16,7 +16,7 @@ pub const EJABBERDCTL_TIMEOUT: Duration = Duration::from_secs(15);
 /// limit is far above a healthy post.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The post-to-room half of the send (DESIGN §8). Implementations hold no
+/// The post-to-room half of the send (docs/src/design/contracts.md). Implementations hold no
 /// connection state that a failed call could poison: every call stands
 /// alone, so one value may serve many sends and threads, and a check may
 /// run on one thread while another posts.

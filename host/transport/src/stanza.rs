@@ -10,7 +10,7 @@ pub fn new_stanza_id() -> String {
     format!("ssw-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
-/// The stanza of a person's post of `body` (DESIGN §9.3):
+/// The stanza of a person's post of `body` (docs/src/design/loop-guard.md):
 /// `<message type='groupchat' id='ID'><body>BODY</body><origin-id
 /// xmlns='urn:xmpp:sid:0' id='ID'/><human-origin
 /// xmlns='urn:agentsmeeting:session-switch:0'/></message>`, with no `from`
@@ -52,7 +52,7 @@ pub fn human_stanza(body: &str, id: &str) -> String {
 /// U+0000–U+001F except TAB, LF, CR, and U+FFFE, U+FFFF; a Rust `str` holds
 /// no lone surrogates). ejabberd accepts such a body, archives it and
 /// broadcasts it raw, and every receiving client then drops its stream
-/// (DESIGN §5). The policy already removes them; this is the last guard.
+/// (docs/src/design/ejabberd-facts.md). The policy already removes them; this is the last guard.
 pub(super) fn refuse_unpostable(from: &str, body: &str) -> Result<(), Failure> {
     if from.trim().is_empty() {
         return Err(Failure::bad_input(

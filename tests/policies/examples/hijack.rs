@@ -2,7 +2,7 @@
 //! Hermes fixtures (`hermes-latest.db`), whatever the records say: another
 //! person's conversation. The decision is well formed, so the host's
 //! decision checks alone cannot tell it from an honest one; the host must
-//! check it against the agent's record (SECURITY.md, H1).
+//! check it against the agent's record (docs/src/security.md#h1-the-host-checks-a-redirect-against-the-record-itself).
 
 use session_switch_test_policies::policy::failure::not_configured;
 use session_switch_test_policies::policy::host::WitHost;

@@ -4,7 +4,7 @@
 //! key it must not: outside `admit`, another agent's guard key, a redirect
 //! record, a Hermes key, or its own key a second time. Each attempt's error
 //! is ignored, so the answer looks honest: the host must refuse the answer
-//! itself and write nothing (SECURITY.md: the runtime's gate).
+//! itself and write nothing (docs/src/security.md: the runtime's gate).
 
 use session_switch_test_policies::policy::Host;
 use session_switch_test_policies::policy::failure::not_configured;

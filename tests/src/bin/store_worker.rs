@@ -132,7 +132,7 @@ fn read(db: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A Hermes 0.19.0 gateway's writes (research/hermes-state.md §5): its own
+/// A Hermes 0.19.0 gateway's writes: its own
 /// connection held open, busy timeout 1 s, and per write `BEGIN IMMEDIATE`,
 /// a plain INSERT, the `message_count` bump and `COMMIT`, the whole write
 /// retried up to 15 times with a 20–150 ms pause on `SQLITE_BUSY`; a

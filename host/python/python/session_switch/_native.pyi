@@ -64,7 +64,7 @@ class RecordStatus(TypedDict):
     detail: str
 
 class PendingSend(TypedDict):
-    """A send between its intent and its record (DESIGN §9.5)."""
+    """A send between its intent and its record (docs/src/design/send.md#a-send-never-locks-hermes-out)."""
     agent: str
     pending_send: Literal[True]
     key: str
@@ -163,8 +163,8 @@ class Bridge:
         reply_to: Optional[str] = None,
         reply_to_id: Optional[str] = None,
     ) -> Admission:
-        """The loop guard and the meeting rules (CLI ``admit --json``, DESIGN
-        §9.3): whether ``agent``'s bot should answer one live room message
+        """The loop guard and the meeting rules (CLI ``admit --json``, 
+        docs/src/design/loop-guard.md): whether ``agent``'s bot should answer one live room message
         from ``occupant`` (``room/nick``; ``jid`` the sender's real bare JID
         where the room exposes it), and why. ``stanza_id``: the room's
         XEP-0359 id of the message; ``reply_to`` / ``reply_to_id``: the

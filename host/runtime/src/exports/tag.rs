@@ -12,7 +12,7 @@ use crate::{Failure, HistoryRow};
 
 impl PolicyInstance {
     /// `rows` with `agent`'s own rows tagged `[YOU] ` and imitations of the
-    /// tag removed (DESIGN §3 "Tagging"): the policy sees summaries (prefix
+    /// tag removed (docs/src/design/rules.md#tagging): the policy sees summaries (prefix
     /// of [`PolicyOptions::tag_prefix_chars`](crate::PolicyOptions)
     /// characters) and answers edits, which the host applies. Edits out of
     /// range or twice on a row are a `policy` failure.

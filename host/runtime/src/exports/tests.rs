@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::Reason;
-use crate::test_host::{self, TestHost, settings};
+use crate::fake_host::{self, FakeRow, settings};
 use crate::{CacheMode, EMBEDDED_COMPONENT, Policy, PolicyOptions};
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
@@ -82,9 +82,9 @@ impl Warnings {
     }
 }
 
-/// The one row of the test host's sessions.
+/// The one row of the fake host's session.
 fn row() -> HistoryRow {
-    test_host::row(7, "user", "zhiwei: 收到")
+    fake_host::row(7, "user", "zhiwei: 收到")
 }
 
 #[test]
@@ -94,7 +94,10 @@ fn each_fallback_is_logged_under_its_own_call() {
         ..PolicyOptions::default()
     };
     let policy = Policy::from_bytes(EMBEDDED_COMPONENT, options).unwrap();
-    let mut instance = policy.instance(TestHost::new(vec![row()]), settings());
+    let mut instance = policy.instance(
+        fake_host::host(vec![FakeRow::stored(7, "user", "zhiwei: 收到")]),
+        settings(),
+    );
     let warnings = Warnings::default();
     tracing::subscriber::with_default(warnings.clone(), || {
         // An agent the settings do not name: the policy refuses

@@ -4,19 +4,37 @@
 use super::gates::{KEPT_LINE_CHARS, KEPT_LINES};
 use super::*;
 use crate::bindings::agentsmeeting::session_switch::host::Host as _;
-use crate::test_host::{self, NOW, Seen, TestHost};
-use std::sync::{Arc, Mutex};
+use crate::fake_host::{self, FakeHost, FakeRow, ImportCall, NOW};
 
-/// A store's data over the test host, and what reaches its imports.
-fn state() -> (StoreData, Arc<Mutex<Seen>>) {
-    let host = TestHost::new(vec![test_host::row(
-        5,
+/// A store's data over the fake host, and the fake (what reaches its
+/// imports). Its one row's id is 22, so a send's row is 23; both keys the
+/// tests delete are stored.
+fn state() -> (StoreData, FakeHost) {
+    let host = fake_host::host(vec![FakeRow::stored(
+        22,
         "user",
         "mohe: 大家好，今天的会议改到下午三点。",
     )]);
-    let seen = host.seen();
-    let state = StoreData::new(Box::new(host), &Limits::default(), "test".into());
-    (state, seen)
+    for key in ["session_switch:active:mohe", "active_xmpp_sender_session"] {
+        host.state().meta.insert(key.into(), "{}".into());
+    }
+    let state = StoreData::new(Box::new(host.clone()), &Limits::default(), "test".into());
+    (state, host)
+}
+
+/// The keys the fake was asked to delete, in order.
+fn deletes(host: &FakeHost) -> Vec<String> {
+    let state = host.state();
+    let keys = state.calls.iter().filter_map(|c| match c {
+        ImportCall::MetaDelete(key) => Some(key.clone()),
+        _ => None,
+    });
+    keys.collect()
+}
+
+/// How many `history` calls reached the fake.
+fn histories(host: &FakeHost) -> usize {
+    fake_host::calls(host, |c| matches!(c, ImportCall::History { .. }))
 }
 
 fn plan() -> SendPlan {
@@ -61,7 +79,7 @@ fn send_is_refused_outside_policy_send_and_nothing_is_sent() {
         "{message}"
     );
     assert!(state.call.violation.is_some());
-    assert!(seen.lock().unwrap().sends.is_empty());
+    assert!(seen.state().sent.is_empty());
 }
 
 #[test]
@@ -72,7 +90,7 @@ fn one_send_per_call_with_a_plan_that_matches_the_call() {
     assert_eq!(state.call.sent.as_ref().unwrap().message_id, 23);
     let message = policy_message(state.send(plan()));
     assert!(message.contains("twice"), "{message}");
-    assert_eq!(seen.lock().unwrap().sends.len(), 1);
+    assert_eq!(seen.state().sent.len(), 1);
 
     type Spoil = fn(&mut SendPlan);
     let wrong: [(Spoil, &str); 4] = [
@@ -95,7 +113,7 @@ fn one_send_per_call_with_a_plan_that_matches_the_call() {
         assert!(message.contains(expected), "{message}");
         assert!(state.call.violation.is_some());
     }
-    assert_eq!(seen.lock().unwrap().sends.len(), 1, "no bad plan was sent");
+    assert_eq!(seen.state().sent.len(), 1, "no bad plan was sent");
 }
 
 #[test]
@@ -131,10 +149,10 @@ fn meta_delete_only_in_clear_and_only_our_keys() {
             .unwrap()
     );
     assert_eq!(
-        seen.lock().unwrap().deletes,
+        deletes(&seen),
         ["session_switch:active:mohe", "active_xmpp_sender_session"]
     );
-    assert_eq!(state.call.deleted, seen.lock().unwrap().deletes);
+    assert_eq!(state.call.deleted, deletes(&seen));
 }
 
 #[test]
@@ -146,7 +164,7 @@ fn history_only_in_context_keeps_the_rows_and_gives_summaries() {
         message.contains("only policy.context reads history"),
         "{message}"
     );
-    assert_eq!(seen.lock().unwrap().histories, 0);
+    assert_eq!(histories(&seen), 0);
 
     state.begin(Call::Context, None);
     let summaries = state

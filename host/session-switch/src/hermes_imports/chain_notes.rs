@@ -1,9 +1,9 @@
-//! What following Hermes's compression chains did during a call (DESIGN
-//! §9.4), noted for the callers that report it.
+//! What following Hermes's compression chains did during a call (
+//! docs/src/design/compression.md), noted for the callers that report it.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// What following compression chains did during calls (DESIGN §9.4), for
+/// What following compression chains did during calls (docs/src/design/compression.md), for
 /// callers that report it
 /// ([`HermesImports::reporting`](super::HermesImports::reporting)).
 #[derive(Clone, Debug, PartialEq)]

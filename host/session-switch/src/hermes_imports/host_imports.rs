@@ -1,6 +1,6 @@
 //! [`HermesImports`]: the host imports over Hermes's `state.db` and an
 //! ejabberd transport, with the compression-chain rewrite of records
-//! (DESIGN §9.4) the policy is handed.
+//! (docs/src/design/compression.md) the policy is handed.
 
 use super::chain_notes::{ChainNote, ChainNotes, note};
 use super::record::{is_record_key, recorded_session};
@@ -69,8 +69,7 @@ impl HermesImports {
     /// instance [`Bridge::instance`](crate::Bridge::instance) makes): for a
     /// gateway's plain reads between policy calls on the connection those
     /// calls use. After another connection's commit SQLite drops a
-    /// connection's page cache and the next read goes back to the file (README
-    /// "What bounds the rest"); a request whose reads share one connection
+    /// connection's page cache and the next read goes back to the file (docs/src/design/hermes-plugin.md#as-built); a request whose reads share one connection
     /// pays that once.
     pub(crate) fn store_of(instance: &mut PolicyInstance) -> Option<&HermesStore> {
         let imports: &mut dyn Any = instance.imports_mut();
@@ -262,7 +261,7 @@ impl HostImports for HermesImports {
         }
     }
 
-    /// DESIGN §8 "Send", §9.5 ([`HermesImports::send_atomically`]).
+    /// docs/src/design/send.md#the-atomic-send, docs/src/design/send.md#a-send-never-locks-hermes-out ([`HermesImports::send_atomically`]).
     fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
         self.send_atomically(plan)
     }

@@ -1,8 +1,8 @@
 //! The host imports over the real parts: Hermes's `state.db` ([`HermesStore`])
 //! and an ejabberd [`Transport`], joined in the one place that needs both,
-//! the atomic send of DESIGN §8.
+//! the atomic send of docs/src/design/contracts.md.
 //!
-//! Hermes's compression chains (v31, DESIGN §9.4) are followed here, so the
+//! Hermes's compression chains (v31, docs/src/design/compression.md) are followed here, so the
 //! policy decides on what the imports tell it and the WIT stays as it is:
 //! a record naming a compressed session reads as naming its live tip
 //! ([`HostImports::meta_get`]); a session we would redirect to or record

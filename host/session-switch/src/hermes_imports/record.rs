@@ -8,7 +8,7 @@ use std::borrow::Cow;
 /// `serde_json::Value` reads it (the last of duplicate keys; `None` when
 /// it is not a string or the value is not an object or not JSON). The
 /// common shape is read without building the object: this runs on every
-/// `resolve` and every memo check (DESIGN §7).
+/// `resolve` and every memo check (docs/src/design/where-the-time-goes.md).
 pub(super) fn recorded_session(value: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Named<'a> {

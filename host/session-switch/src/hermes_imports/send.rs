@@ -1,4 +1,4 @@
-//! The atomic send of DESIGN §8 "Send", §9.5: the one place that needs
+//! The atomic send of docs/src/design/send.md#the-atomic-send, docs/src/design/send.md#a-send-never-locks-hermes-out: the one place that needs
 //! both the store and the transport.
 
 use super::chain_notes::{ChainNote, note};
@@ -9,7 +9,7 @@ use session_switch_store::SendWrite;
 use session_switch_transport::is_no_such_room;
 
 impl HermesImports {
-    /// DESIGN §8 "Send", §9.5: complete any send that reached the room
+    /// docs/src/design/send.md#the-atomic-send, docs/src/design/send.md#a-send-never-locks-hermes-out: complete any send that reached the room
     /// but not the database; ask ejabberd whether the agent's JID may post;
     /// then intent → post → record ([`HermesStore::send_write`]: no lock is
     /// held across the post), recording only when the check and the post

@@ -2,7 +2,7 @@
 //! record step and the intent's `delivered` mark (locked past the write
 //! deadline each time): an empty marker file beside the database says the
 //! room has it, so the next `send`, `active` or `clear` still writes the
-//! history row and the record, once (DESIGN §9.5: a message the room
+//! history row and the record, once (docs/src/design/send.md#a-send-never-locks-hermes-out: a message the room
 //! accepted is recorded). A file, because the database is exactly what
 //! could not be written; it is looked at only for intents still marked
 //! `posting`, and removed when its intent is written or forgotten.

@@ -1,4 +1,4 @@
-//! The store half of the send (DESIGN §8 "Send", §9.5): no lock is held
+//! The store half of the send (docs/src/design/send.md#the-atomic-send, docs/src/design/send.md#a-send-never-locks-hermes-out): no lock is held
 //! across the room post, so neither Hermes's readers (1 s busy timeout in
 //! 0.19.0) nor its writers ever fail because of a send, whatever the
 //! transport's latency.
@@ -53,7 +53,7 @@ use session_switch_contract::clock::unix_now;
 use session_switch_contract::failure::{Failure, FailureKind};
 use session_switch_contract::keys::pending_key;
 
-/// Our provenance table, DESIGN §8's exact DDL, created inside the record
+/// Our provenance table, docs/src/design/contracts.md's exact DDL, created inside the record
 /// transaction (never on open, so reads leave the file untouched), with no
 /// foreign key to `messages`: with foreign keys ON one would make Hermes's
 /// own deletes and prunes fail.
@@ -61,7 +61,7 @@ const CREATE_SENT: &str = "CREATE TABLE IF NOT EXISTS session_switch_sent (messa
      PRIMARY KEY, agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL);";
 
 /// The record upsert: replaces the stored record unless it is one the
-/// policy would take that is newer than the new record (DESIGN §8: "a later
+/// policy would take that is newer than the new record (docs/src/design/contracts.md: "a later
 /// send wins over an earlier one by timestamp, not by arrival"; equal
 /// timestamps replace). Kept only when the stored value is valid JSON with
 /// a non-empty text `session_id` and a numeric `timestamp` later than the
@@ -208,7 +208,7 @@ impl HermesStore {
             // Inside the transaction: the schema read is the one we write to.
             self.ensure_cjk_tokenizer()?;
             // v31: the live tip of the XMPP session, read in this transaction
-            // (DESIGN §9.4, chain.rs); refused before anything is written.
+            // (docs/src/design/compression.md, chain.rs); refused before anything is written.
             let target = crate::chain::write_target(tx, self.loader(), w.history_session_id)?;
             tx.execute_batch(CREATE_SENT).map_err(sql)?;
             tx.execute(

@@ -1,4 +1,4 @@
-//! Sends between their intent and their record (DESIGN §9.5): listed for
+//! Sends between their intent and their record (docs/src/design/send.md#a-send-never-locks-hermes-out): listed for
 //! `active`, completed once when the room took them, forgotten by `clear`.
 //! The intents live in `state_meta` under `session_switch:pending:`.
 

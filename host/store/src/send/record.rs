@@ -1,11 +1,11 @@
 //! What one send writes (checked before anything is touched) and what a
-//! committed send wrote (DESIGN §8 "Send").
+//! committed send wrote (docs/src/design/send.md#the-atomic-send).
 
 use session_switch_contract::failure::Failure;
 
 use crate::write_tx::check_our_key;
 
-/// What one send writes (DESIGN §8 "Send"); all in one transaction.
+/// What one send writes (docs/src/design/send.md#the-atomic-send); all in one transaction.
 #[derive(Clone, Copy, Debug)]
 pub struct SendWrite<'a> {
     /// Agent name (provenance and record).
@@ -66,7 +66,7 @@ impl SendWrite<'_> {
         if timestamp.is_none() {
             return Err(Failure::bad_input(format!(
                 "refusing to write record {:?}: its value is not a JSON object with a numeric \
-             \"timestamp\" (DESIGN §8): {}",
+             \"timestamp\" (docs/src/design/contracts.md): {}",
                 self.record_key, self.record_value
             )));
         }
@@ -80,7 +80,7 @@ pub struct Written {
     /// `messages.id` of the new row.
     pub message_id: i64,
     /// The session the row went into: the agent's XMPP session, or on v31
-    /// its live compression tip (DESIGN §9.4, `chain.rs`).
+    /// its live compression tip (docs/src/design/compression.md, `chain.rs`).
     pub history_session_id: String,
     /// False when a newer record was already stored and was kept.
     pub record_replaced: bool,

@@ -1,4 +1,4 @@
-"""Hermes's compression chains (DESIGN §9.4): the live tip of a session,
+"""Hermes's compression chains (docs/src/design/compression.md): the live tip of a session,
 asked of Hermes itself. A compressed session is ended and continues in a
 child; Hermes runs a turn on a compressed session's live tip."""
 

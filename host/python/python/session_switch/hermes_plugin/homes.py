@@ -21,8 +21,8 @@ def hermes_home() -> str:
     """Hermes's home for the running request, as ``str(get_hermes_home())``:
     the profile's override (a context variable Hermes's profile routing
     sets), else ``HERMES_HOME``, else Hermes's default. Hermes builds a new
-    ``Path`` each time, slowest as the first code of a request (README
-    "What bounds the rest" has the figures); the answer is kept
+    ``Path`` each time, slowest as the first code of a request (the figures are on
+    docs/src/performance.md); the answer is kept
     per value of its inputs: the override and the environment variables of
     ``_HOME_VARIABLES`` (embedding hosts may set ``HERMES_HOME`` per turn).
     A path naming another variable (``$X``, v31 expands them) is asked every

@@ -1,4 +1,4 @@
-"""The refresh after a turn, off the response's path (DESIGN §9.2): the
+"""The refresh after a turn, off the response's path (docs/src/design/hermes-plugin.md): the
 next turn's reads made again by one thread of the plugin's, and for a
 chat-completions turn the next turn's history prepared
 (:class:`Prepared`), which the next request takes while nothing was
@@ -115,7 +115,7 @@ def refresh(bridge, agent: str, asked: str, db: Any = None) -> None:
     (``db``: the turn came through the history-load seam) also the next
     turn's history (:class:`Prepared`). SQLite drops a connection's page
     cache when another commits, so the first reads after Hermes's store of
-    a turn go back to the file (README "What bounds the rest"); made here, off
+    a turn go back to the file (docs/src/design/hermes-plugin.md#as-built); made here, off
     the request's path, they leave the next request the decision memo and
     pages that are current. Nothing is served that is not: the next
     ``resolve`` still checks the data version (a CLI send or another turn
@@ -140,7 +140,7 @@ class Prepared:
     loader (``loader``, set when the history-load seam is installed) with
     the policy's edits, for the next chat-completions request on it to take
     instead of loading: Hermes's load (which grows with the history,
-    README "Performance") and the edits leave the request.
+    docs/src/performance.md) and the edits leave the request.
 
     A prepared history is handed out at most once (Hermes appends to the
     list it gets), with the decision and the session it was made for,
