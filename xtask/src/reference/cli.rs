@@ -1,7 +1,7 @@
 //! `cli.md` and the man page, from the clap definition the binary parses
 //! with (one definition of the flags, as ripgrep's `--help` and man page).
 
-use super::markdown::{banner, cell};
+use super::markdown::{self, banner, cell};
 use anyhow::Result;
 use clap::{Arg, Command, CommandFactory};
 
@@ -32,7 +32,7 @@ pub fn markdown() -> String {
     let name = root.get_name().to_string();
     let mut out = banner("the CLI's clap definition (host/cli/src/args.rs)");
     out.push_str(&format!("# `{name}` command line\n\n"));
-    out.push_str(&help_text(&root));
+    out.push_str(&markdown::prose(&help_text(&root)));
     out.push_str(&format!(
         "\n\nThe man page, `{name}.1`, says the same in roff: \
          `man docs/src/reference/{name}.1`.\n"
@@ -58,7 +58,7 @@ pub fn markdown() -> String {
         .collect();
     for mut sub in subs {
         out.push_str(&format!("\n## `{name} {}`\n\n", sub.get_name()));
-        out.push_str(&help_text(&sub));
+        out.push_str(&markdown::prose(&help_text(&sub)));
         out.push_str(&format!("\n\n```text\n{}\n```\n", usage(&mut sub)));
         let positionals: Vec<&Arg> = sub
             .get_arguments()
