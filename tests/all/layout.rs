@@ -1,6 +1,7 @@
 //! What the compiler cannot see about the layout: that each crate depends
-//! only along the arrows DESIGN "The crates" draws (a new `[dependencies]`
-//! line compiles whatever it points at), and that no module of the Python
+//! only along the arrows docs/src/design/crates.md draws (a new
+//! dependency line, normal, build or dev, compiles whatever it points at),
+//! that every crate is in that table, and that no module of the Python
 //! package imports one that imports it back.
 
 mod cycle;
@@ -50,8 +51,28 @@ const ARROWS: [(&str, &[&str]); 11] = [
     ),
 ];
 
-/// `package → its normal dependencies named session-switch*`, from cargo.
-fn our_edges() -> BTreeMap<String, BTreeSet<String>> {
+/// Each crate of ours and the crates of ours its tests may use besides
+/// (dev-dependencies); none when not listed.
+const DEV_ARROWS: [(&str, &[&str]); 2] = [
+    ("session-switch-policy", &["session-switch-fake-host"]),
+    ("session-switch-runtime", &["session-switch-fake-host"]),
+];
+
+/// The workspace's crates that are not the product: tests and tools, free
+/// to use any crate of ours.
+const FREE: [&str; 3] = [
+    "session-switch-tests",
+    "session-switch-test-policies",
+    "xtask",
+];
+
+/// Dependencies of one package on crates of ours: `(normal and build,
+/// dev)`.
+type Edges = (BTreeSet<String>, BTreeSet<String>);
+
+/// Every workspace package and its dependencies on crates of ours, from
+/// cargo.
+fn our_edges() -> BTreeMap<String, Edges> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args([
@@ -70,32 +91,62 @@ fn our_edges() -> BTreeMap<String, BTreeSet<String>> {
         String::from_utf8_lossy(&out.stderr)
     );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ours: BTreeSet<&str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
     let mut edges = BTreeMap::new();
     for package in meta["packages"].as_array().unwrap() {
         let name = package["name"].as_str().unwrap().to_string();
-        let deps = package["dependencies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|d| d["kind"].is_null())
-            .filter_map(|d| d["name"].as_str())
-            .filter(|d| d.starts_with("session-switch"))
-            .map(String::from)
-            .collect();
-        edges.insert(name, deps);
+        let mut found: Edges = Default::default();
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            if !ours.contains(dep_name) {
+                continue;
+            }
+            if dep["kind"].as_str() == Some("dev") {
+                found.1.insert(dep_name.to_string());
+            } else {
+                found.0.insert(dep_name.to_string());
+            }
+        }
+        edges.insert(name, found);
     }
     edges
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
 }
 
 #[test]
 fn the_crates_depend_only_along_the_arrows() {
     let edges = our_edges();
+    let listed: BTreeSet<&str> = ARROWS.iter().map(|(n, _)| *n).chain(FREE).collect();
+    let unlisted: Vec<&String> = edges
+        .keys()
+        .filter(|n| !listed.contains(n.as_str()))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "crates the arrows do not list (add them to ARROWS, and to DESIGN's table): {unlisted:?}"
+    );
     for (name, allowed) in ARROWS {
-        let found = edges
+        let (found, found_dev) = edges
             .get(name)
             .unwrap_or_else(|| panic!("no crate {name} in the workspace: {edges:?}"));
-        let allowed: BTreeSet<String> = allowed.iter().map(|s| s.to_string()).collect();
-        assert_eq!(found, &allowed, "{name}'s dependencies on our crates");
+        assert_eq!(
+            found,
+            &set(allowed),
+            "{name}'s dependencies (normal and build) on our crates"
+        );
+        let dev = DEV_ARROWS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or_else(BTreeSet::new, |(_, d)| set(d));
+        assert_eq!(found_dev, &dev, "{name}'s dev-dependencies on our crates");
     }
 }
 
