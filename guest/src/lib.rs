@@ -3,7 +3,7 @@
 //! impl, `export!`): the rules live in plain modules that also compile
 //! natively, re-exported here for property, differential and host tests.
 //!
-//! Native use: build a [`Policy`] over any [`Host`] (e.g. the tests' fake
+//! Native use: build a [`Rules`] over any [`Host`] (e.g. the tests' fake
 //! host, crate `session-switch-fake-host`) and call the same methods the
 //! component exports.
 
@@ -25,9 +25,9 @@ pub mod failure;
 mod fake_host;
 pub mod host;
 pub mod loop_guard;
-pub mod policy;
 pub mod redirect;
 pub mod rows;
+pub mod rules;
 pub mod samples;
 pub mod self_check;
 pub mod send;
@@ -37,10 +37,10 @@ pub mod version;
 
 pub use agentsmeeting::session_switch::types::*;
 pub use host::Host;
-pub use policy::Policy;
+pub use rules::Rules;
 pub use settings::ValidSettings;
 
-/// The component's exports: the instance's one [`Policy`] over the WIT
+/// The component's exports: the instance's one [`Rules`] over the WIT
 /// imports and the shipped `Guest` impl ([`component::Component`]). The test
 /// policies (`tests/policies`) link this crate without feature `export` and
 /// reuse both, exporting their own `Guest` impl.
@@ -50,18 +50,18 @@ pub mod component {
     use crate::exports::agentsmeeting::session_switch::policy::Guest;
     use crate::host::WitHost;
     use crate::{
-        Admission, ContextResult, Decision, Failure, Policy, Receipt, RecordStatus, RoomMessage,
-        RowEdit, RowSummaries, Settings,
+        Admission, ContextResult, Decision, Failure, Receipt, RecordStatus, RoomMessage, RowEdit,
+        RowSummaries, Rules, Settings,
     };
 
     thread_local! {
         /// The instance's policy: settings arrive once through `configure`
         /// and serve every later call of this instance.
-        static POLICY: RefCell<Policy<WitHost>> = RefCell::new(Policy::new(WitHost));
+        static POLICY: RefCell<Rules<WitHost>> = RefCell::new(Rules::new(WitHost));
     }
 
     /// Run `f` on the instance's policy, with the panic hook in place.
-    pub fn with<T>(f: impl FnOnce(&mut Policy<WitHost>) -> T) -> T {
+    pub fn with<T>(f: impl FnOnce(&mut Rules<WitHost>) -> T) -> T {
         install_panic_hook();
         POLICY.with_borrow_mut(f)
     }
@@ -83,7 +83,7 @@ pub mod component {
         }
     }
 
-    /// The shipped policy's exports: each runs the [`Policy`] method of the
+    /// The shipped policy's exports: each runs the [`Rules`] method of the
     /// same name on the instance's policy.
     pub struct Component;
 

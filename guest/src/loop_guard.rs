@@ -10,7 +10,7 @@
 //!   own reflections count too;
 //! - the counter counts *all* agent messages, not consecutive ones
 //!   (interleaving cannot break it), and no time resets it (a slow loop
-//!   still stops): only a live human message, or a send a bridge made for a
+//!   still stops): only a live human message, or a send the CLI made for a
 //!   person (the human-origin marker, trusted only from an agent's real
 //!   JID), resets it;
 //! - one counter per receiving agent covers every sender (a three-agent

@@ -45,14 +45,14 @@ fn the_real_component_imports_only_our_interfaces_and_exports_the_policy() {
         info.size as u64,
         std::fs::metadata(component_path()).unwrap().len()
     );
-    assert_eq!(info.source, Source::File(component_path()));
+    assert_eq!(info.source, ComponentSource::File(component_path()));
 }
 
 #[test]
 fn the_embedded_component_is_the_built_one_and_answers_version() {
     let policy = Policy::embedded(no_cache()).expect("the embedded component loads");
     let info = policy.info();
-    assert_eq!(info.source, Source::Embedded);
+    assert_eq!(info.source, ComponentSource::Embedded);
     let on_disk = std::fs::read(component_path()).unwrap();
     assert_eq!(
         EMBEDDED_COMPONENT, on_disk,
@@ -227,7 +227,7 @@ fn the_embedded_policy_starts_cold_from_the_hosts_precompiled_artifact() {
     let embedded = Policy::embedded(options_in(&cache)).unwrap();
     assert_eq!(embedded.info().cache, CacheUse::Embedded);
     assert!(!embedded.info().cache.compiled());
-    assert_eq!(embedded.info().source, Source::Embedded);
+    assert_eq!(embedded.info().source, ComponentSource::Embedded);
     assert!(
         !cache.exists(),
         "nothing compiled, nothing written: the cache directory is not even made"

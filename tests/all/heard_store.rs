@@ -9,11 +9,10 @@ use session_switch::runtime::{CacheMode, RoomMessage};
 use session_switch::{Bridge, BridgeOptions, FailureKind, HEARD_CAP, Hearing};
 use session_switch_store::{HeardLine, HermesStore};
 use session_switch_tests::fixture_copy;
-use session_switch_tests::sample::sample_config_text;
+use session_switch_tests::sample::{ROOM, room_message, sample_config_text};
 use std::path::Path;
 use std::time::Duration;
 
-const ROOM: &str = "coregroup@conference.example.org";
 const FIXTURES: [&str; 3] = ["hermes-early.db", "hermes-0.19.0.db", "hermes-latest.db"];
 
 fn bridge(db: &Path) -> Bridge {
@@ -30,16 +29,7 @@ fn bridge(db: &Path) -> Bridge {
 }
 
 fn person(body: &str) -> RoomMessage {
-    RoomMessage {
-        occupant: format!("{ROOM}/anna"),
-        jid: Some("anna@example.org".into()),
-        body: body.into(),
-        delayed: false,
-        human_origin: false,
-        stanza_id: None,
-        reply_to: None,
-        caught_up: false,
-    }
+    room_message("anna", Some("anna@example.org"), body)
 }
 
 fn hearing<'a>(line: &'a str, ordering: i64, cursor: Option<&'a str>) -> Hearing<'a> {

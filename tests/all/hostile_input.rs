@@ -207,7 +207,7 @@ fn active_agrees_with_resolve_when_the_newer_record_names_a_missing_session() {
     host.meta.insert("session_switch:active:mohe".into(), mohe);
     host.meta
         .insert("active_xmpp_sender_session".into(), legacy);
-    let mut policy = session_switch_policy::Policy::new(FakeHost::new(host));
+    let mut policy = session_switch_policy::Rules::new(FakeHost::new(host));
     policy
         .configure(session_switch_policy::samples::sample_settings())
         .unwrap();

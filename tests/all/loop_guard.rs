@@ -15,7 +15,7 @@ use session_switch::FailureKind;
 use session_switch::runtime::*;
 use session_switch_contract::keys::guard_key;
 use session_switch_tests::fake_host::FakeHost;
-use session_switch_tests::sample::{sample_config_text, sample_settings};
+use session_switch_tests::sample::{room_message, sample_config_text, sample_settings};
 use session_switch_tests::{bin_path, component_path, fixture_copy, table_snapshot, variant_path};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -31,16 +31,7 @@ fn options() -> PolicyOptions {
 }
 
 fn message(occupant: &str, jid: Option<&str>, body: &str) -> RoomMessage {
-    RoomMessage {
-        occupant: format!("{ROOM}/{occupant}"),
-        jid: jid.map(Into::into),
-        body: body.into(),
-        delayed: false,
-        human_origin: false,
-        stanza_id: None,
-        reply_to: None,
-        caught_up: false,
-    }
+    room_message(occupant, jid, body)
 }
 
 /// An instance of `component` over the real Hermes store of `db`.

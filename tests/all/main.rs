@@ -11,7 +11,7 @@
 //! [`session_switch_tests::heavy`], so no two of them overlap.
 
 mod bot;
-mod bot_seam;
+mod bot_rejoin;
 mod bot_service;
 mod chain;
 mod component;

@@ -143,8 +143,8 @@ fn a_locked_database_is_waited_for_once() {
 /// A gateway's instance (`Bridge::instance`, what the Python binding pools)
 /// serves a decision that still holds from the memo, on both journal
 /// modes, and keeps no chain notes: imports that keep notes make every
-/// call its reads (the binding's `resolve` was 15–20 µs, a replay every
-/// call, where a served one is 1–5 µs).
+/// call its reads (a replay every call, several times a served one's
+/// cost).
 #[test]
 fn a_gateways_instance_serves_from_the_memo() {
     for fixture in ["hermes-0.19.0.db", "hermes-latest.db"] {

@@ -1,5 +1,5 @@
 //! The differential test of the policy (issue 2): the same generated
-//! inputs go to the native rules (`session_switch_policy::Policy`, the code
+//! inputs go to the native rules (`session_switch_policy::Rules`, the code
 //! the component is built from) and to the compiled component run by the
 //! host runtime (`session_switch::runtime::Policy::embedded` → `PolicyInstance`),
 //! and both must give the same answers: decisions with reason and detail,
@@ -787,7 +787,7 @@ type Outcome = Result<Answer, Failure>;
 
 /// The native rules over their own twin.
 struct Native {
-    policy: guest::Policy<FakeHost>,
+    policy: guest::Rules<FakeHost>,
     twin: FakeHost,
     /// The edits of the last `context` or `tag` (for the coverage test).
     last_edits: Vec<guest::RowEdit>,
@@ -797,7 +797,7 @@ impl Native {
     /// The native policy on a clone of `case.state`, and its `configure`.
     fn start(case: &Case) -> (Self, Result<(), Failure>) {
         let twin = FakeHost::new(case.state.clone());
-        let mut policy = guest::Policy::new(twin.clone());
+        let mut policy = guest::Rules::new(twin.clone());
         let configured = policy
             .configure(settings_to_guest(&case.settings))
             .map_err(failure_from_guest);

@@ -2080,7 +2080,7 @@ fn a_state_meta_created_later_is_seen() {
 /// by another connection's send, then by this connection's own: each time
 /// the rows are read, never a stale "no such table".
 #[test]
-fn the_bridge_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() {
+fn the_sent_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() {
     for wal in [false, true] {
         let (_dir, db) = fixture!("hermes-latest.db");
         set_journal_mode(&db, wal);
@@ -2105,10 +2105,10 @@ fn the_bridge_rows_table_created_later_is_seen_by_a_store_that_saw_it_missing() 
 }
 
 /// The sent rows are read by walking their own list, on both schemas:
-/// SQLite's own choice walked every row of the session (740–760 µs a call
-/// at 10,000 rows against 5–8 µs, `HermesStore::bridge_rows`).
+/// SQLite's own choice walked every row of the session
+/// (`HermesStore::sent_rows`; the figures are on docs/src/performance.md).
 #[test]
-fn the_bridge_rows_are_read_from_the_bridges_list_not_the_sessions_rows() {
+fn the_sent_rows_are_read_from_their_own_list_not_the_sessions_rows() {
     for name in ["hermes-0.19.0.db", "hermes-latest.db"] {
         let (_dir, db) = fixture!(name);
         let mut store = HermesStore::open(&db).unwrap();

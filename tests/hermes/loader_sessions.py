@@ -1,4 +1,4 @@
-"""Hermes's side of the loader-fidelity test (tests/fidelity.rs).
+"""Hermes's side of the loader-fidelity test (tests/all/fidelity.rs).
 
 Run with the Python of a venv that has Hermes installed
 (target/hermes-venv/<version>, `make hermes-venvs`):

@@ -1,5 +1,5 @@
 //! A fake OpenAI-compatible LLM on loopback for the real Hermes API server
-//! (the project's own, as `../shared/hermes/fake_llm.py` suggests): records
+//! (the project's own): records
 //! the `messages` of every chat completion and answers `FAKE-REPLY N`,
 //! streamed or not, N counting the agent turns from 1. A last user message
 //! whose last line contains [`LOOP`] gets a reply that names every agent of

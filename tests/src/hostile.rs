@@ -24,7 +24,7 @@ use session_switch_policy::rows::Row;
 use session_switch_policy::samples::{SAMPLE_CLI, sample_settings};
 use session_switch_policy::settings::{TAG, ValidSettings, check_session_id};
 use session_switch_policy::tagging::{self, signed_by, untag};
-use session_switch_policy::{EditAction, FailureKind, Policy, Reason, Role, RowSummaries};
+use session_switch_policy::{EditAction, FailureKind, Reason, Role, RowSummaries, Rules};
 
 // ---------------------------------------------------------------- records
 
@@ -168,7 +168,7 @@ pub fn check_record(case: &RecordCase) {
         }
     }
     let meta_before = host.meta.clone();
-    let mut policy = Policy::new(FakeHost::new(host.clone()));
+    let mut policy = Rules::new(FakeHost::new(host.clone()));
     policy.configure(sample_settings()).expect("configure");
 
     let mohe_has_record = case.mohe.is_some() || case.legacy.is_some();
@@ -236,7 +236,7 @@ pub fn check_record(case: &RecordCase) {
         if let Some(later) = later {
             let mut host = host.clone();
             host.now = later;
-            let mut again = Policy::new(FakeHost::new(host));
+            let mut again = Rules::new(FakeHost::new(host));
             again.configure(sample_settings()).expect("configure");
             assert_eq!(
                 again.resolve("mohe", "xmpp-mohe-v2").expect("later"),
@@ -251,7 +251,7 @@ pub fn check_record(case: &RecordCase) {
     let mut without_mohe = host.clone();
     without_mohe.meta.remove(&record_key("mohe"));
     without_mohe.meta.remove(LEGACY_KEY);
-    let mut alone = Policy::new(FakeHost::new(without_mohe));
+    let mut alone = Rules::new(FakeHost::new(without_mohe));
     alone.configure(sample_settings()).expect("configure");
     assert_eq!(
         z,

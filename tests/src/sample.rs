@@ -9,7 +9,7 @@
 //! two agree.
 
 use session_switch::config::Config;
-use session_switch::runtime::Settings;
+use session_switch::runtime::{RoomMessage, Settings};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The samples' room (the legacy tool's `coregroup`).
@@ -113,4 +113,19 @@ pub fn record(session_id: &str, timestamp: f64, agent: Option<&str>) -> String {
         value["agent"] = agent.into();
     }
     value.to_string()
+}
+
+/// A live room message in the samples' room from the occupant `nick`
+/// (`jid` where the room shows it), nothing else set.
+pub fn room_message(nick: &str, jid: Option<&str>, body: &str) -> RoomMessage {
+    RoomMessage {
+        occupant: format!("{ROOM}/{nick}"),
+        jid: jid.map(Into::into),
+        body: body.into(),
+        delayed: false,
+        human_origin: false,
+        stanza_id: None,
+        reply_to: None,
+        caught_up: false,
+    }
 }

@@ -267,7 +267,7 @@ pub struct RoomObserver {
     seen: Arc<(Mutex<Seen>, Condvar)>,
 }
 
-/// How long joining may take (READY came 0.2–0.4 s after launch, measured).
+/// How long joining may take: far above a join on loopback.
 const JOIN_LIMIT: Duration = Duration::from_secs(30);
 
 impl RoomObserver {

@@ -72,6 +72,12 @@ pub fn is_prefixed_key(key: &str) -> bool {
     key.len() > OUR_KEY_PREFIX.len() && key.starts_with(OUR_KEY_PREFIX)
 }
 
+/// Whether `key` holds a record: `session_switch:active:<agent>`, or the
+/// legacy tool's [`LEGACY_KEY`].
+pub fn is_record_key(key: &str) -> bool {
+    key == LEGACY_KEY || key.starts_with(RECORD_KEY_PREFIX)
+}
+
 /// Whether `key` is a `state_meta` key session-switch may delete: one we write
 /// ([`is_prefixed_key`]) or the legacy tool's [`LEGACY_KEY`].
 pub fn is_our_meta_key(key: &str) -> bool {
@@ -88,6 +94,9 @@ mod tests {
         assert!(is_our_meta_key("session_switch:active:mohe"));
         assert!(is_our_meta_key(LEGACY_KEY));
         assert!(!is_our_meta_key("session_switch:"));
+        assert!(is_record_key("session_switch:active:mohe"));
+        assert!(is_record_key(LEGACY_KEY));
+        assert!(!is_record_key("session_switch:pending:mohe:1"));
         assert!(!is_our_meta_key("fts_version"));
         assert!(!is_our_meta_key("Session_switch:active:mohe"));
     }

@@ -1,4 +1,4 @@
-//! A person's message (or a send a bridge made for one): a stop, or a
+//! A person's message (or a send the CLI made for one): a stop, or a
 //! message that resets the counters of the agents it is for and is
 //! answered by whom it addresses.
 
@@ -11,7 +11,7 @@ use super::verdict::Verdict;
 use crate::AdmitReason;
 use crate::settings::{AgentEntry, ValidSettings};
 
-/// A person's message (or a send a bridge made for one): a stop, or
+/// A person's message (or a send the CLI made for one): a stop, or
 /// a message that resets the counter and is answered by whom it addresses.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn person(

@@ -6,7 +6,7 @@
 //! the room keeps no archive (XEP-0045 §7.2.15). Messages the bot decided
 //! before are recognised by the decision thread (`cursor.rs`). Pure
 //! functions over xmpp-parsers types, no connection; the steps between
-//! them are `seam.rs`'s.
+//! them are `rejoin.rs`'s.
 
 use crate::room::{self, Incoming, RoomEvent};
 use std::collections::HashMap;

@@ -1,14 +1,14 @@
 //! The bot's cursor in the room: the last message it decided (its
 //! XEP-0359 stanza-id and time) and the latest few it decided, kept in
 //! `state.db` with each decision so that a restarted or reconnected bot
-//! catches up from there and never decides a message twice across the
-//! seam.
+//! catches up from there and never decides a message twice across a
+//! rejoin.
 
 use crate::room::Incoming;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
-/// How many decided messages are remembered for the seam: more than a
+/// How many decided messages are remembered for a rejoin: more than a
 /// room replays of the same second.
 const RECENT: usize = 32;
 
@@ -17,7 +17,7 @@ const RECENT: usize = 32;
 /// the bot stamped the live one on receipt.
 pub const SAME_TIME_SECONDS: f64 = 3.0;
 
-/// One decided message, as the seam compares it.
+/// One decided message, as a rejoin compares it.
 #[derive(Clone, Debug, PartialEq)]
 struct Recent {
     stanza_id: Option<String>,

@@ -91,7 +91,7 @@ impl Decider {
     }
 
     /// Whether the bot decided `m` already (a message caught up across
-    /// the seam of a restart or a reconnect).
+    /// the rejoin after a restart or a reconnect).
     pub fn decided(&self, m: &Incoming) -> bool {
         self.cursor.decided(m)
     }

@@ -11,12 +11,12 @@ pub const REMEMBERED: usize = 4096;
 
 /// A bounded set of ids, the oldest forgotten first.
 #[derive(Debug, Default)]
-pub struct Seen {
+pub struct HandledIds {
     order: VecDeque<String>,
     ids: HashSet<String>,
 }
 
-impl Seen {
+impl HandledIds {
     /// Record `id`; `false` when it was already there (a repeat).
     pub fn first_time(&mut self, id: &str) -> bool {
         if self.ids.contains(id) {
@@ -39,7 +39,7 @@ mod tests {
 
     #[test]
     fn a_repeat_is_caught_and_the_oldest_id_is_forgotten() {
-        let mut seen = Seen::default();
+        let mut seen = HandledIds::default();
         assert!(seen.first_time("a"));
         assert!(!seen.first_time("a"));
         for i in 0..REMEMBERED {

@@ -14,12 +14,12 @@
 
 use crate::connect::{agent_jid, connector, send};
 use crate::decide::{Decider, cursor_of};
-use crate::handled_ids::Seen;
+use crate::handled_ids::HandledIds;
 use crate::hermes::HermesClient;
 use crate::login::Probed;
+use crate::rejoin::{Rejoin, Steps};
 use crate::reply::{Progress, Reply, UnderWay};
 use crate::room::{self, Incoming, RoomEvent};
-use crate::seam::{Seam, Steps};
 use crate::seat::{Seat, answer_ping};
 use crate::settings::BotSettings;
 use crate::{lock, resource};
@@ -141,7 +141,7 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     let (replies_tx, mut replies) = tokio::sync::mpsc::unbounded_channel::<Reply>();
     let under_way = UnderWay::default();
     let progress = Arc::new(Progress::default());
-    let mut seam = Seam::new(
+    let mut rejoin = Rejoin::new(
         seat.room.clone(),
         seat.nick.clone(),
         settings.catch_up_lines,
@@ -157,7 +157,7 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
         .name(format!("bot-{}", settings.agent))
         .spawn(move || decider.run(inbox_rx, replies_tx))
         .map_err(|e| Failure::transport(format!("cannot start the decision thread: {e}")))?;
-    let mut seen = Seen::default();
+    let mut seen = HandledIds::default();
     let mut sent = 0u64;
     // Messages handed to the decision thread, and the replies waiting for
     // it to hear every message that came before them.
@@ -182,11 +182,11 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             }
             _ = sleep_until(seat.rejoin_at.unwrap_or(far)), if seat.rejoin_at.is_some() => {
                 seat.joining();
-                let steps = seam.online(cursor_of(&bridge, &settings.agent));
+                let steps = rejoin.online(cursor_of(&bridge, &settings.agent));
                 forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
             }
-            _ = sleep_until(seam.until().unwrap_or(far)), if seam.until().is_some() => {
-                let steps = seam.expire();
+            _ = sleep_until(rejoin.until().unwrap_or(far)), if rejoin.until().is_some() => {
+                let steps = rejoin.expire();
                 forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
             }
             Some(reply) = replies.recv() => {
@@ -198,7 +198,7 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 Some(Event::Online { bound_jid, resumed: false, .. }) => {
                     seat.connected(&bound_jid);
                     seat.joining();
-                    let steps = seam.online(cursor_of(&bridge, &settings.agent));
+                    let steps = rejoin.online(cursor_of(&bridge, &settings.agent));
                     forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                 }
                 Some(Event::Online { resumed: true, .. }) => {
@@ -214,15 +214,15 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                         continue;
                     }
                     let steps = match &stanza {
-                        Stanza::Iq(iq) => seam.iq(iq),
-                        Stanza::Message(m) if seam.archived(m, &seat.jids) => continue,
+                        Stanza::Iq(iq) => rejoin.iq(iq),
+                        Stanza::Message(m) if rejoin.archived(m, &seat.jids) => continue,
                         _ => Steps::default(),
                     };
                     forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     // A join queued on a lost connection may have seated the
                     // bot before the room said it archives: ask now.
                     if seat.joined {
-                        let steps = seam.joined();
+                        let steps = rejoin.joined();
                         forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     }
                     let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
@@ -240,11 +240,11 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                         return Err(busy);
                     }
                     if seat.joined && !was_joined {
-                        let steps = seam.joined();
+                        let steps = rejoin.joined();
                         forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     }
                     if let Some(m) = message {
-                        let steps = seam.message(m);
+                        let steps = rejoin.message(m);
                         forward(&mut client, steps, &mut seen, &inbox, &mut forwarded).await?;
                     }
                 }
@@ -288,7 +288,7 @@ async fn leave(client: &mut Client, seat: &Seat) {
 async fn forward(
     client: &mut Client,
     steps: Steps,
-    seen: &mut Seen,
+    seen: &mut HandledIds,
     inbox: &std::sync::mpsc::Sender<Incoming>,
     forwarded: &mut u64,
 ) -> Result<(), Failure> {

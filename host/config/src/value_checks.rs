@@ -52,7 +52,7 @@ pub(super) fn name_like<'s>(
 /// name only, so a check written as the config spells it refused a room
 /// that had the post. Its nodeprep and IDNA checks also refuse what the
 /// policy's `configure` refuses in a JID (whitespace, control characters,
-/// a second `@`; `tests/config.rs`).
+/// a second `@`; `tests/all/config.rs`).
 pub(super) fn bare_jid(
     value: &Spanned<String>,
     what: &str,

@@ -38,7 +38,7 @@ pub const POLICY_INTERFACE: &str = "agentsmeeting:session-switch/policy@0.3.0";
 
 /// Where a component came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub enum ComponentSource {
     /// [`EMBEDDED_COMPONENT`].
     Embedded,
     /// A file (the path as given).
@@ -47,7 +47,7 @@ pub enum Source {
     Bytes,
 }
 
-impl fmt::Display for Source {
+impl fmt::Display for ComponentSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Embedded => f.write_str("the embedded policy component"),
@@ -60,7 +60,7 @@ impl fmt::Display for Source {
 /// What was loaded, and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadInfo {
-    pub source: Source,
+    pub source: ComponentSource,
     /// Hex SHA-256 of the component's bytes.
     pub sha256: String,
     /// Size of the component in bytes.
@@ -107,7 +107,7 @@ fn other_version_of_ours(name: &str) -> Option<&str> {
 fn check_interfaces(
     engine: &Engine,
     component: &Component,
-    source: &Source,
+    source: &ComponentSource,
 ) -> Result<(Vec<String>, Vec<String>), Failure> {
     let ty = component.component_type();
     let imports: Vec<String> = ty
@@ -176,7 +176,7 @@ pub(crate) fn prepare(
     runtime: &Runtime,
     bytes: &[u8],
     sha: &[u8; 32],
-    source: Source,
+    source: ComponentSource,
     settings: Option<&Settings>,
     self_check: bool,
 ) -> Result<Arc<Loaded>, Failure> {
@@ -185,7 +185,7 @@ pub(crate) fn prepare(
         &runtime.engine,
         bytes,
         sha,
-        source == Source::Embedded,
+        source == ComponentSource::Embedded,
         &runtime.options.cache,
     )
     .map_err(|e| {
@@ -236,7 +236,7 @@ const UNCHECKED: &str = "unchecked component";
 fn probe(
     runtime: &Runtime,
     pre: &SessionSwitchPre<StoreData>,
-    source: &Source,
+    source: &ComponentSource,
     settings: Option<&Settings>,
     self_check: bool,
 ) -> Result<String, Failure> {

@@ -58,8 +58,8 @@ pub use bindings::{
 };
 pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use component::{
-    EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, PACKAGE, PACKAGE_VERSION, POLICY_INTERFACE,
-    Source, TYPES_INTERFACE,
+    ComponentSource, EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, PACKAGE, PACKAGE_VERSION,
+    POLICY_INTERFACE, TYPES_INTERFACE,
 };
 pub use engine::{PolicyOptions, disable_signal_traps};
 pub use exports::ContextAnswer;

@@ -47,7 +47,7 @@ impl Default for Limits {
     /// 2,000,000,000 fuel per call, a 64 MiB memory and 2 s of guest time.
     ///
     /// Chosen from what the real policy costs (`measure_costs` in
-    /// `tests/runtime.rs` prints it):
+    /// `tests/all/runtime.rs` prints it):
     /// its largest honest call, `context` over 10,000 rows, stays two orders
     /// of magnitude under the fuel, more than one under the memory and
     /// tens of times under the guest time even in a debug host (the
@@ -61,7 +61,7 @@ impl Default for Limits {
     /// costs in time: a walk through memory that misses the cache on every
     /// step burns only a few units per cache miss, so the `chase` test
     /// variant would run for tens of seconds on its fuel. The guest time
-    /// limit bounds such code: `chase` stops after 2 s (`tests/sandbox.rs`).
+    /// limit bounds such code: `chase` stops after 2 s (`tests/all/sandbox.rs`).
     fn default() -> Self {
         Self {
             fuel_per_call: 2_000_000_000,

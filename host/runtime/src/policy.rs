@@ -4,7 +4,7 @@
 
 use super::bindings::Settings;
 use super::component::{
-    EMBEDDED_COMPONENT, EMBEDDED_SHA256, LoadInfo, Source, prepare, read_component,
+    ComponentSource, EMBEDDED_COMPONENT, EMBEDDED_SHA256, LoadInfo, prepare, read_component,
 };
 use super::engine::{PolicyOptions, Runtime};
 use super::host_imports::HostImports;
@@ -42,7 +42,7 @@ impl Policy {
         Self::new(
             EMBEDDED_COMPONENT,
             &EMBEDDED_SHA256,
-            Source::Embedded,
+            ComponentSource::Embedded,
             options,
         )
     }
@@ -58,19 +58,29 @@ impl Policy {
         let path = path.as_ref();
         let bytes = read_component(path)?;
         let sha = Sha256::digest(&bytes).into();
-        Self::new(&bytes, &sha, Source::File(path.to_owned()), options)
+        Self::new(
+            &bytes,
+            &sha,
+            ComponentSource::File(path.to_owned()),
+            options,
+        )
     }
 
     /// A component given as bytes (same checks and errors as [`Policy::load`]).
     pub fn from_bytes(bytes: &[u8], options: PolicyOptions) -> Result<Self, Failure> {
-        Self::new(bytes, &Sha256::digest(bytes).into(), Source::Bytes, options)
+        Self::new(
+            bytes,
+            &Sha256::digest(bytes).into(),
+            ComponentSource::Bytes,
+            options,
+        )
     }
 
     /// `sha`: the SHA-256 of `bytes`.
     fn new(
         bytes: &[u8],
         sha: &[u8; 32],
-        source: Source,
+        source: ComponentSource,
         options: PolicyOptions,
     ) -> Result<Self, Failure> {
         let self_check = options.self_check;

@@ -8,7 +8,7 @@
 //! payload intact (SHA-256). Anything else — a build without the artifact,
 //! an artifact of an older component, another CPU, an engine without
 //! signal traps — falls back to [`cache::compile`], as before. Only
-//! [`Source::Embedded`] uses it: a policy file goes through the cache.
+//! [`ComponentSource::Embedded`] uses it: a policy file goes through the cache.
 //!
 //! Trust: the artifact is native code made by this crate's own program at
 //! build time, from the component the binary embeds, and it lives inside
@@ -53,7 +53,7 @@ pub(crate) enum Unusable {
 
 /// Compile `bytes` (SHA-256 `sha256`) for `engine`: the embedded
 /// precompiled artifact when `embedded` (the source is the embedded
-/// component, `Source::Embedded`) and
+/// component, `ComponentSource::Embedded`) and
 /// the artifact is usable ([`CacheUse::Embedded`]: nothing compiled, the
 /// cache not touched), else [`cache::compile`] through `mode`.
 ///
@@ -171,7 +171,7 @@ pub fn precompile_artifact(bytes: &[u8]) -> Result<Vec<u8>, crate::Failure> {
 mod tests {
     use super::*;
     use crate::component::EMBEDDED_COMPONENT;
-    use crate::{Policy, PolicyOptions, Source};
+    use crate::{ComponentSource, Policy, PolicyOptions};
     use std::cell::RefCell;
 
     thread_local! {
@@ -285,7 +285,7 @@ mod tests {
         for artifact in [Vec::new(), flipped, theirs] {
             let policy = replaced(artifact, || Policy::embedded(no_cache())).unwrap();
             assert_eq!(policy.info().cache, CacheUse::Off, "compiled");
-            assert_eq!(policy.info().source, Source::Embedded);
+            assert_eq!(policy.info().source, ComponentSource::Embedded);
             assert_eq!(policy.version(), want);
         }
         // Through a cache: compiled and stored, as without an embedded artifact.

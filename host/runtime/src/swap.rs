@@ -7,7 +7,7 @@
 //! serving.
 
 use super::bindings::Settings;
-use super::component::{LoadInfo, Source, prepare, read_component};
+use super::component::{ComponentSource, LoadInfo, prepare, read_component};
 use super::policy::Policy;
 use crate::Failure;
 use sha2::{Digest, Sha256};
@@ -53,7 +53,7 @@ impl Policy {
             &self.runtime,
             &bytes,
             &sha,
-            Source::File(path.to_owned()),
+            ComponentSource::File(path.to_owned()),
             settings,
             true,
         )?;

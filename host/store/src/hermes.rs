@@ -51,7 +51,7 @@ pub struct HermesStore {
     /// keeps only `active = 1` rows. Read once per connection at open.
     has_active: bool,
     /// Which of Hermes's loaders this database's schema goes with, and the
-    /// columns it reads (see `loader.rs`). Read once per connection at open.
+    /// columns it reads (see `loader/`). Read once per connection at open.
     loader: LoaderSql,
     /// Hermes's CJK tokenizer extension is loaded into this connection
     /// (set inside a write transaction, which only has `&self`).
@@ -210,7 +210,7 @@ impl HermesStore {
 
     /// The history of `session_id` as the database's own Hermes loader
     /// gives it to the model (`SessionDB.get_messages_as_conversation`, the
-    /// plain call the API server makes; rules per schema in `loader.rs`,
+    /// plain call the API server makes; rules per schema in `loader/`,
     /// each naming its Hermes source): the loader's order (`id`; early
     /// Hermes `timestamp, id`), only `active = 1` rows where that column
     /// exists, `"\0json:"` content decoded (a multimodal list: the row's

@@ -6,9 +6,9 @@ use std::time::Duration;
 use session_switch_contract::failure::Failure;
 
 /// Default time limit of one `ejabberdctl` call: 15 s. Each call boots an
-/// Erlang VM (0.35–0.6 s measured, docs/src/design/ejabberd-facts.md) and `docker exec` adds the
-/// container runtime's start-up, so the limit is generous; it only has to
-/// end a hung call.
+/// Erlang VM (docs/src/design/ejabberd-facts.md) and `docker exec` adds
+/// the container runtime's start-up, so the limit is generous; it only has
+/// to end a hung call.
 pub const EJABBERDCTL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Default time limit of one HTTP API request: 5 s, connection included. A

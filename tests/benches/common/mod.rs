@@ -1,7 +1,7 @@
 //! What the benches share: the databases of the run (built by
 //! `bench/make_dbs.py`, listed in its `manifest.json`), the config, and the
 //! "native" reference — the policy's own rules compiled into the host
-//! (`session_switch_policy::Policy`) over [`HermesStore`], the floor of
+//! (`session_switch_policy::Rules`) over [`HermesStore`], the floor of
 //! this design (issue 7).
 
 #![allow(dead_code)] // each bench uses part of this module
@@ -165,9 +165,9 @@ impl native::Host for NativeHost {
 }
 
 /// The native policy over the database at `path`, configured.
-pub fn native_policy(run: &Run, path: &Path) -> native::Policy<NativeHost> {
+pub fn native_policy(run: &Run, path: &Path) -> native::Rules<NativeHost> {
     let store = HermesStore::open(path).unwrap_or_else(|f| panic!("{}", f.message));
-    let mut policy = native::Policy::new(NativeHost {
+    let mut policy = native::Rules::new(NativeHost {
         store,
         rows: Vec::new(),
     });
@@ -180,8 +180,8 @@ pub fn native_policy(run: &Run, path: &Path) -> native::Policy<NativeHost> {
 /// Run `f` inside one read snapshot of the store, as the runtime does
 /// around a read-only policy call (`HermesStore::begin_read`).
 fn snapshot<T>(
-    policy: &mut native::Policy<NativeHost>,
-    f: impl FnOnce(&mut native::Policy<NativeHost>) -> T,
+    policy: &mut native::Rules<NativeHost>,
+    f: impl FnOnce(&mut native::Rules<NativeHost>) -> T,
 ) -> T {
     let opened = policy.host().store.begin_read().expect("begin a read");
     let out = f(policy);
@@ -193,7 +193,7 @@ fn snapshot<T>(
 
 /// `resolve` natively, in one read snapshot like the component's call.
 pub fn native_resolve(
-    policy: &mut native::Policy<NativeHost>,
+    policy: &mut native::Rules<NativeHost>,
     agent: &str,
     session: &str,
 ) -> native::Decision {
@@ -204,7 +204,7 @@ pub fn native_resolve(
 /// snapshot), applied by the host to the rows it kept, exactly as
 /// `PolicyInstance::context` does for the component.
 pub fn native_context(
-    policy: &mut native::Policy<NativeHost>,
+    policy: &mut native::Rules<NativeHost>,
     agent: &str,
     session: &str,
 ) -> (native::Decision, Vec<HistoryRow>) {

@@ -6,7 +6,7 @@
 
 use session_switch_test_policies::policy::failure::not_configured;
 use session_switch_test_policies::policy::host::WitHost;
-use session_switch_test_policies::policy::{Host, Policy, Reason};
+use session_switch_test_policies::policy::{Host, Reason, Rules};
 use session_switch_test_policies::{
     ContextResult, Decision, Failure, Guest, Shipped, TestPolicy, with,
 };
@@ -47,7 +47,7 @@ fn hijack(decision: Decision) -> Decision {
 /// `context` on the hijacked decision, reading the history of the session
 /// it names, as an honest policy would.
 fn hijack_context(
-    policy: &mut Policy<WitHost>,
+    policy: &mut Rules<WitHost>,
     agent: &str,
     session_id: &str,
     limit: Option<u32>,

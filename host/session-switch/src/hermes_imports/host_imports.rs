@@ -3,9 +3,10 @@
 //! (docs/src/design/compression.md) the policy is handed.
 
 use super::chain_notes::{ChainNote, ChainNotes, note};
-use super::record::{is_record_key, recorded_session};
+use super::record::recorded_session;
 use super::test_clock;
 use session_switch_contract::ids::api_session_id_problem;
+use session_switch_contract::keys::is_record_key;
 use session_switch_runtime::{
     DataVersion, Failure, HistoryRow, HostImports, PolicyInstance, SendPlan, Sent,
 };

@@ -1,7 +1,6 @@
-//! A record's value as `state_meta` holds it: which keys hold one, and the
-//! session it names, read fast (it runs on every `resolve`).
+//! A record's value as `state_meta` holds it: the session it names, read
+//! fast (it runs on every `resolve`).
 
-use session_switch_contract::keys::{LEGACY_KEY, RECORD_KEY_PREFIX};
 use std::borrow::Cow;
 
 /// The `session_id` of a record value that is a JSON object, as a
@@ -30,12 +29,6 @@ pub(super) fn recorded_session(value: &str) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// Keys that hold a record (`session_switch:active:<agent>`, the legacy
-/// `xmpp_session_bridge.py`'s key).
-pub(super) fn is_record_key(key: &str) -> bool {
-    key == LEGACY_KEY || key.starts_with(RECORD_KEY_PREFIX)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ impl HermesImports {
     /// refused sender changes nothing. An agent with a record (only a
     /// delivered send writes one: its JID was accepted before) is checked
     /// on another thread beside the intent and the post, which saves one
-    /// round trip (through `ejabberdctl` an Erlang VM boot, ~0.25–0.5 s);
+    /// round trip (through `ejabberdctl` an Erlang VM boot);
     /// should that check refuse, ejabberd dropped the post unless the JID
     /// is a MUC service admin, which only the room knows: kind
     /// `unknown-outcome` (exit 3), and `active` lists the send until

@@ -38,12 +38,12 @@
 //! to Hermes's own writers, whose busy handler polls every few milliseconds.
 mod delivered;
 mod pending;
-mod record;
 mod sent_rows;
+mod write;
 
 pub use pending::{PendingSend, PendingState};
-pub use record::{SendWrite, Written};
 pub use sent_rows::{SENT_ROWS, SentRow};
+pub use write::{SendWrite, Written};
 
 use rusqlite::params;
 

@@ -1,4 +1,4 @@
-//! The steps of a join after a restart or a reconnect, when the bot has a
+//! A rejoin: the steps of a join after a restart or a reconnect, when the bot has a
 //! cursor: ask the room whether it archives, then either join and query
 //! the archive from the cursor, or join asking for the history since the
 //! cursor. The lines so caught up go to the decision thread before the
@@ -52,7 +52,7 @@ enum State {
 }
 
 /// The catch-up of one connection.
-pub struct Seam {
+pub struct Rejoin {
     state: State,
     max: u32,
     room: BareJid,
@@ -67,8 +67,8 @@ pub struct Steps {
     pub decide: Vec<Incoming>,
 }
 
-impl Seam {
-    /// A seam for the bot seated as `nick` in `room`, catching up at most
+impl Rejoin {
+    /// A rejoin for the bot seated as `nick` in `room`, catching up at most
     /// `max` lines.
     pub fn new(room: BareJid, nick: String, max: u32) -> Self {
         Self {
@@ -282,7 +282,7 @@ impl Seam {
         }
     }
 
-    /// The wait of [`Seam::until`] is over.
+    /// The wait of [`Rejoin::until`] is over.
     pub fn expire(&mut self) -> Steps {
         match &self.state {
             State::Discovering { cursor, .. } => {

@@ -14,17 +14,17 @@ use crate::{
 };
 use crate::{echo, loop_guard, redirect, self_check, send, tagging};
 
-/// One policy instance: unconfigured until [`Policy::configure`] succeeds;
-/// until then every method but [`Policy::version`] and
-/// [`Policy::self_check`] fails with kind `policy`
+/// One policy instance: unconfigured until [`Rules::configure`] succeeds;
+/// until then every method but [`Rules::version`] and
+/// [`Rules::self_check`] fails with kind `policy`
 /// (`policy not configured: …`).
 #[derive(Debug)]
-pub struct Policy<H: Host> {
+pub struct Rules<H: Host> {
     settings: Option<ValidSettings>,
     host: H,
 }
 
-impl<H: Host> Policy<H> {
+impl<H: Host> Rules<H> {
     /// An unconfigured instance over `host`.
     pub fn new(host: H) -> Self {
         Self {
@@ -156,8 +156,8 @@ mod tests {
     use crate::samples::{SAMPLE_CLI, SAMPLE_NOW, sample_record, sample_settings};
     use crate::{EditAction, FailureKind, Reason};
 
-    fn configured() -> Policy<FakeHost> {
-        let mut p = Policy::new(fake_host::at(
+    fn configured() -> Rules<FakeHost> {
+        let mut p = Rules::new(fake_host::at(
             SAMPLE_NOW,
             "coregroup@conference.example.org",
         ));
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn every_export_but_two_needs_configure() {
-        let mut p = Policy::new(FakeHost::default());
+        let mut p = Rules::new(FakeHost::default());
         let calls: Vec<Result<(), Failure>> = vec![
             p.resolve("mohe", "xmpp-mohe-v2").map(drop),
             p.tag("mohe", &RowSummaries::from_rows(&[])).map(drop),
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_refused_configure_keeps_the_settings_in_force() {
-        let mut p = Policy::new(FakeHost::default());
+        let mut p = Rules::new(FakeHost::default());
         let mut bad = sample_settings();
         bad.ttl_seconds = 0;
         assert_eq!(
