@@ -285,6 +285,8 @@ pub struct BotProcess {
     pub agent: String,
     child: Option<Child>,
     log: Arc<(Mutex<Vec<String>>, Condvar)>,
+    /// The thread that reads the process's stderr into `log`.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl BotProcess {
@@ -297,7 +299,7 @@ impl BotProcess {
         let log: Arc<(Mutex<Vec<String>>, Condvar)> = Arc::default();
         let shared = Arc::clone(&log);
         let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 shared.0.lock().unwrap().push(line);
                 shared.1.notify_all();
@@ -307,6 +309,22 @@ impl BotProcess {
             agent: agent.into(),
             child: Some(child),
             log,
+            reader: Some(reader),
+        }
+    }
+
+    /// Wait (at most 5 s) until the log reader read the exited process's
+    /// last line: the exit can be seen before its stderr is drained.
+    fn drain_log(&mut self) {
+        let Some(reader) = self.reader.take() else {
+            return;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !reader.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if reader.is_finished() {
+            let _ = reader.join();
         }
     }
 
@@ -320,6 +338,7 @@ impl BotProcess {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            self.drain_log();
         }
     }
 
@@ -331,8 +350,7 @@ impl BotProcess {
             let child = self.child.as_mut()?;
             if let Some(status) = child.try_wait().unwrap() {
                 self.child = None;
-                // The last line (the failure) may still be on its way.
-                self.wait_log("xmpp-session-bridge:", 1, Duration::from_secs(2));
+                self.drain_log();
                 return Some(status);
             }
             if Instant::now() > deadline {
@@ -412,11 +430,13 @@ impl BotProcess {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if let Some(status) = child.try_wait().unwrap() {
+                self.drain_log();
                 return status.success();
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
+                self.drain_log();
                 return false;
             }
             std::thread::sleep(Duration::from_millis(50));
