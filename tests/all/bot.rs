@@ -349,6 +349,32 @@ fn once_fails_on_a_room_that_does_not_exist_and_on_a_refused_api_key() {
         hermes.contains("401") && hermes.contains("refused the API server key"),
         "{health}"
     );
+
+    // A `[bot] server` nobody listens on: the last line says where it tried.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let server_line = format!("server = \"{}:{}\"", world.ej.c2s_host, world.ej.c2s_port);
+    assert!(text.contains(&server_line), "{text}");
+    let nowhere = world.home.join("nowhere.toml");
+    std::fs::write(
+        &nowhere,
+        text.replace(&server_line, &format!("server = \"{closed}\"")),
+    )
+    .unwrap();
+    let once = world
+        .cli_with(&nowhere)
+        .args(["bot", "--agent", "mohe", "--once"])
+        .output()
+        .unwrap();
+    assert!(!once.status.success(), "--once with no server: {once:?}");
+    let stderr = String::from_utf8_lossy(&once.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("could not join") && last.contains(&format!("tried [bot] server {closed}")),
+        "{stderr}"
+    );
 }
 
 /// Three bots whose replies name each other stop at `max_hops`; a CLI send

@@ -1,5 +1,6 @@
-//! `--once`: join the room, ask the Hermes API server's `/health`,
-//! leave; what a service manager or a monitor checks.
+//! `--once`: join the room, ask the Hermes API server's `/health` and
+//! `/v1/models` (with the key), leave; what a service manager or a monitor
+//! checks.
 //!
 //! The check takes no lock and lets the server pick its resource, so it
 //! runs beside the agent's bot without replacing the bot's session; for a
@@ -29,6 +30,9 @@ pub struct Health {
     pub agent: String,
     pub room: String,
     pub joined: bool,
+    /// Why it could not join, when the bot saw a reason (a server it could
+    /// not reach, the room's refusal).
+    pub join_error: Option<String>,
     pub api_url: String,
     /// `None`: healthy; else what failed.
     pub hermes_error: Option<String>,
@@ -41,8 +45,8 @@ impl Health {
     }
 }
 
-/// Join the room once, ask Hermes's `/health`, leave: a check for a
-/// service manager (`--once`).
+/// Join the room once, ask Hermes's `/health` and `/v1/models`, leave: a
+/// check for a service manager (`--once`).
 ///
 /// Errors as [`crate::run`], but for `busy`: the check takes no lock and
 /// does not look for other seats.
@@ -61,13 +65,21 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
     let jid = agent_jid(&settings, None)?;
     // A refused login or an untrusted certificate ends the check at once;
     // a server that cannot be reached is a failed join.
+    let mut join_error = None;
     let reached = match connector
         .probe(&jid, &settings.password, Some(deadline))
         .await?
     {
         Probed::LoggedIn => true,
         Probed::Unreachable(why) => {
+            let domain = settings.jid.rsplit_once('@').map_or("", |(_, d)| d);
+            let via = settings.server.as_deref().map_or_else(
+                || format!("{domain} looked up in DNS (no [bot] server set)"),
+                |server| format!("[bot] server {server}"),
+            );
+            let why = format!("{why}; tried {via}");
             tracing::warn!("{why}");
+            join_error = Some(why);
             false
         }
     };
@@ -85,6 +97,7 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
                 let event = room::classify(stanza, &seat.room, &seat.nick, &seat.jids);
                 if let RoomEvent::JoinRefused(why) | RoomEvent::Left(why) = &event {
                     tracing::warn!("the room refused the join: {why}");
+                    join_error = Some(format!("the room refused the join: {why}"));
                     break;
                 }
                 if event == RoomEvent::Created {
@@ -117,6 +130,7 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
         agent: settings.agent,
         room: settings.room,
         joined: seat.joined,
+        join_error,
         api_url: settings.api_url,
         hermes_error,
     })

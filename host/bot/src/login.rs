@@ -122,8 +122,7 @@ pub fn refusal(e: &Error, jid: &Jid) -> Option<Failure> {
             let tls = io.get_ref()?.downcast_ref::<rustls::Error>()?;
             match tls {
                 rustls::Error::InvalidCertificate(problem) => Some(Failure::bad_input(format!(
-                    "the server's certificate is not trusted: {} ({problem:?}); if the \
-                     server's operator runs its own CA, name its certificate in [bot] ca_file",
+                    "the server's certificate is not trusted: {}",
                     certificate_problem(problem)
                 ))),
                 _ => None,
@@ -133,16 +132,37 @@ pub fn refusal(e: &Error, jid: &Jid) -> Option<Failure> {
     }
 }
 
-fn certificate_problem(problem: &rustls::CertificateError) -> &'static str {
+/// What is wrong with the server's certificate, and what mends it.
+fn certificate_problem(problem: &rustls::CertificateError) -> String {
     use rustls::CertificateError as E;
+    const CA_FILE: &str = "if the server's operator runs its own CA, set [bot] ca_file to that \
+                           CA's PEM (relative to the config's folder); if ca_file is set, it \
+                           does not hold the CA that signed this certificate (a stale copy?)";
     match problem {
-        E::UnknownIssuer => "signed by a CA that is not among the trusted roots",
-        E::NotValidForName | E::NotValidForNameContext { .. } => "not issued for the JID's domain",
-        E::Expired | E::ExpiredContext { .. } => "expired",
-        E::NotValidYet | E::NotValidYetContext { .. } => "not valid yet",
-        E::Revoked => "revoked",
-        E::BadSignature => "its signature does not verify",
-        _ => "refused",
+        E::UnknownIssuer => {
+            format!("signed by a CA that is not among the trusted roots; {CA_FILE}")
+        }
+        E::BadSignature => {
+            format!("its signature does not verify against the trusted CA; {CA_FILE}")
+        }
+        E::NotValidForName | E::NotValidForNameContext { .. } => {
+            "not issued for the JID's domain (its subjectAltName must name the domain)".into()
+        }
+        E::Expired | E::ExpiredContext { .. } => "expired".into(),
+        E::NotValidYet | E::NotValidYetContext { .. } => {
+            "not valid yet (or this machine's clock is behind)".into()
+        }
+        E::Revoked => "revoked".into(),
+        // rustls hands webpki's reason over as an opaque error: its name is
+        // the one way to tell a CA certificate serving as the server's own.
+        E::Other(other) if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+            "a CA certificate (basicConstraints CA:TRUE, what `openssl req -x509` makes \
+             by default) serving as the server's own: make the server's certificate with \
+             basicConstraints CA:FALSE, or sign it with a CA of its own and name that CA in \
+             [bot] ca_file (docs/src/operator/ejabberd.md)"
+                .into()
+        }
+        other => format!("refused ({other:?}); {CA_FILE}"),
     }
 }
 
@@ -227,6 +247,18 @@ mod tests {
         assert!(took >= FIRST_PAUSE && took < FIRST_PAUSE * 2, "{took:?}");
     }
 
+    /// webpki's reason as rustls hands it over: only its name is seen.
+    #[derive(Debug)]
+    struct CaUsedAsEndEntity;
+
+    impl std::fmt::Display for CaUsedAsEndEntity {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("CA used as end entity")
+        }
+    }
+
+    impl std::error::Error for CaUsedAsEndEntity {}
+
     #[test]
     fn an_untrusted_certificate_is_a_config_error_and_the_network_is_retried() {
         let tls = std::io::Error::new(
@@ -240,6 +272,27 @@ mod tests {
             "{}",
             f.message
         );
+        for (problem, says) in [
+            (rustls::CertificateError::BadSignature, "does not verify"),
+            (
+                rustls::CertificateError::Other(rustls::OtherError(std::sync::Arc::new(
+                    CaUsedAsEndEntity,
+                ))),
+                "basicConstraints CA:FALSE",
+            ),
+        ] {
+            let tls = std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                rustls::Error::InvalidCertificate(problem),
+            );
+            let f = refusal(&Error::Io(tls), &jid()).unwrap();
+            assert_eq!(f.kind, FailureKind::BadInput);
+            assert!(
+                f.message.contains(says) && f.message.contains("ca_file"),
+                "{}",
+                f.message
+            );
+        }
         let f = refusal(&Error::Protocol(ProtocolError::NoTls), &jid()).unwrap();
         assert_eq!(f.kind, FailureKind::BadInput);
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);

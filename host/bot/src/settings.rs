@@ -86,6 +86,9 @@ impl BotSettings {
             Some(path) => (path.clone(), true),
             None => (hermes_home.join(".env"), false),
         };
+        // A missing `.env` is no error (a home may configure nothing), but
+        // the start line says so: the defaults below then come from nowhere.
+        let mut no_env = String::new();
         let env = match std::fs::read_to_string(&env_path) {
             Ok(text) => parse_env(&text),
             Err(e) if named || e.kind() != std::io::ErrorKind::NotFound => {
@@ -94,7 +97,10 @@ impl BotSettings {
                     env_path.display()
                 )));
             }
-            Err(_) => HashMap::new(),
+            Err(_) => {
+                no_env = format!("; there is no {}", env_path.display());
+                HashMap::new()
+            }
         };
         let (api_url, url_from) = match &own.api_url {
             Some(url) => (url.clone(), format!("{section} api_url")),
@@ -155,7 +161,7 @@ impl BotSettings {
             ca_file: config.bot.ca_file.clone(),
             api_url,
             api_key,
-            api_source: format!("{url_from}, {key_from}"),
+            api_source: format!("{url_from}, {key_from}{no_env}"),
             turn_timeout: Duration::from_secs(u64::from(config.bot.turn_timeout_seconds)),
             max_body_chars: config.xmpp.max_body_chars as usize,
             catch_up_lines: config.bot.catch_up_lines,
@@ -240,6 +246,8 @@ mod tests {
         let s = BotSettings::for_agent(&c, "mohe", &home).unwrap();
         assert_eq!(s.api_url, "http://127.0.0.1:8700");
         assert_eq!(s.api_key, None);
+        let missing = format!("there is no {}", home.join(".env").display());
+        assert!(s.api_source.ends_with(&missing), "{}", s.api_source);
         std::fs::write(
             home.join(".env"),
             "API_SERVER_KEY=sk-0123456789abcdef\nAPI_SERVER_PORT=8650\nAPI_SERVER_HOST=0.0.0.0\n",
@@ -248,6 +256,7 @@ mod tests {
         let s = BotSettings::for_agent(&c, "mohe", &home).unwrap();
         assert_eq!(s.api_url, "http://127.0.0.1:8650");
         assert_eq!(s.api_key.as_deref(), Some("sk-0123456789abcdef"));
+        assert!(!s.api_source.contains("there is no"), "{}", s.api_source);
         assert_eq!(s.password, "pw");
         assert!(!format!("{s:?}").contains("pw\""), "{s:?}");
         std::fs::remove_dir_all(home).unwrap();

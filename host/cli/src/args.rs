@@ -152,8 +152,9 @@ pub struct BotArgs {
     /// The agent whose bot this is (a name from the config)
     #[arg(long, value_name = "NAME")]
     pub agent: String,
-    /// Join the room once, ask the Hermes API server's /health, leave: exit 0
-    /// when both worked (for a service manager's check)
+    /// Join the room once, ask the Hermes API server's /health and, with the
+    /// key, /v1/models, leave: exit 0 when all worked (for a service manager's
+    /// check)
     #[arg(long)]
     pub once: bool,
 }

@@ -39,7 +39,10 @@ pub fn run(bridge: Bridge, args: &BotArgs, json: bool) -> Result<(), Failure> {
 fn problem(h: &Health) -> String {
     let mut what = Vec::new();
     if !h.joined {
-        what.push(format!("could not join {}", h.room));
+        match &h.join_error {
+            Some(why) => what.push(format!("could not join {}: {why}", h.room)),
+            None => what.push(format!("could not join {}", h.room)),
+        }
     }
     if let Some(e) = &h.hermes_error {
         what.push(e.clone());
