@@ -80,6 +80,6 @@ macro_rules! export {
         pub type Exported = $crate::Exports<$policy>;
 
         #[cfg(target_arch = "wasm32")]
-        $crate::rules::export!(Exported with_types_in $crate::policy);
+        $crate::policy::export!(Exported with_types_in $crate::policy);
     };
 }
