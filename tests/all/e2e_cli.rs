@@ -506,6 +506,83 @@ fn a_record_the_policy_refuses_is_replaced_by_the_next_send() {
     }
 }
 
+/// `install-legacy-script` puts a script at the legacy tool's path, and the
+/// agents' prompts call it as they called the legacy tool (`python3
+/// ~/.hermes/scripts/xmpp_session_bridge.py send "…" "$HERMES_SESSION_ID"
+/// --agent mohe`, `active`, `clear`): the same output and exit statuses as
+/// the command itself.
+#[test]
+fn the_legacy_tools_path_runs_the_command_with_the_same_arguments() {
+    let Some(w) = World::new(Setup::http()) else {
+        return;
+    };
+    let home = w.db.parent().unwrap();
+    assert_eq!(w.config.parent().unwrap(), home, "one Hermes home");
+    let install = |args: &[&str]| {
+        std::process::Command::new(bin_path())
+            .arg("install-legacy-script")
+            .args(args)
+            .env("HERMES_HOME", home)
+            .output()
+            .unwrap()
+    };
+    let out = install(&[]);
+    assert!(out.status.success(), "{out:?}");
+    let script = home.join("scripts/xmpp_session_bridge.py");
+    let legacy = |args: &[&str]| {
+        std::process::Command::new("python3")
+            .arg(&script)
+            .args(args)
+            .env("HERMES_HOME", home)
+            .env("XDG_CACHE_HOME", &w.cache)
+            .output()
+            .unwrap()
+    };
+    let text = unique("@zhiwei through the legacy path");
+    let sent = legacy(&["send", &text, CLI_SESSION, "--agent", "mohe"]);
+    assert!(sent.status.success(), "{sent:?}");
+    assert!(
+        String::from_utf8_lossy(&sent.stdout).contains("sent"),
+        "{sent:?}"
+    );
+    assert!(
+        w.rows("xmpp-mohe-v2")
+            .iter()
+            .any(|(_, c)| *c == format!("[YOU] {text}")),
+        "the send wrote mohe's history"
+    );
+    assert_eq!(
+        legacy(&["agents"]).stdout,
+        w.cli(&["agents"]).stdout,
+        "the same output as the command"
+    );
+    let resolved: Value = serde_json::from_slice(
+        &legacy(&["--json", "resolve", "xmpp-mohe-v2", "--agent", "mohe"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(resolved["session_id"], CLI_SESSION, "{resolved}");
+    // Exit statuses are the command's: an unknown agent is refused (2).
+    let refused = legacy(&["send", "x", CLI_SESSION, "--agent", "nobody"]);
+    let direct = w.cli(&["send", "x", CLI_SESSION, "--agent", "nobody"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert_eq!(refused.stderr, direct.stderr);
+    let cleared = legacy(&["clear", "--agent", "mohe"]);
+    assert!(cleared.status.success(), "{cleared:?}");
+    assert_eq!(w.json(&["active"]), serde_json::json!([]));
+
+    // Another file at that path is kept unless --force.
+    std::fs::write(&script, "print('the legacy tool')\n").unwrap();
+    let (status, line) = failed(&install(&[]));
+    assert_eq!(status, 2, "{line}");
+    assert!(line.contains("--force"), "{line}");
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "print('the legacy tool')\n"
+    );
+    assert!(install(&["--force"]).status.success());
+    assert!(legacy(&["active"]).status.success());
+}
+
 #[test]
 fn the_legacy_tools_key_counts_for_the_legacy_agent_only() {
     // The fixture's `active_xmpp_sender_session` names the CLI session with

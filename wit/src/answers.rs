@@ -181,6 +181,17 @@ pub struct Created<'a> {
     pub created: &'a Path,
 }
 
+/// `install-legacy-script`: the script written.
+#[derive(Serialize, JsonSchema)]
+pub struct LegacyScript<'a> {
+    /// Its path.
+    pub written: &'a Path,
+    /// The command it runs.
+    pub runs: &'a Path,
+    /// A file was there before (a script like it, or any file with `--force`).
+    pub replaced: bool,
+}
+
 /// `bot --once`: the bot's check (printed on one line).
 #[derive(Serialize, JsonSchema)]
 pub struct BotCheck<'a> {

@@ -144,6 +144,20 @@ pub enum Command {
     InitDb,
     /// Run the agent's room bot: join the room as the agent, answer through its Hermes API server
     Bot(BotArgs),
+    /// Put a script at the legacy xmpp_session_bridge.py's path that runs this command
+    ///
+    /// Prompts and scripts that call `python3 ~/.hermes/scripts/xmpp_session_bridge.py send
+    /// "text" "$HERMES_SESSION_ID" --agent mohe` (or `active`, `clear`) then run this command
+    /// with the same arguments: its output and exit statuses. Another file at that path is left
+    /// as it is unless --force.
+    InstallLegacyScript {
+        /// Where to write it [default: $HERMES_HOME/scripts/xmpp_session_bridge.py]
+        #[arg(long, value_name = "PATH")]
+        path: Option<PathBuf>,
+        /// Replace a file there that is not such a script
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// `bot`'s arguments.

@@ -8,6 +8,7 @@
 use clap::Parser;
 mod args;
 mod bot;
+mod legacy_script;
 mod output;
 mod run;
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use session_switch::config::Config;
 use session_switch::json;
-use session_switch::runtime::contract::answers::{self, Agent, Created, IsOwn};
+use session_switch::runtime::contract::answers::{self, Agent, Created, IsOwn, LegacyScript};
 use session_switch::runtime::contract::marker::is_blank;
 use session_switch::runtime::{Admission, ContextAnswer, Decision, Receipt, RecordStatus};
 use session_switch::{PendingReport, PendingStatus};
@@ -251,6 +251,22 @@ pub fn agents(config: &Config, json: bool) {
             a.sessions.join(", ")
         );
     }
+}
+
+pub fn legacy_script(written: &Path, runs: &Path, replaced: bool, json: bool) {
+    if json {
+        return print_json(&answers::to_value(&LegacyScript {
+            written,
+            runs,
+            replaced,
+        }));
+    }
+    println!(
+        "{} {}: it runs {} with the same arguments",
+        if replaced { "replaced" } else { "wrote" },
+        written.display(),
+        runs.display()
+    );
 }
 
 pub fn init_db(path: &Path, json: bool) {

@@ -102,6 +102,13 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Bot(args) => crate::bot::run(open(g)?, &args, g.json),
+        Command::InstallLegacyScript { path, force } => {
+            let path = path.unwrap_or_else(crate::legacy_script::default_path);
+            let runs = crate::legacy_script::this_command()?;
+            let replaced = crate::legacy_script::install(&path, &runs, force)?;
+            output::legacy_script(&path, &runs, replaced, g.json);
+            Ok(())
+        }
     }
 }
 

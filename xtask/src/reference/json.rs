@@ -5,8 +5,8 @@ use super::markdown::{banner, cell};
 use schemars::{JsonSchema, schema_for};
 use serde_json::Value;
 use session_switch_contract::answers::{
-    Admitted, Agent, BotCheck, Cleared, Context, Created, IsOwn, PendingSend, RecordState,
-    Resolved, Sent,
+    Admitted, Agent, BotCheck, Cleared, Context, Created, IsOwn, LegacyScript, PendingSend,
+    RecordState, Resolved, Sent,
 };
 
 /// One command's answer: the command, what its document is, the shapes in
@@ -71,6 +71,11 @@ fn answers() -> Vec<Answer> {
             command: "init-db",
             document: "an object",
             shapes: vec![shape::<Created>("")],
+        },
+        Answer {
+            command: "install-legacy-script",
+            document: "an object",
+            shapes: vec![shape::<LegacyScript>("")],
         },
         Answer {
             command: "bot --once",
