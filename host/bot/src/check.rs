@@ -34,6 +34,9 @@ pub struct Health {
     /// not reach, the room's refusal).
     pub join_error: Option<String>,
     pub api_url: String,
+    /// Where the URL and the key came from (the config, Hermes's `.env`, a
+    /// default), as the bot's start line says it.
+    pub api_source: String,
     /// `None`: healthy; else what failed.
     pub hermes_error: Option<String>,
 }
@@ -132,6 +135,7 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
         joined: seat.joined,
         join_error,
         api_url: settings.api_url,
+        api_source: settings.api_source,
         hermes_error,
     })
 }

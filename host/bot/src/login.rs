@@ -56,7 +56,7 @@ pub async fn probe<C: ServerConnector>(
                 if let Some(fatal) = refusal(&e, jid) {
                     return Err(fatal);
                 }
-                e.to_string()
+                network_failure(&e)
             }
             Err(_) => format!("no answer within {} s", TRY_LIMIT.as_secs()),
         };
@@ -129,6 +129,28 @@ pub fn refusal(e: &Error, jid: &Jid) -> Option<Failure> {
             }
         }
         _ => None,
+    }
+}
+
+/// A failure to reach the server, said so that the reader knows where to
+/// look (tokio-xmpp prints a DNS failure as its debug form).
+fn network_failure(e: &Error) -> String {
+    match e {
+        Error::DnsNet(_) | Error::DnsProto(_) | Error::Idna => {
+            "the server's name does not resolve (DNS has no address for it)".into()
+        }
+        Error::Io(io)
+            if io
+                .to_string()
+                .contains("invalid eof at beginning of document") =>
+        {
+            format!("{e} (what answered is no XMPP server: is it ejabberd's client port?)")
+        }
+        Error::Io(io) if io.to_string().contains("tls handshake eof") => format!(
+            "{e} (the server ended the TLS handshake: it may have no certificate for the \
+             JID's domain; see ejabberd's certfiles, hosts and log)"
+        ),
+        _ => e.to_string(),
     }
 }
 
@@ -258,6 +280,26 @@ mod tests {
     }
 
     impl std::error::Error for CaUsedAsEndEntity {}
+
+    #[test]
+    fn a_network_failure_says_where_to_look() {
+        let eof = |text: &str| {
+            Error::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                text.to_string(),
+            ))
+        };
+        assert!(
+            network_failure(&eof("invalid eof at beginning of document"))
+                .contains("is it ejabberd's client port?")
+        );
+        assert!(network_failure(&eof("tls handshake eof")).contains("certfiles"));
+        assert_eq!(
+            network_failure(&Error::Idna),
+            "the server's name does not resolve (DNS has no address for it)"
+        );
+        assert_eq!(network_failure(&Error::Disconnected), "disconnected");
+    }
 
     #[test]
     fn an_untrusted_certificate_is_a_config_error_and_the_network_is_retried() {

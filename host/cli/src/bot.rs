@@ -45,7 +45,7 @@ fn problem(h: &Health) -> String {
         }
     }
     if let Some(e) = &h.hermes_error {
-        what.push(e.clone());
+        what.push(format!("{e} (its URL and key: {})", h.api_source));
     }
     what.join("; ")
 }
@@ -62,13 +62,18 @@ fn print(h: &Health, json: bool) {
         };
         println!("{}", answers::to_value(&check));
     } else {
+        let hermes = match &h.hermes_error {
+            Some(e) => format!("{e} (its URL and key: {})", h.api_source),
+            None => format!(
+                "Hermes API server {}: healthy (/health and /v1/models answered)",
+                h.api_url
+            ),
+        };
         println!(
-            "{}: {} {}; Hermes API server {}: {}",
+            "{}: {} {}; {hermes}",
             h.agent,
             if h.joined { "joined" } else { "could not join" },
             h.room,
-            h.api_url,
-            h.hermes_error.as_deref().unwrap_or("healthy")
         );
     }
 }
