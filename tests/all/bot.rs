@@ -1,4 +1,4 @@
-//! The agent's room bot end to end (issue 39): `xmpp-session-bridge bot`
+//! The agent's room bot end to end: `xmpp-session-bridge bot`
 //! processes in a room of the test's own on the real ejabberd, the real
 //! Hermes API server (hermes-agent 0.19.0 from the registry) on a copy of
 //! a real Hermes database, the fake LLM, a person posting through a real

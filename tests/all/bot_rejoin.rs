@@ -1,4 +1,4 @@
-//! The room bot across a restart (issue 51): the lines waiting for the
+//! The room bot across a restart: the lines waiting for the
 //! agent's next turn survive it, and what the room said while the bot was
 //! away is caught up (the room's archive, XEP-0313, or its history since
 //! the cursor where the room archives nothing), heard and never answered,

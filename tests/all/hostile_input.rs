@@ -1,5 +1,5 @@
 //! The short proptest pass over everything that parses outside input
-//! (issue 9): `state_meta` values, the config file, message bodies, history
+//!: `state_meta` values, the config file, message bodies, history
 //! rows (summaries and edits, through the native rules and through the real
 //! component, and rows other writers left in a real Hermes database). The
 //! oracles are `session_switch_tests::hostile`, shared with the cargo-fuzz
@@ -386,7 +386,7 @@ fn rows_other_writers_left_in_a_real_database_load_and_tag_safely() {
         let read = store.history(&session_id, "mohe", None).unwrap();
         assert_eq!(read.len(), rows.len());
         for (got, (row, null_content)) in read.iter().zip(&rows) {
-            // As Hermes's loader gives it (issue 15): user and assistant
+            // As Hermes's loader gives it: user and assistant
             // text through `sanitize_context(…).strip()`, NULL as empty; v31
             // blanks a bare `[marker]` answer that has tool calls.
             let stored = if *null_content {

@@ -1,4 +1,4 @@
-//! An idle gateway connection (issue 17 item 2, Rust side): a long-lived
+//! An idle gateway connection (Rust side): a long-lived
 //! in-process [`Bridge`] and its [`PolicyInstance`], kept open and idle
 //! between calls, while CLI `send`s run through a real ejabberd, on DELETE
 //! and WAL copies of the v31 fixture. Every send exits 0, the instance's

@@ -1,4 +1,4 @@
-//! Isolation (issue 9): what one agent, one record or one room line may
+//! Isolation: what one agent, one record or one room line may
 //! change, and what it may not. Every test runs the shipped policy
 //! component over a private copy of a real Hermes database, the way a Rust
 //! gateway embeds it (`Policy::embedded` + `HermesImports`); the records
@@ -355,7 +355,7 @@ fn a_tag_hidden_behind_leading_whitespace_is_removed_too() {
             // Not signed within the prefix: nobody's own, shown untagged
             // (for mohe too: the safe side). Spaces do not hide anything
             // any more: Hermes's loader strips them
-            // (`sanitize_context(…).strip()`, issue 15), so mohe's reading
+            // (`sanitize_context(…).strip()`), so mohe's reading
             // sees the signature; the run of U+200B is no Python
             // whitespace and still hides it.
             let want = if agent == "mohe" && line.starts_with(' ') {

@@ -1,4 +1,4 @@
-//! The loop guard (docs/src/design/loop-guard.md, issue 16) below the room: the real
+//! The loop guard (docs/src/design/loop-guard.md) below the room: the real
 //! component deciding over the real Hermes store (its state in
 //! `state_meta`, kept across a restart; an early database without
 //! `state_meta`), the runtime's gate on `host.meta-set` against a policy

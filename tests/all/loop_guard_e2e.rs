@@ -1,4 +1,4 @@
-//! The loop guard end to end (issue 16): the real ejabberd, a room of its
+//! The loop guard end to end: the real ejabberd, a room of its
 //! own per test (non-anonymous, so every occupant sees the real JIDs the
 //! guard's marker rule needs), and scripted bots that are real XMPP
 //! clients (`tests/ejabberd/guard_bot.py`, slixmpp) answering every

@@ -1,4 +1,4 @@
-//! The room as a meeting, end to end (issue 49): three `xmpp-session-bridge
+//! The room as a meeting, end to end: three `xmpp-session-bridge
 //! bot` processes in a room of the test's own on the real ejabberd, the
 //! real Hermes API server against the fake LLM, and a person posting
 //! through a real XMPP client. Who answers is read from the room (a real

@@ -1,4 +1,4 @@
-//! The differential test of the policy (issue 2): the same generated
+//! The differential test of the policy: the same generated
 //! inputs go to the native rules (`session_switch_policy::Rules`, the code
 //! the component is built from) and to the compiled component run by the
 //! host runtime (`session_switch::runtime::Policy::embedded` → `PolicyInstance`),

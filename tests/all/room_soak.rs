@@ -1,4 +1,4 @@
-//! The room soak (issue 51, `make soak`; skipped unless `ROOM_SOAK` is
+//! The room soak (`make soak`; skipped unless `ROOM_SOAK` is
 //! set): three real bots in a room of an ejabberd of its own, the real
 //! Hermes API server with the fake LLM, and a person who posts
 //! `ROOM_SOAK_MESSAGES` (default 500) messages, each addressing one agent

@@ -1,4 +1,4 @@
-//! The policy's sandbox (issue 9, docs/src/design/what-we-build.md): the component reaches files,
+//! The policy's sandbox (docs/src/design/what-we-build.md): the component reaches files,
 //! network, environment and clock only through our `host` imports; a
 //! component that imports WASI or any other interface is refused at load
 //! time and at a hot swap; and a call is bounded in time even where fuel

@@ -1,4 +1,4 @@
-//! A send never locks Hermes out (issue 17, docs/src/design/send.md#a-send-never-locks-hermes-out): while the room
+//! A send never locks Hermes out (docs/src/design/send.md#a-send-never-locks-hermes-out): while the room
 //! takes 1.5 s (and 3 s) to accept each post, Hermes-style readers and a
 //! Hermes-style writer (`tests/scripts/hermes_style_load.py`: the system
 //! SQLite, `timeout=1.0`, 0.19.0's write retry) work on the same database,
@@ -289,7 +289,7 @@ fn stand_in(script: &str) -> String {
         .to_string()
 }
 
-/// The proof of issue 17 through the CLI and a real ejabberd: the room takes
+/// The proof that a send never locks Hermes out, through the CLI and a real ejabberd: the room takes
 /// 1.5 s to accept each post (and once nearly the whole time limit) while
 /// Hermes-style readers (`timeout=1.0`) and a writer (`BEGIN IMMEDIATE`,
 /// Hermes's retry) work on the same database, DELETE and WAL: every send

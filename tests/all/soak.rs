@@ -1,4 +1,4 @@
-//! The soak (issue 9): a simulated gateway resolves and loads context for
+//! The soak: a simulated gateway resolves and loads context for
 //! every agent in a loop while several `xmpp-session-bridge` processes
 //! send, the gateway's policy file is hot-swapped (good and bad files), the
 //! database is locked for seconds at a time (another connection holding

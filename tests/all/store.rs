@@ -173,7 +173,7 @@ fn history_is_what_hermes_loader_returns_on_every_fixture() {
         for (session, want) in sessions {
             let rows = store.history(session, "mohe", None).unwrap();
             // Early Hermes's loader orders by (timestamp, id), and so does
-            // the store on that schema (issue 15); later ones by id.
+            // the store on that schema; later ones by id.
             if name != "hermes-early.db" {
                 assert!(
                     rows.windows(2).all(|w| w[0].id < w[1].id),

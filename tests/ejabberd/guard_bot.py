@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted agent bot for the loop guard's end-to-end tests (issue 16).
+"""A scripted agent bot for the loop guard's end-to-end tests.
 
   bot: join ROOM as NICK (a real XMPP client, slixmpp) and, for every
        groupchat message, ask the guard (`xmpp-session-bridge admit`) whether

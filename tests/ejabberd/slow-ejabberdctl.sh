@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # slow-ejabberdctl.sh SECONDS CTL... ARGS... - a transport stand-in for a
-# slow room (issue 17): runs the real ejabberdctl (CTL..., e.g. this
+# slow room: runs the real ejabberdctl (CTL..., e.g. this
 # instance's bin/ejabberdctl) with ejabberd's command ARGS, but sleeps
 # SECONDS first when the command is a post (`send_stanza`, the CLI's;
 # or `send_message`), as a loaded server or

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # stall-ejabberdctl.sh WHEN PIDFILE CTL... ARGS... - a transport stand-in
-# for crash tests (issue 17: kill -9 at each step of a send). Runs the real
+# for crash tests (kill -9 at each step of a send). Runs the real
 # ejabberdctl (CTL...) with ejabberd's command ARGS, except a post (`send_stanza`, the bridge's; or `send_message`):
 #   WHEN=before  never posts: writes its pid to PIDFILE and hangs;
 #   WHEN=after   posts for real, then writes its pid to PIDFILE and hangs.

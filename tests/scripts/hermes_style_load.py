@@ -1,4 +1,4 @@
-"""Hermes-style load on a state.db while session-switch sends (issue 17).
+"""Hermes-style load on a state.db while session-switch sends.
 
 Readers open the database as Hermes 0.19.0 does (`sqlite3.connect(path,
 timeout=1.0)`, the system SQLite) and load a session's history in a loop;

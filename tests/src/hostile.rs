@@ -1,4 +1,4 @@
-//! Oracles for hostile input (issue 9): each `check_*` takes one input of a
+//! Oracles for hostile input: each `check_*` takes one input of a
 //! kind the outside world controls — a `state_meta` value, a config file, a
 //! message body, history rows — runs it through the real rules, and panics
 //! with a sentence naming the property that broke. The proptest pass

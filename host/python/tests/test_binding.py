@@ -1,8 +1,7 @@
 """The binding's own duties, without a gateway: the `[YOU] ` edits on
 Hermes's loader shapes (`tag_messages`: multimodal lists, `api_content`, the
 sent rows known by identity), and a long-lived `Bridge` that holds no
-SQLite transaction or statement between calls while CLI sends run (issue 17
-item 2), on DELETE and WAL copies of the fixtures."""
+SQLite transaction or statement between calls while CLI sends run, on DELETE and WAL copies of the fixtures."""
 
 from __future__ import annotations
 

@@ -192,7 +192,7 @@ class Differential(unittest.TestCase):
             [m["content"] for m in messages[-len(ROWS):]],
             # Hermes's loader strips user and assistant text with Python's
             # whitespace (U+001C-U+001F included) and keeps a NULL content
-            # as None (issue 15): the separators are gone before tagging.
+            # as None: the separators are gone before tagging.
             [
                 "zhiwei: fake",
                 "[YOU] mine, behind a separator",

@@ -1,4 +1,4 @@
-"""The gateway side under load (issue 17): the real Hermes API server with
+"""The gateway side under load: the real Hermes API server with
 the plugin, on each Hermes line, answering concurrent chat completions
 on mohe's XMPP session while, at the same time, CLI sends and clears run,
 the policy file is swapped (a new version, garbage, a trapping policy, the

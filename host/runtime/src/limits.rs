@@ -76,9 +76,9 @@ impl Default for Limits {
 /// policy checks the epoch at function entries and loop heads, and calls
 /// back only when the deadline passed).
 ///
-/// The checks and the timing of imports cost little per call (docs/src/performance.md has the
-/// A/B figures); one tick of 10 ms keeps the overshoot
-/// of the limit small against its 2 s.
+/// The checks and the timing of imports cost little per call
+/// (docs/src/performance.md); a short tick keeps the overshoot of the
+/// limit small against the limit itself.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Advance `engine`'s epoch every [`EPOCH_TICK`] on a thread of its own,

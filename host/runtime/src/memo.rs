@@ -101,10 +101,10 @@ impl Memo {
             return Ok(None);
         }
         // The version alone first (one statement, its own lock cycle): a
-        // snapshot around it cost two more statements, a large share of a
-        // served call (callgrind). When it moved, the reads in one snapshot;
-        // the entry keeps this older version, which can only make the next
-        // call read again, never serve a stale decision (versions only grow).
+        // snapshot around it would cost two more statements on every served
+        // call. When it moved, the reads go in one snapshot; the entry keeps
+        // this older version, which can only make the next call read again,
+        // never serve a stale decision (versions only grow).
         let held = imports.data_version().and_then(|version| {
             if version.is_some() && version == entry.version {
                 return Ok((true, version));

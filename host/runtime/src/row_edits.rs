@@ -73,8 +73,8 @@ pub fn summaries(rows: &[HistoryRow], prefix_chars: u32) -> RowSummaries {
         .iter()
         .map(|row| prefix(row.sent_text(), prefix_chars))
         .collect();
-    // Sized once: grown by doubling, the string's reallocations copied it over
-    // and over on a long history (callgrind).
+    // Sized once: grown by doubling, the string would be copied over and
+    // over on a long history.
     let mut out = RowSummaries {
         rows: Vec::with_capacity(rows.len()),
         prefixes: String::with_capacity(heads.iter().map(|h| h.len()).sum()),

@@ -5,8 +5,8 @@
 //! In DELETE (rollback-journal) mode, SQLite's cheapest "did anyone commit?"
 //! (`PRAGMA data_version`) takes and drops the shared lock: three `fcntl`
 //! locks, a look for a hot journal and a WAL file, a header read, a size
-//! check, the unlock, eight system calls measured as most of a served
-//! `resolve` (bench/HISTORY.md#what-was-changed-to-get-there). The database header
+//! check, the unlock: eight system calls, most of a served `resolve`
+//! (docs/src/performance.md). The database header
 //! says the same in four bytes: the file change counter (offset 24,
 //! big-endian), which every transaction that modifies the file increments
 //! (<https://sqlite.org/fileformat.html#file_change_counter>).

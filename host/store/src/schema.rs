@@ -13,7 +13,7 @@ use session_switch_contract::failure::Failure;
 /// schema, which SQLite re-reads only when another connection changed it)
 /// instead of a scan of `sqlite_master`, whose pages another connection's
 /// commit sends back to the file, costly after every Hermes store of a turn
-/// (callgrind of the plugin's `tag_messages`).
+/// (in the plugin's `tag_messages`).
 pub(super) fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT EXISTS(SELECT 1 FROM pragma_table_info(?1, 'main'))")
         .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)))

@@ -21,10 +21,10 @@ impl TableSeen {
     /// missing while `version()` (the database's data version) stays the
     /// same; else `query()`.
     ///
-    /// Asked on every call, that query measured as the largest part of a
-    /// `resolve` when it scanned `sqlite_master` (`make bench`), and a visible
-    /// share of the plugin's `tag_messages` on a database with no sent rows
-    /// (callgrind). The tables it is kept for are never dropped (Hermes
+    /// Asked on every call, that query (a scan of `sqlite_master`) would be
+    /// the largest part of a `resolve` and weigh on the plugin's
+    /// `tag_messages` on a database with no sent rows
+    /// (docs/src/performance.md). The tables it is kept for are never dropped (Hermes
     /// creates `state_meta` and never drops it, `session_switch_sent` is
     /// ours), and the data version moves on any other connection's commit (a
     /// `CREATE TABLE` included) and on this connection's changed rows: each of

@@ -2,7 +2,7 @@
 //! `bench/make_dbs.py`, listed in its `manifest.json`), the config, and the
 //! "native" reference — the policy's own rules compiled into the host
 //! (`session_switch_policy::Rules`) over [`HermesStore`], the floor of
-//! this design (issue 7).
+//! this design.
 
 #![allow(dead_code)] // each bench uses part of this module
 

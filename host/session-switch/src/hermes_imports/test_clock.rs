@@ -11,9 +11,9 @@
 /// clock.
 pub const TEST_CLOCK_ENV: &str = "SESSION_SWITCH_TEST_CLOCK_FILE";
 
-/// The file [`TEST_CLOCK_ENV`] names, read once per process: `getenv` on every
-/// `now` was a visible share of a served `resolve` (callgrind). Tests set it
-/// for the processes they start.
+/// The file [`TEST_CLOCK_ENV`] names, read once per process: a `getenv` on
+/// every `now` would weigh on every served `resolve`. Tests set it for the
+/// processes they start.
 static TEST_CLOCK: std::sync::LazyLock<Option<std::path::PathBuf>> =
     std::sync::LazyLock::new(|| {
         std::env::var_os(TEST_CLOCK_ENV)

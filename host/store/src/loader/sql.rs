@@ -161,8 +161,7 @@ impl LoaderSql {
     /// ("clocks can regress"). Without an index in id order (0.19.0 has
     /// `(session_id, active, timestamp)`), SQLite would sort whole rows,
     /// decoding every column twice; the ids from the index instead, as an `IN`
-    /// list it walks in order, seeking each row once (fewer instructions a
-    /// row, callgrind). Never a bound `LIMIT`: that made SQLite sort through a
+    /// list it walks in order, seeking each row once. Never a bound `LIMIT`: that made SQLite sort through a
     /// b-tree.
     pub fn history_select(&self, active: bool) -> String {
         let active = if active { " AND active = 1" } else { "" };
