@@ -35,6 +35,20 @@ COMPONENT = os.path.join(ROOT, "target/policy/session_switch.wasm")
 OUT = os.path.join(ROOT, "target/bench")  # --out
 
 
+
+def commit():
+    """The version measured: the checkout's commit, `+changes` when it has
+    uncommitted changes; None outside a git checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
 def log(msg):
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
@@ -331,6 +345,7 @@ def main():
     run_dir = os.path.join(args.out, "run")
     shutil.rmtree(run_dir, ignore_errors=True)
     res = {"started": time.strftime("%Y-%m-%d %H:%M %Z"), "cpu": cpu_name(),
+           "commit": commit(),
            "load_before": os.getloadavg(), "quick": args.quick}
     if res["load_before"][0] > 1.5:
         log(f"WARNING: load average {res['load_before'][0]:.2f} > 1.5: figures will be noisy")

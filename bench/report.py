@@ -245,7 +245,7 @@ The policy runs on every room message an agent's gateway handles
 (`resolve`, `context`) and on every CLI call, so its cost is the product's
 performance. `make bench` measures it in one run on one machine against
 the two references that matter: the **same rules compiled natively** into
-the host (`session_switch_policy::Policy` over `HermesStore`: the floor of
+the host (`session_switch_policy::Rules` over `HermesStore`: the floor of
 this design) and the **legacy tool's approach in CPython**
 (`bench/legacy_baseline.py`: the fixed `state_meta` key, the 1-hour
 check, Hermes's history read, the `startswith(name)` tagging loop, its
@@ -355,11 +355,13 @@ def charts(res):
     return out
 
 
-def page(text, checks, chart_names):
+def page(text, checks, chart_names, commit=None):
     """The page's Markdown: the fixed head, a summary of the targets, the
     charts, then the run's tables (`text`, from `report`)."""
     met = sum(1 for _, ok, _ in checks if ok)
-    lines = [PAGE_HEAD.rstrip("\n"), "", "## The latest run", "",
+    measured = (f"Measured by version `{commit}`." if commit
+                 else "Measured by an earlier version (its results name no commit).")
+    lines = [PAGE_HEAD.rstrip("\n"), "", "## The latest run", "", measured, "",
              f"{met} of {len(checks)} targets met."]
     missed = [f"- {n}: {got}" for n, ok, got in checks if not ok]
     if missed:
@@ -385,7 +387,7 @@ def write_page(res, docs_dir):
         with open(os.path.join(docs_dir, "performance", name), "w") as f:
             f.write(svg)
     with open(os.path.join(docs_dir, "performance.md"), "w") as f:
-        f.write(page(text, checks, sorted(svgs)))
+        f.write(page(text, checks, sorted(svgs), res.get("commit")))
 
 
 def main():
