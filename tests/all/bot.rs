@@ -182,6 +182,14 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
     let health: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
     assert_eq!(health["joined"], true, "{health}");
     assert_ne!(health["hermes"], "ok", "{health}");
+    // The error line says where the API server's URL and key came from.
+    let stderr = String::from_utf8_lossy(&once.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("(its URL and key: API_SERVER_PORT of ")
+            && last.contains("API_SERVER_KEY of "),
+        "{stderr}"
+    );
 
     let lost = unique("@mohe while Hermes is down");
     world.say("anna", &lost);
