@@ -38,7 +38,11 @@ const ARROWS: [(&str, &[&str]); 11] = [
         "session-switch-cli",
         &["session-switch", "session-switch-bot"],
     ),
-    ("session-switch-python", &["session-switch"]),
+    // The console script runs the CLI's main in the extension.
+    (
+        "session-switch-python",
+        &["session-switch", "session-switch-cli"],
+    ),
     // Test-only: the guest's and the runtime's unit tests use it with the
     // contract alone; its features implement their traits for `tests/`.
     (

@@ -2,7 +2,7 @@
 //! Nothing here decides anything: the policy does.
 
 use crate::args::{Cli, Command, Global};
-use crate::output;
+use crate::{Launch, output};
 use session_switch::config::Config;
 use session_switch::runtime::{CacheMode, ReplyTarget, RoomMessage, max_text_bytes};
 use session_switch::{Bridge, BridgeOptions, Failure};
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 /// Run one command; the caller prints a failure as one line and exits with
 /// its status (docs/src/design/contracts.md).
-pub fn run(cli: Cli) -> Result<(), Failure> {
+pub fn run(cli: Cli, launch: &Launch) -> Result<(), Failure> {
     let g = &cli.global;
     match cli.command {
         Command::Agents => {
@@ -104,7 +104,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bot(args) => crate::bot::run(open(g)?, &args, g.json),
         Command::InstallLegacyScript { path, force } => {
             let path = path.unwrap_or_else(crate::legacy_script::default_path);
-            let runs = crate::legacy_script::this_command()?;
+            let runs = match &launch.command {
+                Some(command) => command.clone(),
+                None => crate::legacy_script::this_command()?,
+            };
             let replaced = crate::legacy_script::install(&path, &runs, force)?;
             output::legacy_script(&path, &runs, replaced, g.json);
             Ok(())

@@ -72,6 +72,7 @@ impl Bridge {
         cache_dir: Option<PathArg>,
         watch: bool,
     ) -> PyResult<Self> {
+        crate::serve_python();
         let [home, config, db, policy, cache_dir] =
             [home, config, db, policy, cache_dir].map(|p| p.map(|p| p.0));
         let home = home.unwrap_or_else(hermes_home);

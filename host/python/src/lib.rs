@@ -19,6 +19,7 @@ mod watch;
 
 use error::SessionSwitchError;
 use pyo3::prelude::*;
+use std::ffi::OsString;
 
 /// Where this module was built from: its version and whether SQLite is the
 /// process's own (always, for this module: it links no SQLite of its own).
@@ -32,14 +33,36 @@ fn build_info<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
     convert::to_py(py, &value)
 }
 
+/// The console script `xmpp-session-bridge` (`session_switch.cli`): run
+/// the command line `argv` (the script's path first) as the binary does,
+/// with the GIL released for the whole run (a bot's life), and return the
+/// exit status. The process is the command's: its log goes to stderr as
+/// the binary's does, not to Python's `logging`.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<OsString>) -> u8 {
+    let launch = session_switch_cli::Launch {
+        // The executable is Python: a legacy script must run this script.
+        command: argv.first().and_then(|p| std::path::absolute(p).ok()),
+    };
+    py.detach(|| session_switch_cli::run_from_args(argv, launch))
+}
+
+/// What a process that serves Python callers needs, once, before its first
+/// host: tracing events (policy swapped or rejected, policy failures) reach
+/// Python's `logging` through the `log` crate, and wasmtime installs no
+/// signal handlers (Python's faulthandler, which Hermes enables, would
+/// take a policy trap's signal and abort the process). The console script
+/// needs neither, so module import does not do this.
+pub(crate) fn serve_python() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = pyo3_log::try_init();
+        session_switch::runtime::disable_signal_traps();
+    });
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // tracing events (policy swapped or rejected, policy failures) reach
-    // Python's `logging` through the `log` crate.
-    let _ = pyo3_log::try_init();
-    // No signal handlers of wasmtime's: Python's faulthandler (which Hermes
-    // enables) would take a policy trap's signal and abort the process.
-    session_switch::runtime::disable_signal_traps();
     m.add(
         "SessionSwitchError",
         m.py().get_type::<SessionSwitchError>(),
@@ -47,5 +70,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<bridge::Bridge>()?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     Ok(())
 }

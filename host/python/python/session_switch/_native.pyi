@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension (host/python/src/lib.rs)."""
 
 from os import PathLike
-from typing import Any, Literal, Optional, TypedDict, Union
+from typing import Any, Literal, Optional, Sequence, TypedDict, Union
 
 _Path = Union[str, PathLike[str]]
 
@@ -98,6 +98,11 @@ class BuildInfo(TypedDict):
     sqlite_version: str
 
 def build_info() -> BuildInfo: ...
+def run_cli(argv: Sequence[str]) -> int:
+    """Run the ``xmpp-session-bridge`` command line ``argv`` (the program's
+    path first) in this process, as the binary does, with the GIL released
+    until it ends; its exit status. The console script's body
+    (:mod:`session_switch.cli`)."""
 
 class Bridge:
     """The host of one Hermes home; safe to share between threads. A ``str``
