@@ -320,6 +320,54 @@ fn a_room_that_does_not_exist_is_not_accepted() {
     }
 }
 
+#[test]
+fn both_transports_read_the_room_options_and_a_missing_room_has_none() {
+    let Some(ej) = Ejabberd::from_env() else {
+        return;
+    };
+    let transports: [Box<dyn Transport>; 2] = [
+        Box::new(ctl(ej.ctl_argv(), EJABBERDCTL_TIMEOUT)),
+        Box::new(http(&ej.api_url, HTTP_TIMEOUT)),
+    ];
+    let mut seen = Vec::new();
+    for t in &transports {
+        let options = t
+            .room_options(&ej.room)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{}: the test room has no options", t.name()));
+        // start.sh's room: persistent, archived, with subscriptions; the
+        // values as ejabberd prints them, the same over either transport.
+        for (key, value) in [
+            ("persistent", "true"),
+            ("mam", "true"),
+            ("allow_subscription", "true"),
+        ] {
+            assert_eq!(
+                options.get(key).map(String::as_str),
+                Some(value),
+                "{}: {key}",
+                t.name()
+            );
+        }
+        assert!(
+            options.contains_key("anonymous"),
+            "{}: {options:?}",
+            t.name()
+        );
+        seen.push(options);
+        let no_room = format!("nosuchroom@{}", ej.muc_service);
+        assert_eq!(t.room_options(&no_room).unwrap(), None, "{}", t.name());
+    }
+    assert_eq!(seen[0], seen[1], "both transports read the same options");
+    for t in unreachable_transports() {
+        assert_fails(
+            t.room_options(&ej.room).map(drop),
+            FailureKind::Transport,
+            &["get_room_options"],
+        );
+    }
+}
+
 /// Both transports, pointed where neither a command nor a server exists:
 /// reaching them would be a `transport` failure, so a `bad-input` one
 /// proves nothing was attempted.

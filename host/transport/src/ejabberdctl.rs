@@ -12,6 +12,7 @@
 //! - each call boots an Erlang VM through `su` → `sh` → `erl`, so a time-out
 //!   must kill the whole process group, not just the direct child.
 
+use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -276,6 +277,25 @@ impl Transport for EjabberdCtl {
         } else {
             Err(self.failed("send_stanza", &done))
         }
+    }
+
+    /// `ejabberdctl get_room_options NAME SERVICE`: one `name<TAB>value`
+    /// line per option, none for a room that does not exist.
+    fn room_options(&self, room: &str) -> Result<Option<BTreeMap<String, String>>, Failure> {
+        let jid = RoomJid::parse(room)?;
+        let done = self
+            .run(&["get_room_options", jid.name, jid.service])
+            .map_err(|why| self.no_answer("get_room_options", why, false))?;
+        if !done.status.success() {
+            return Err(self.failed("get_room_options", &done));
+        }
+        let options: BTreeMap<String, String> = done
+            .stdout
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+            .collect();
+        Ok((!options.is_empty()).then_some(options))
     }
 
     fn name(&self) -> &'static str {

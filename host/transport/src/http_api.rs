@@ -9,6 +9,7 @@
 //! a bad JID → 400 with the reason; an unknown command → 404; a command the
 //! `api_permissions` deny → 403.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::time::Duration;
 
@@ -290,6 +291,40 @@ impl Transport for HttpApi {
         } else {
             Err(self.refused("send_stanza", status, &text))
         }
+    }
+
+    /// `POST {api_url}/get_room_options {"name", "service"}` → a JSON
+    /// object of option names and values, `{}` for a room that does not
+    /// exist.
+    fn room_options(&self, room: &str) -> Result<Option<BTreeMap<String, String>>, Failure> {
+        let jid = RoomJid::parse(room)?;
+        let args = json!({"name": jid.name, "service": jid.service});
+        let (status, text) = self.call("get_room_options", &args).map_err(|u| {
+            let (Unanswered::NotSent(m) | Unanswered::MaybeSent(m)) = u;
+            Failure::transport(format!("{m}; is ejabberd running at [xmpp] api_url?"))
+        })?;
+        if status != 200 {
+            return Err(self.refused("get_room_options", status, &text));
+        }
+        let options: BTreeMap<String, Value> = serde_json::from_str(&text).map_err(|e| {
+            Failure::transport(format!(
+                "POST {}/get_room_options answered 200 but not a JSON object of options \
+                 ({e}): {}",
+                self.api_url,
+                super::server_answers::one_line(&text, QUOTE_CHARS)
+            ))
+        })?;
+        let options: BTreeMap<String, String> = options
+            .into_iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                (name, value)
+            })
+            .collect();
+        Ok((!options.is_empty()).then_some(options))
     }
 
     fn name(&self) -> &'static str {

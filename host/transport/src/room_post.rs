@@ -1,6 +1,7 @@
 //! The post-to-room half of the send (docs/src/design/contracts.md) as a trait both
 //! transports implement, and their default time limits.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use session_switch_contract::failure::Failure;
@@ -49,6 +50,17 @@ pub trait Transport: Send + Sync {
     /// after the request went out → `unknown-outcome` ("the room may have
     /// the message"); any other failure → `transport` with the server's text.
     fn post(&self, from: &str, room: &str, body: &str) -> Result<(), Failure>;
+
+    /// `get_room_options NAME SERVICE` (`mod_muc_admin`): the room's
+    /// options as ejabberd names them (`anonymous`, `mam`,
+    /// `allow_subscription`, …), each value as ejabberd prints it
+    /// (`true`, `false`, …). `Ok(None)`: the room does not exist (ejabberd
+    /// then answers an empty list, not an error). Nothing is changed.
+    ///
+    /// Errors: a room JID that is not `name@service` → `bad-input`; server
+    /// unreachable, node down, time-out, the command refused (an HTTP
+    /// API's `api_permissions`) → `transport`.
+    fn room_options(&self, room: &str) -> Result<Option<BTreeMap<String, String>>, Failure>;
 
     /// Short name for messages and logs: `ejabberdctl` or `http`.
     fn name(&self) -> &'static str;
