@@ -365,6 +365,17 @@ pub fn init_db(path: &Path) -> Result<(), Failure> {
     HermesStore::init(path).map(drop)
 }
 
+/// Open Hermes's `state.db` at `path` as every command does, change
+/// nothing, and say its `schema_version` (`None`: a database without that
+/// table, an early Hermes): whether a command could work on it.
+///
+/// Errors (kind `store`): no file there, not SQLite, a SQLite file without
+/// Hermes's `sessions` and `messages` tables; kind `busy` as
+/// [`HermesStore::open`].
+pub fn db_schema(path: &Path) -> Result<Option<i64>, Failure> {
+    HermesStore::open(path)?.schema_version()
+}
+
 /// Refuse a session id Hermes's API server would refuse
 /// (`session_switch_contract::ids`): no gateway turn runs on it, so a
 /// decision or history for it could only mislead (`resolve ""` answering

@@ -22,8 +22,9 @@ mod hot_swap;
 pub mod json;
 mod pending_report;
 pub mod reads;
+pub mod server_checks;
 
-pub use bridge::{Bridge, BridgeOptions, default_db_path, init_db, refuse_unusable};
+pub use bridge::{Bridge, BridgeOptions, db_schema, default_db_path, init_db, refuse_unusable};
 pub use heard::{Heard, Hearing};
 pub use pending_report::{PendingReport, PendingStatus};
 pub use reads::Reads;

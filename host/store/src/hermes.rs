@@ -163,6 +163,15 @@ impl HermesStore {
         &self.path
     }
 
+    /// Hermes's `schema_version` of this database (the largest, should
+    /// there be several); `None` for a database without that table (an
+    /// early Hermes).
+    ///
+    /// SQL: `SELECT max(version) FROM schema_version`, one read transaction.
+    pub fn schema_version(&self) -> Result<Option<i64>, Failure> {
+        schema::schema_version(&self.conn).map_err(|e| self.fail("read the schema version", e))
+    }
+
     /// The connection's busy timeout (see [`BUSY_TIMEOUT`]).
     pub fn busy_timeout(&self) -> Duration {
         self.busy_timeout
