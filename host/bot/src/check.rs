@@ -57,6 +57,48 @@ pub fn check(settings: BotSettings) -> Result<Health, Failure> {
     runtime()?.block_on(probe(settings))
 }
 
+/// Log in once as the agent and leave, trying again after network
+/// failures for at most `limit`: whether the account's login works
+/// (`doctor`). `Ok(None)`: logged in; `Ok(Some(why))`: the server could
+/// not be reached (the last failure, and where the bot looked).
+///
+/// Errors: the server refused the login (kind `not-accepted`, naming the
+/// SASL condition); TLS that needs the config changed (kind `bad-input`).
+pub fn login(settings: &BotSettings, limit: Duration) -> Result<Option<String>, Failure> {
+    let connector = connector(settings)?;
+    let jid = agent_jid(settings, None)?;
+    let deadline = Instant::now() + limit;
+    let probed = runtime()?.block_on(async {
+        // A try that hangs past the deadline ends with it: the probe looks
+        // at its deadline only between tries.
+        tokio::time::timeout_at(
+            deadline,
+            connector.probe(&jid, &settings.password, Some(deadline)),
+        )
+        .await
+    });
+    match probed {
+        Ok(Ok(Probed::LoggedIn)) => Ok(None),
+        Ok(Ok(Probed::Unreachable(why))) => Ok(Some(format!("{why}; tried {}", tried(settings)))),
+        Ok(Err(refused)) => Err(refused),
+        Err(_) => Ok(Some(format!(
+            "could not log in as {}: no answer within {} s; tried {}",
+            settings.jid,
+            limit.as_secs(),
+            tried(settings)
+        ))),
+    }
+}
+
+/// Where the bot looked for the server, for a failure to reach it.
+fn tried(settings: &BotSettings) -> String {
+    let domain = settings.jid.rsplit_once('@').map_or("", |(_, d)| d);
+    settings.server.as_deref().map_or_else(
+        || format!("{domain} looked up in DNS (no [bot] server set)"),
+        |server| format!("[bot] server {server}"),
+    )
+}
+
 async fn probe(settings: BotSettings) -> Result<Health, Failure> {
     let mut seat = Seat::new(
         room_jid(&settings)?,
@@ -75,12 +117,7 @@ async fn probe(settings: BotSettings) -> Result<Health, Failure> {
     {
         Probed::LoggedIn => true,
         Probed::Unreachable(why) => {
-            let domain = settings.jid.rsplit_once('@').map_or("", |(_, d)| d);
-            let via = settings.server.as_deref().map_or_else(
-                || format!("{domain} looked up in DNS (no [bot] server set)"),
-                |server| format!("[bot] server {server}"),
-            );
-            let why = format!("{why}; tried {via}");
+            let why = format!("{why}; tried {}", tried(&settings));
             tracing::warn!("{why}");
             join_error = Some(why);
             false

@@ -61,22 +61,7 @@ pub fn take(path: &Path, agent: &str) -> Result<BotLock, Failure> {
         .map_err(|e| cannot("open", &e))?;
     let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(lock) => lock,
-        Err((mut file, Errno::EWOULDBLOCK)) => {
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            let holder = match text.trim().parse::<u32>() {
-                Ok(pid) => format!("PID {pid}"),
-                Err(_) => "a process that has not written its PID yet".to_owned(),
-            };
-            return Err(Failure::new(
-                FailureKind::Busy,
-                format!(
-                    "another bot of {agent} runs on this machine: {holder} holds {} \
-                     (stop it first; one bot per agent)",
-                    path.display()
-                ),
-            ));
-        }
+        Err((mut file, Errno::EWOULDBLOCK)) => return Err(held(&mut file, path, agent)),
         Err((_, e)) => return Err(cannot("take", &e)),
     };
     file.set_len(0).map_err(|e| cannot("write", &e))?;
@@ -86,6 +71,52 @@ pub fn take(path: &Path, agent: &str) -> Result<BotLock, Failure> {
         _file: file,
         path: path.to_path_buf(),
     })
+}
+
+/// Whether a bot of `agent` holds its lock at `path` now, without taking
+/// it for longer than the look: `Ok(())` when no process holds it (or
+/// there is no lock file yet). Nothing is written.
+///
+/// Errors: another process holds it (kind `busy`, naming its PID, as
+/// [`take`] says it); the file cannot be opened or locked (kind
+/// `transport`).
+pub fn check(path: &Path, agent: &str) -> Result<(), Failure> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Failure::transport(format!(
+                "cannot open the bot's lock {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(_released_on_drop) => Ok(()),
+        Err((mut file, Errno::EWOULDBLOCK)) => Err(held(&mut file, path, agent)),
+        Err((_, e)) => Err(Failure::transport(format!(
+            "cannot look at the bot's lock {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The refusal for a lock another process holds, naming the PID it wrote.
+fn held(file: &mut File, path: &Path, agent: &str) -> Failure {
+    let mut text = String::new();
+    let _ = file.read_to_string(&mut text);
+    let holder = match text.trim().parse::<u32>() {
+        Ok(pid) => format!("PID {pid}"),
+        Err(_) => "a process that has not written its PID yet".to_owned(),
+    };
+    Failure::new(
+        FailureKind::Busy,
+        format!(
+            "another bot of {agent} runs on this machine: {holder} holds {} \
+             (stop it first; one bot per agent)",
+            path.display()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -108,6 +139,11 @@ mod tests {
     }
 
     #[test]
+    fn no_lock_file_is_no_bot() {
+        check(Path::new("/nonexistent/bot-mohe@example.org.lock"), "mohe").unwrap();
+    }
+
+    #[test]
     fn a_second_lock_is_refused_naming_the_holders_pid_and_freed_on_drop() {
         let dir = std::env::temp_dir().join(format!("ss-bot-lock-{}", std::process::id()));
         let path = lock_path(&dir.join("sub"), "mohe@example.org");
@@ -126,7 +162,11 @@ mod tests {
             "{}",
             refused.message
         );
+        let looked = check(&path, "mohe").unwrap_err();
+        assert_eq!(looked.kind, FailureKind::Busy);
+        assert_eq!(looked.message, refused.message);
         drop(held);
+        check(&path, "mohe").unwrap();
         let again = take(&path, "mohe").unwrap();
         drop(again);
         std::fs::remove_dir_all(dir).unwrap();
