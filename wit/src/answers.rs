@@ -209,6 +209,37 @@ pub struct BotCheck<'a> {
     pub ok: bool,
 }
 
+/// `doctor`: each link of the chain checked, in order, and whether all
+/// passed.
+#[derive(Serialize, JsonSchema)]
+pub struct Doctor<'a> {
+    /// No link failed (a skipped link is no failure).
+    pub ok: bool,
+    /// The links in the order they were checked: the config, `state.db`,
+    /// ejabberd, the room, then each agent's (`bot-config`, `subscriber`,
+    /// `login`, `lock`, `hermes-api`), then the plugin's.
+    pub links: Vec<DoctorLink<'a>>,
+}
+
+/// `doctor`: one link of the chain.
+#[derive(Serialize, JsonSchema)]
+pub struct DoctorLink<'a> {
+    /// Which: `config`, `state-db`, `ejabberd`, `room`, `bot-config`,
+    /// `subscriber`, `login`, `lock`, `hermes-api`, `plugin-listed`,
+    /// `plugin-imports`.
+    pub link: &'a str,
+    /// The agent it was checked for; `null` for a link all agents share.
+    pub agent: Option<&'a str>,
+    /// `ok`, `failed` or `skipped`.
+    pub status: &'a str,
+    /// What was found (`ok`), what is wrong (`failed`), or why it was not
+    /// checked (`skipped`: `because …`, the link it depends on).
+    pub detail: &'a str,
+    /// For a failed link, the command or config line that fixes it; else
+    /// `null`.
+    pub fix: Option<&'a str>,
+}
+
 /// `value` as the JSON the CLI prints: through a `serde_json::Value`, so
 /// an object's keys come in alphabetical order.
 pub fn to_value(value: &impl Serialize) -> serde_json::Value {

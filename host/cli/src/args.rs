@@ -144,6 +144,15 @@ pub enum Command {
     InitDb,
     /// Run the agent's room bot: join the room as the agent, answer through its Hermes API server
     Bot(BotArgs),
+    /// Check each link of the chain, in order, and say what fixes a broken one
+    ///
+    /// The links: the config, state.db, ejabberd (through the configured transport), the room
+    /// (it exists, is non-anonymous, archives or not), then for each agent its bot's config
+    /// keys, its MUC/Sub subscription, its login (the SASL condition when refused), a bot of it
+    /// already running (the lock) and its Hermes API server with the key, then the plugin in
+    /// Hermes's config.yaml. Each is ok, failed (with what fixes it) or skipped (because a link
+    /// it needs failed). Nothing is changed. Exit 0 when no link failed, 1 when one did.
+    Doctor(DoctorArgs),
     /// Put a script at the legacy xmpp_session_bridge.py's path that runs this command
     ///
     /// Prompts and scripts that call `python3 ~/.hermes/scripts/xmpp_session_bridge.py send
@@ -171,6 +180,15 @@ pub struct BotArgs {
     /// check)
     #[arg(long)]
     pub once: bool,
+}
+
+/// `doctor`'s arguments.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Only this agent's links [default: every agent of the config, each as `bot --agent NAME`
+    /// would run with this HERMES_HOME]
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// `--limit`: a number of rows, 0 or more; a negative or other text says so

@@ -10,6 +10,7 @@
 use clap::Parser;
 mod args;
 mod bot;
+mod doctor;
 mod legacy_script;
 mod output;
 mod run;

@@ -5,8 +5,8 @@ use super::markdown::{banner, cell};
 use schemars::{JsonSchema, schema_for};
 use serde_json::Value;
 use session_switch_contract::answers::{
-    Admitted, Agent, BotCheck, Cleared, Context, Created, IsOwn, LegacyScript, PendingSend,
-    RecordState, Resolved, Sent,
+    Admitted, Agent, BotCheck, Cleared, Context, Created, Doctor, DoctorLink, IsOwn, LegacyScript,
+    PendingSend, RecordState, Resolved, Sent,
 };
 
 /// One command's answer: the command, what its document is, the shapes in
@@ -82,6 +82,12 @@ fn answers() -> Vec<Answer> {
             document: "an object, on one line (the other answers are indented)",
             shapes: vec![shape::<BotCheck>("")],
         },
+        Answer {
+            command: "doctor",
+            document: "an object: `ok` and the links checked, in order (printed also when a \
+                       link failed: the exit status is then 1)",
+            shapes: vec![shape::<Doctor>("The report"), shape::<DoctorLink>("A link")],
+        },
     ]
 }
 
@@ -143,6 +149,8 @@ fn type_name(schema: &Value) -> String {
             format!("array of {}s", item.as_deref().unwrap_or("value"))
         }
         Some(Value::String(kind)) => kind.clone(),
+        // A type of its own (schemars' `$ref`), whose shape has its own heading.
+        None if schema.get("$ref").is_some() => "object".into(),
         Some(Value::Array(kinds)) => kinds
             .iter()
             .filter_map(Value::as_str)
