@@ -16,6 +16,7 @@ mod bot_service;
 mod chain;
 mod component;
 mod config;
+mod doctor;
 mod e2e_cli;
 mod fidelity;
 mod heard_store;
