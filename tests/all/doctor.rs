@@ -104,8 +104,13 @@ impl Run {
 /// `doctor --json --agent mohe` with this world's environment, on
 /// `config` and `db`, with `env` added.
 fn doctor(world: &BotWorld, config: &Path, db: &Path, env: &[(&str, &str)]) -> Run {
+    doctor_of(world, "mohe", config, db, env)
+}
+
+/// [`doctor`] with `--agent agent`.
+fn doctor_of(world: &BotWorld, agent: &str, config: &Path, db: &Path, env: &[(&str, &str)]) -> Run {
     let mut cmd = command(world, config, db);
-    cmd.args(["--json", "doctor", "--agent", "mohe"]);
+    cmd.args(["--json", "doctor", "--agent", agent]);
     for (name, value) in env {
         cmd.env(name, value);
     }
@@ -259,6 +264,20 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     }
     assert_eq!(run.link("state-db")["status"], "ok");
     assert_eq!(run.link("plugin-listed")["status"], "ok");
+
+    // An agent the config does not have: its links are skipped, the
+    // shared ones still checked.
+    let run = doctor_of(&world, "nobody", &config, &db, &[]);
+    run.failed(
+        "config",
+        "has no agent \"nobody\" (configured: mohe, zhiwei, xiaoguo)",
+        "--agent",
+    );
+    for link in ["bot-config", "subscriber", "login", "lock", "hermes-api"] {
+        run.skipped(link, "the config has no agent \"nobody\"");
+        assert_eq!(run.link(link)["agent"], "nobody");
+    }
+    assert_eq!(run.link("room")["status"], "ok");
 
     // No state.db there, then a SQLite file that is not Hermes's: only
     // that link fails (no other needs it).

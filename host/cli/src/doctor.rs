@@ -45,6 +45,12 @@ pub fn run(g: &Global, args: &DoctorArgs, probe: Option<PluginProbe>) -> Result<
             for agent in agents {
                 agent::links(config, path, agent, &home, room, &mut report);
             }
+            if let (true, Some(name)) = (agents.is_empty(), &args.agent) {
+                let because = format!("the config has no agent {name:?}");
+                for link in agent::LINKS {
+                    report.skipped(link, Some(name), &because);
+                }
+            }
         }
         None => {
             let because = "the config did not load";
@@ -73,7 +79,9 @@ pub fn run(g: &Global, args: &DoctorArgs, probe: Option<PluginProbe>) -> Result<
     }
 }
 
-/// The config and `--agent`: the config, its path and the agents to check.
+/// The config and `--agent`: the config, its path and the agents to check
+/// (none when `--agent` names one the config does not have: the shared
+/// links are still checked).
 fn config_link(
     g: &Global,
     args: &DoctorArgs,
@@ -113,7 +121,7 @@ fn config_link(
                     config.agent_names()
                 ),
             );
-            return None;
+            return Some((config, shown, Vec::new()));
         }
         Some(name) => vec![name.clone()],
         None => config.agents.iter().map(|a| a.name.clone()).collect(),
