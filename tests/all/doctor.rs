@@ -320,6 +320,63 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     run.skipped("subscriber", "ejabberd was not reached");
     run.others_ok(&["ejabberd", "room", "subscriber"]);
 
+    // The same through ejabberdctl: whole, then a command that is not there.
+    let via_ctl = config_with(
+        &world,
+        "ejabberdctl.toml",
+        &format!("transport = \"http\"\napi_url = \"{api}\"\n"),
+        &format!(
+            "transport = \"ejabberdctl\"\nejabberdctl = [\"{}\"]\n",
+            world.ej.ctl.display()
+        ),
+    );
+    doctor(&world, &via_ctl, &db, &[]).others_ok(&[]);
+    let no_ctl = config_with(
+        &world,
+        "no-ejabberdctl.toml",
+        &format!("transport = \"http\"\napi_url = \"{api}\"\n"),
+        "transport = \"ejabberdctl\"\nejabberdctl = [\"/nonexistent/ejabberdctl\"]\n",
+    );
+    let run = doctor(&world, &no_ctl, &db, &[]);
+    run.failed("ejabberd", "command not found", "[xmpp] ejabberdctl");
+    run.skipped("room", "ejabberd was not reached");
+
+    // An HTTP API password variable that is not set: nothing is asked.
+    let no_secret = config_with(
+        &world,
+        "no-secret.toml",
+        &format!("api_url = \"{api}\"\n"),
+        &format!(
+            "api_url = \"{api}\"\napi_user = \"admin@{}\"\n\
+             api_password_env = \"DOCTOR_TEST_UNSET\"\n",
+            world.ej.domain
+        ),
+    );
+    let run = doctor(&world, &no_secret, &db, &[]);
+    run.failed(
+        "ejabberd",
+        "api_password_env names DOCTOR_TEST_UNSET",
+        "[xmpp]",
+    );
+    run.skipped("subscriber", "ejabberd was not reached");
+
+    // No XMPP server at [bot] server: the login says where it looked.
+    let server = format!("{}:{}", world.ej.c2s_host, world.ej.c2s_port);
+    let c2s = unused_port();
+    let no_server = config_with(
+        &world,
+        "no-server.toml",
+        &server,
+        &format!("127.0.0.1:{c2s}"),
+    );
+    let run = doctor(&world, &no_server, &db, &[]);
+    run.failed(
+        "login",
+        &format!("tried [bot] server 127.0.0.1:{c2s}"),
+        "set [bot] server",
+    );
+    run.others_ok(&["login"]);
+
     // A room the server does not have: its subscribers are not asked.
     let room = world.ej.room.clone();
     let (name, service) = room.split_once('@').unwrap();

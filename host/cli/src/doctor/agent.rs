@@ -16,9 +16,9 @@ use std::time::Duration;
 /// An agent's links, in the order they are checked.
 pub const LINKS: [&str; 5] = ["bot-config", "subscriber", "login", "lock", "hermes-api"];
 
-/// How long the login may take, network retries included: a server that
-/// answers logs in within a second.
-const LOGIN_LIMIT: Duration = Duration::from_secs(10);
+/// How long the login may take, network retries included (tries after 1
+/// and 3 s): a server that answers logs in within a second.
+const LOGIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long the Hermes API server may take to answer `/health` and
 /// `/v1/models`.

@@ -151,4 +151,32 @@ mod tests {
         assert!(failed.fix.unwrap().contains("pip install session_switch-"));
         std::fs::remove_dir_all(home).unwrap();
     }
+
+    #[test]
+    fn a_missing_or_unreadable_config_yaml_says_so() {
+        let home = std::env::temp_dir().join(format!("ss-doctor-yaml-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let listed = |home: &Path| {
+            let mut report = Report::default();
+            links(home, None, &mut report);
+            report.links.remove(0)
+        };
+        let missing = listed(&home);
+        assert_eq!(missing.outcome, Outcome::Failed);
+        assert!(
+            missing.detail.starts_with("cannot read "),
+            "{}",
+            missing.detail
+        );
+        assert!(missing.fix.unwrap().contains("HERMES_HOME"));
+        std::fs::write(home.join("config.yaml"), "plugins: [unclosed\n").unwrap();
+        let broken = listed(&home);
+        assert_eq!(broken.outcome, Outcome::Failed);
+        assert!(
+            broken.detail.contains("is not YAML Hermes can read"),
+            "{}",
+            broken.detail
+        );
+        std::fs::remove_dir_all(home).unwrap();
+    }
 }
