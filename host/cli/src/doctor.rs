@@ -23,11 +23,9 @@ use session_switch::Failure;
 use session_switch::config::Config;
 use std::path::Path;
 
-/// Whether Hermes's Python imports the plugin: given by a caller that runs
-/// inside Hermes's venv (the console script the wheel installs), which can
-/// try the import; `Ok` says what was imported (its version, its file),
-/// `Err` why it failed. The binary, outside any Python, has none.
-pub type PluginProbe<'a> = &'a dyn Fn() -> Result<String, String>;
+/// Whether Hermes's Python imports the plugin ([`crate::Launch::plugin_import`]):
+/// `Ok` says what was imported, `Err` why it failed.
+pub type PluginProbe<'a> = &'a (dyn Fn() -> Result<String, String> + Send + Sync);
 
 /// Check every link, print the report (JSON with `--json`), and fail when
 /// a link failed.

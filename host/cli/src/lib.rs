@@ -20,12 +20,30 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// How the command was started, for what depends on it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Launch {
     /// The command a legacy script runs (`install-legacy-script`): the
     /// console script's path when started through Python, whose own
     /// executable is the interpreter; `None` is this executable.
     pub command: Option<PathBuf>,
+    /// `doctor`'s `plugin-imports` link: tries whether the Python this
+    /// command runs in imports the Hermes plugin (the console script, in
+    /// Hermes's venv, can; `Ok` says what was imported, `Err` why not);
+    /// `None`, the binary, skips that link.
+    pub plugin_import: Option<PluginImport>,
+}
+
+/// A try of the plugin's import (see [`Launch::plugin_import`]); `Send`,
+/// as the console script runs the command with the GIL released.
+pub type PluginImport = Box<dyn Fn() -> Result<String, String> + Send + Sync>;
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("command", &self.command)
+            .field("plugin_import", &self.plugin_import.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 /// Run the command line `args` (the program's name first), print its

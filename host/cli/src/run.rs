@@ -102,7 +102,7 @@ pub fn run(cli: Cli, launch: &Launch) -> Result<(), Failure> {
             Ok(())
         }
         Command::Bot(args) => crate::bot::run(open(g)?, &args, g.json),
-        Command::Doctor(args) => crate::doctor::run(g, &args, None),
+        Command::Doctor(args) => crate::doctor::run(g, &args, launch.plugin_import.as_deref()),
         Command::InstallLegacyScript { path, force } => {
             let path = path.unwrap_or_else(crate::legacy_script::default_path);
             let runs = match &launch.command {

@@ -43,6 +43,7 @@ fn run_cli(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     let launch = session_switch_cli::Launch {
         // The executable is Python: a legacy script must run this script.
         command: argv.first().and_then(|p| std::path::absolute(p).ok()),
+        ..Default::default()
     };
     py.detach(|| session_switch_cli::run_from_args(argv, launch))
 }
