@@ -56,12 +56,13 @@ pub fn links(config: &Config, path: &str, report: &mut Report) -> Room {
         format!("ejabberdctl change_room_option {name} {service} {option} {value}")
     };
     let Some(options) = options else {
-        // The virtual host the room belongs to: the agents' domain.
+        // The virtual host the room belongs to: the agents' domain (a
+        // validated config has an agent, and its JID a domain).
         let host = config
             .agents
             .first()
             .and_then(|a| a.jid.split_once('@'))
-            .map_or("example.org", |(_, domain)| domain);
+            .map_or("HOST", |(_, domain)| domain);
         report.failed(
             "room",
             None,
