@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test reference docs
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test reference docs workspace-hack
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -109,16 +109,28 @@ wheel: component venv ## the Python package: target/wheels/session_switch-*.whl
 	$(call one-sqlite,$(WHEELS),target/wheel/check)
 
 # The wheel the tests install: the dev profile, in the workspace's own target
-# dir (cold, maturin builds the crate alone, so its features differ and
-# wasmtime compiles once more, in debug; warm it is quick), instead of a
-# release build of wasmtime (the longest step of a cold `make test` before).
-# Same code, same embedded policy, same system SQLite; `make wheel` is the
-# release one users install and `make bench` times.
+# dir, so it reuses the workspace's debug build of wasmtime (the workspace
+# hack gives the Python crate alone the workspace's features; only rusqlite
+# differs, without `bundled`). Same code, same embedded policy, same system
+# SQLite; `make wheel` is the release one users install and `make bench`
+# times. A wasmtime compiled here means the hack is stale.
 TEST_WHEELS := target/wheels-dev
 test-wheel: component venv
 	rm -f $(TEST_WHEELS)/session_switch-*.whl
-	$(VENV)/bin/python -m maturin build -m host/python/Cargo.toml -o $(TEST_WHEELS)
+	$(VENV)/bin/python -m maturin build -m host/python/Cargo.toml -o $(TEST_WHEELS) 2>&1 | tee target/test-wheel.log
+	@if grep -q '^ *Compiling wasmtime ' target/test-wheel.log; then \
+	  echo "make: the wheel compiled wasmtime again: the workspace hack is stale (make workspace-hack)" >&2; exit 1; fi
 	$(call one-sqlite,$(TEST_WHEELS),target/wheels-dev-check)
+
+# cargo-hakari (crates.io, installed once per version under target/dev-tools)
+# regenerates host/workspace-hack after a dependency or a feature changes.
+HAKARI_VERSION := 0.9.39
+HAKARI := target/dev-tools/cargo-hakari-$(HAKARI_VERSION)/bin/cargo-hakari
+$(HAKARI):
+	$(CARGO) install --locked --version $(HAKARI_VERSION) --root target/dev-tools/cargo-hakari-$(HAKARI_VERSION) cargo-hakari
+
+workspace-hack: $(HAKARI) ## regenerate host/workspace-hack (after a dependency changes)
+	PATH=$(abspath $(dir $(HAKARI))):$$PATH $(CARGO) hakari generate
 
 # Refuse a wheel whose extension defines SQLite's symbols (a second SQLite
 # in Hermes's process breaks its POSIX locks): $(1) the wheel's folder, $(2)

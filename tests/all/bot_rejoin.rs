@@ -236,9 +236,19 @@ fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
     let two = unique("@mohe two");
     world.say("anna", &one);
     world.say("anna", &two);
-    // Turn zero ends, both are decided, turn one starts: killed then.
+    // Turn zero ends, both are decided, turn one starts: killed once
+    // Hermes has stored its line (what the restarted bot must find; a fixed
+    // pause lost that race on a loaded machine).
     mohe.expect_log("answering anna", 2, ANSWER);
-    std::thread::sleep(Duration::from_millis(500));
+    let deadline = std::time::Instant::now() + ANSWER;
+    while !hermes_stored(&world, &one) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Hermes never stored turn one's line:\n{}",
+            mohe.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     mohe.signal("KILL");
     let before = observer.messages().len();
     world.llm.set_delay(Duration::ZERO);
@@ -263,4 +273,17 @@ fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
             .count()
     };
     assert_eq!((ends_with(&one), ends_with(&two)), (1, 1), "{}", mohe.log());
+}
+
+/// Whether Hermes has stored a user row ending with `line` in any session.
+fn hermes_stored(world: &BotWorld, line: &str) -> bool {
+    let conn = rusqlite::Connection::open(&world.db).unwrap();
+    conn.busy_timeout(Duration::from_millis(200)).unwrap();
+    conn.query_row(
+        "SELECT COUNT(*) FROM messages WHERE role = 'user' AND substr(content, -length(?1)) = ?1",
+        [line],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .unwrap_or(false)
 }

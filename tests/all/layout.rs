@@ -62,12 +62,36 @@ const DEV_ARROWS: [(&str, &[&str]); 2] = [
     ("session-switch-runtime", &["session-switch-fake-host"]),
 ];
 
+/// cargo-hakari's crate (`make workspace-hack`): it names the features the
+/// whole workspace turns on, so that a build of a few crates (maturin's of
+/// the Python package, a release build of the CLI) reuses the workspace's
+/// build of wasmtime. Not a job of the product: outside the arrows.
+const WORKSPACE_HACK: &str = "session-switch-workspace-hack";
+
+/// The crates that depend on [`WORKSPACE_HACK`]: those built on their own
+/// (`-p`, maturin) and what they build. Never a crate built for wasm32 (the
+/// contract, the policy, the test policies): the hack names host crates.
+const WITH_WORKSPACE_HACK: [&str; 11] = [
+    "session-switch-runtime",
+    "session-switch-store",
+    "session-switch-transport",
+    "session-switch-config",
+    "session-switch",
+    "session-switch-bot",
+    "session-switch-cli",
+    "session-switch-python",
+    "session-switch-fake-host",
+    "session-switch-tests",
+    "xtask",
+];
+
 /// The workspace's crates that are not the product: tests and tools, free
 /// to use any crate of ours.
-const FREE: [&str; 3] = [
+const FREE: [&str; 4] = [
     "session-switch-tests",
     "session-switch-test-policies",
     "xtask",
+    WORKSPACE_HACK,
 ];
 
 /// Dependencies of one package on crates of ours: `(normal and build,
@@ -75,8 +99,8 @@ const FREE: [&str; 3] = [
 type Edges = (BTreeSet<String>, BTreeSet<String>);
 
 /// Every workspace package and its dependencies on crates of ours, from
-/// cargo.
-fn our_edges() -> BTreeMap<String, Edges> {
+/// cargo (the workspace hack included).
+fn all_edges() -> BTreeMap<String, Edges> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args([
@@ -123,6 +147,31 @@ fn our_edges() -> BTreeMap<String, Edges> {
 
 fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
+}
+
+/// [`all_edges`] without the workspace hack.
+fn our_edges() -> BTreeMap<String, Edges> {
+    let mut edges = all_edges();
+    for (normal, dev) in edges.values_mut() {
+        normal.remove(WORKSPACE_HACK);
+        dev.remove(WORKSPACE_HACK);
+    }
+    edges
+}
+
+#[test]
+fn the_host_crates_and_no_wasm_crate_depend_on_the_workspace_hack() {
+    let with: BTreeSet<String> = all_edges()
+        .into_iter()
+        .filter(|(_, (normal, _))| normal.contains(WORKSPACE_HACK))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(with, set(&WITH_WORKSPACE_HACK));
+    let (hack, hack_dev) = &all_edges()[WORKSPACE_HACK];
+    assert!(
+        hack.is_empty() && hack_dev.is_empty(),
+        "the hack depends on crates of ours: {hack:?}"
+    );
 }
 
 #[test]

@@ -43,9 +43,20 @@ fn run_cli(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     let launch = session_switch_cli::Launch {
         // The executable is Python: a legacy script must run this script.
         command: argv.first().and_then(|p| std::path::absolute(p).ok()),
-        ..Default::default()
+        plugin_import: Some(Box::new(plugin_import)),
     };
     py.detach(|| session_switch_cli::run_from_args(argv, launch))
+}
+
+/// `doctor`'s `plugin-imports` link: `session_switch.cli.plugin_import`
+/// in this interpreter, the one Hermes would load the plugin in.
+fn plugin_import() -> Result<String, String> {
+    Python::attach(|py| {
+        py.import("session_switch.cli")?
+            .call_method0("plugin_import")?
+            .extract::<String>()
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// What a process that serves Python callers needs, once, before its first

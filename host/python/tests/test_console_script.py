@@ -161,6 +161,28 @@ class ConsoleScript(unittest.TestCase):
                     proc.wait()
         return status, log_path.read_text(errors="replace")
 
+    def test_doctor_tries_the_plugins_import_only_from_the_wheel(self):
+        (self.home / "config.yaml").write_text("plugins:\n  enabled: [session-switch]\n", encoding="utf-8")
+
+        def plugin_imports(program: Path) -> dict:
+            done = self.run_with(program, "--json", "doctor", "--agent", "mohe")
+            links = [link for link in json.loads(done.stdout)["links"] if link["link"] == "plugin-imports"]
+            self.assertEqual(len(links), 1, done.stdout)
+            return links[0]
+
+        found = plugin_imports(self.command)
+        self.assertEqual(found["status"], "ok", found)
+        self.assertIn(str(self.venv), found["detail"])
+        found = plugin_imports(support.cli())
+        self.assertEqual(found["status"], "skipped", found)
+        # The wheel in a venv without Hermes: the tests' own (`make python-test` installs it there).
+        elsewhere = support.ROOT / "target/venv/bin/xmpp-session-bridge"
+        self.assertTrue(elsewhere.is_file(), f"{elsewhere}: the wheel is not installed in the tests' venv")
+        found = plugin_imports(elsewhere)
+        self.assertEqual(found["status"], "failed", found)
+        self.assertIn("no Hermes", found["detail"])
+        self.assertIn("pip install", found["fix"])
+
     def test_the_legacy_script_runs_the_console_script(self):
         path = self.dir / "scripts" / "xmpp_session_bridge.py"
         done = self.run_with(self.command, "install-legacy-script", "--path", str(path))
