@@ -337,7 +337,9 @@ def room(manifest, run_dir, quick):
         "--work", os.path.join(run_dir, "room"), "--out", out] + (["--quick"] if quick else []),
        capture=False)
     with open(out) as f:
-        return json.load(f)
+        figures = json.load(f)
+    figures["build"] = BIN
+    return figures
 
 
 def cpu_name():
@@ -409,7 +411,7 @@ def room_only(res, manifest, run_dir, args):
     the room's section only."""
     started = {k: res[k] for k in ("started", "cpu", "commit", "load_before")}
     figures = room(manifest, run_dir, args.quick)
-    figures.update(started, build=BIN)
+    figures.update(started)
     path = os.path.join(args.out, "results.json")
     full = None
     if os.path.exists(path):

@@ -271,7 +271,8 @@ def room_report(room):
                  "the stand-in receives the turn request, plus the stand-in's answer → the person "
                  "receives the reply. At 2/s and 10/s the bot and the baseline each have a room and "
                  "their messages interleave; at 100/s and in the throughput ramp their runs alternate. "
-                 "Fixtures at 1,000 rows)")
+                 f"Fixtures at 1,000 rows; load average {room['loadavg_before'][0]:.2f} before, "
+                 f"{room['loadavg_after'][0]:.2f} after (1 min))")
     lines.append("")
     lines.append("| fixture | rate | messages each | bot p50 / p99 (ms) | baseline p50 / p99 (ms) "
                  "| lost or doubled (bot, baseline) |")
