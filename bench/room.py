@@ -293,8 +293,9 @@ sessions = ["{SESSION}", "xmpp-mohe"]
         await p.wait_for(logfile + ".out", "joined", 60)
         return p
 
-    def stop(self, p):
-        p.stop()
+    async def stop(self, p):
+        # In a thread: the stand-in keeps answering the turn a stopping bot waits for.
+        await asyncio.to_thread(p.stop)
         self.procs.remove(p)
 
     # Runs.
@@ -445,8 +446,7 @@ sessions = ["{SESSION}", "xmpp-mohe"]
             res["rss_load_kib"] = dict(self.peaks)
             res["decisions"] = count_decisions(bot.logfile)
         finally:
-            self.stop(bot)
-            self.stop(base)
+            await asyncio.gather(self.stop(bot), self.stop(base))
         log(f"{name}: the bot under strace -T")
         trace = os.path.join(self.a.work, f"bot-{name}.strace")
         sbot = await self.start_bot(bot_room, work_db, f"bot-{name}", strace=trace)
@@ -459,10 +459,13 @@ sessions = ["{SESSION}", "xmpp-mohe"]
             res["fsync"] = fsyncs(trace, at, r["n"], count_decisions(sbot.logfile, before),
                                   windows(sbot.logfile, before))
         finally:
-            self.stop(sbot)
+            await self.stop(sbot)
         return res
 
     async def main(self):
+        # The bots run in sessions of their own, out of reach of a signal to
+        # this process's group: a SIGTERM ends the run through its cleanup.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
         self.standin = StandIn()
         await self.standin.start()
         ctl(self.ej, "register", PERSON, self.domain, f"pw-{PERSON}", check=False)
@@ -482,8 +485,7 @@ sessions = ["{SESSION}", "xmpp-mohe"]
             for name, db in self.a.db:
                 out[name] = await self.fixture(name, db)
         finally:
-            for p in list(self.procs):
-                self.stop(p)
+            await asyncio.gather(*(self.stop(p) for p in list(self.procs)))
             for c in (self.person, self.idle):
                 c.disconnect()
             await asyncio.sleep(0.5)
