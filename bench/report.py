@@ -331,11 +331,14 @@ def room_report(room):
                  "(the policy's decisions: `is-own`, `admit` and `resolve`; the durable write: the "
                  "decision's line, cursor and commit, and forgetting the line once Hermes took it; the "
                  "rest: parsing, queues, the HTTP request, the reply's stanza); its fsyncs inside its own "
-                 "share from the `strace -T` run (each fsync's start against the log's spans).")
+                 "share from the `strace -T` run (each fsync's start against the log's spans); beside it, "
+                 "the decision the bot makes on the room's echo of its own reply (`is-own`, `admit`, the "
+                 "cursor's write): outside the message's share, but the decision thread's time.")
     lines.append("")
     lines.append("| fixture | rate | bot: in | out | own | policy | durable write | rest "
-                 "| fsyncs inside | own less fsyncs | baseline: in | out | own | ratio |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "| fsyncs inside | own less fsyncs | baseline: in | out | own | ratio "
+                 "| the bot's decision on its reply's echo |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, label in ROOM_FIXTURES:
         if key not in room:
             continue
@@ -344,14 +347,15 @@ def room_report(room):
         for rate, o in x["own"].items():
             b, s = o["bot"], o["baseline"]
             if not b.get("n") or not s.get("n"):
-                lines.append(f"| {label} | {rate}/s | no lines | | | | | | | | | | | |")
+                lines.append(f"| {label} | {rate}/s | no lines | | | | | | | | | | | | |")
                 continue
             less = b["own"]["p50"] - inside
             ratio = less / s["own"]["p50"]
             lines.append(f"| {label} | {rate}/s | {b['in']['p50']:.0f} | {b['out']['p50']:.0f} | "
                          f"{b['own']['p50']:.0f} | {b['policy']['p50']:.0f} | {b['write']['p50']:.0f} | "
                          f"{b['rest']['p50']:.0f} | {inside:.0f} | {less:.0f} | {s['in']['p50']:.0f} | "
-                         f"{s['out']['p50']:.0f} | {s['own']['p50']:.0f} | {ratio:.2f}× |")
+                         f"{s['out']['p50']:.0f} | {s['own']['p50']:.0f} | {ratio:.2f}× | "
+                         f"{b['echo']['p50'] if 'echo' in b else 0:.0f} |")
             checks.append((f"room: the bot's own share less its fsyncs ≤ {ROOM_OWN_SHARE}× the "
                            f"baseline's ({key}, {rate}/s)", ratio <= ROOM_OWN_SHARE,
                            f"{ratio:.2f}× ({less:.0f} vs {s['own']['p50']:.0f} µs)"))

@@ -540,6 +540,7 @@ def bot_share(path, start, end):
     """Per answered message of the person, from the bot's debug lines: stanza
     in → turn request out, reply in → stanza out (µs), and the split."""
     handed, decided, admits, resolves, hermes, forgets, replied = [], [], [], [], [], [], []
+    echoes = []  # the decision on the room's echo of each reply: the decision thread's time too
     p = re.escape(PERSON)
     for t, text in log_lines(path, start, end):
         if m := re.match(rf"{p}'s message handed to the decision thread", text):
@@ -556,6 +557,8 @@ def bot_share(path, start, end):
             forgets.append(int(m.group(1)))
         elif text.startswith(f"replied to {PERSON} "):
             replied.append(t)
+        elif m := re.match(rf"{re.escape(AGENT)}'s message decided in (\d+) µs", text):
+            echoes.append(int(m.group(1)))
     n = min(map(len, (handed, decided, admits, resolves, hermes, forgets, replied)))
     rows = []
     for i in range(n):
@@ -566,7 +569,10 @@ def bot_share(path, start, end):
         policy = decided[i] - admits[i][1] + resolves[i]
         rows.append({"in": inward, "out": outward, "own": inward + outward, "policy": policy,
                      "write": write, "rest": inward + outward - policy - write})
-    return summary(rows, ("in", "out", "own", "policy", "write", "rest"))
+    out = summary(rows, ("in", "out", "own", "policy", "write", "rest"))
+    if echoes:
+        out["echo"] = {"p50": statistics.median(echoes), "p99": pct(echoes, 99), "mean": statistics.fmean(echoes)}
+    return out
 
 
 def baseline_share(path, start, end):
