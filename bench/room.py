@@ -389,8 +389,10 @@ sessions = ["{SESSION}", "xmpp-mohe"]
                 shutil.copyfile(db + suffix, work_db + suffix)
         # Hermes's gateway holds state.db open while the bot runs: in WAL mode the
         # bot's connections are then never the last, which would checkpoint on close.
+        # The read runs to its end: a statement left open would hold a shared
+        # lock, which in DELETE mode keeps every write of the bot waiting.
         hermes_holds = sqlite3.connect(work_db)
-        hermes_holds.execute("SELECT count(*) FROM sessions").fetchone()
+        hermes_holds.execute("SELECT count(*) FROM sessions").fetchall()
         try:
             return await self.measure(name, bot_room, base_room, work_db)
         finally:
@@ -445,6 +447,7 @@ sessions = ["{SESSION}", "xmpp-mohe"]
                           and x.get("answered_per_s")] or [0]) for who, steps in ramp.items()}
             res["rss_load_kib"] = dict(self.peaks)
             res["decisions"] = count_decisions(bot.logfile)
+            res["bot_warnings"] = warnings(bot.logfile)
         finally:
             await asyncio.gather(self.stop(bot), self.stop(base))
         log(f"{name}: the bot under strace -T")
@@ -530,6 +533,14 @@ def log_lines(path, start, end=None):
             if m:
                 t = datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp()
                 yield t, m.group(4)
+
+
+def warnings(path, keep=5):
+    """How many WARN and ERROR lines the bot logged, and the first few: what a
+    lost message or a stall would leave."""
+    lines = [text for line in open(path, errors="replace") if (m := LINE.match(line.rstrip("\n")))
+             and m.group(2) in ("WARN", "ERROR") for text in [m.group(4)]]
+    return {"count": len(lines), "first": lines[:keep]}
 
 
 def count_decisions(path, start=0):
