@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench fuzz soak fixtures wheel test-wheel python-test reference docs workspace-hack
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test reference docs workspace-hack
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -174,12 +174,20 @@ demo: build venv ## the whole flow against a real ejabberd it starts and stops
 # Installs hyperfine, GNU time and strace (the send's fsyncs) from Debian when missing; sends run against
 # one isolated ejabberd (with-ejabberd.sh). Writes target/bench/report.md
 # (the tables), the book's Performance page (docs/src/performance.md) and target/bench/results.json.
-bench: component variants wheel hermes-venvs ## benchmarks: policy per call, CLI, sends, hot swap, memory
+bench: component variants wheel hermes-venvs venv ## benchmarks: policy per call, CLI, sends, the room, hot swap, memory
 	@command -v hyperfine >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq hyperfine; }
 	@test -x /usr/bin/time || apt-get install -y -qq time
 	@command -v strace >/dev/null 2>&1 || apt-get install -y -qq strace
 	$(CARGO) build --release -p session-switch-cli --bins && $(CARGO) build --release -p session-switch-tests --benches
 	bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
+
+# The room benchmark alone (bench/room.py, ROOM_ONLY=1): its figures replace
+# the room's in target/bench/results.json and on the Performance page when a
+# full `make bench` left them, else target/bench/report.md holds the room only.
+bench-room: component venv ## the room benchmark alone: the bot beside a slixmpp/aiohttp baseline
+	@command -v strace >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq strace; }
+	$(CARGO) build --release -p session-switch-cli --bins
+	ROOM_ONLY=1 bash tests/ejabberd/with-ejabberd.sh python3 bench/driver.py
 
 # cargo-fuzz targets (fuzz/, its own workspace, nightly toolchain): each runs
 # for FUZZ_SECONDS on its corpus (fuzz/corpus/T, kept between runs) seeded

@@ -3,8 +3,9 @@
 run, times the policy per call (component, native, SQLite alone for the
 history, the legacy `xmpp_session_bridge.py`'s Python, the Python binding
 and the Hermes plugin), the CLI as a whole process (hyperfine, cache warm and cold), its peak memory
-(`/usr/bin/time -v`), hot swap, and sends against the real ejabberd when
-run under `tests/ejabberd/with-ejabberd.sh`; then writes the tables.
+(`/usr/bin/time -v`), hot swap, and sends and the room (`bench/room.py`)
+against the real ejabberd when run under `tests/ejabberd/with-ejabberd.sh`;
+then writes the tables. `ROOM_ONLY=1` runs the room alone.
 
   bench/driver.py [--out target/bench] [--quick]
 
@@ -26,11 +27,14 @@ import subprocess
 import sys
 import time
 
-from report import report, write_page
+from report import report, room_report, write_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
-BIN = os.path.join(ROOT, "target/release/xmpp-session-bridge")
+#: `SSW_BENCH_BIN` times another build (e.g. the debug one while developing the bench).
+BIN = os.path.abspath(os.environ.get("SSW_BENCH_BIN") or os.path.join(ROOT, "target/release/xmpp-session-bridge"))
+#: The tests' venv: slixmpp and aiohttp for the room benchmark (`make venv`).
+VENV_PYTHON = os.path.join(ROOT, "target/venv/bin/python")
 COMPONENT = os.path.join(ROOT, "target/policy/session_switch.wasm")
 OUT = os.path.join(ROOT, "target/bench")  # --out
 
@@ -318,6 +322,26 @@ def alternating_pairs(ours, legacy, pairs):
             "ratio_median": statistics.median(a / b for a, b in zip(mine, theirs))}
 
 
+def room(manifest, run_dir, quick):
+    """The room benchmark (bench/room.py): the bot against the real ejabberd
+    and a stand-in for Hermes's API server, beside the slixmpp/aiohttp
+    baseline, on the v22 (WAL) and v31 (DELETE) fixtures at 1,000 rows."""
+    if "EJ_CTL" not in os.environ:
+        return {"skipped": "no ejabberd (run through tests/ejabberd/with-ejabberd.sh, as `make bench` does)"}
+    if not os.path.exists(VENV_PYTHON):
+        return {"skipped": f"{VENV_PYTHON} is missing (`make venv`)"}
+    dbs = {d["name"]: d["path"] for d in manifest["dbs"]}
+    out = os.path.join(OUT, "room.json")
+    sh([VENV_PYTHON, os.path.join(BENCH, "room.py"), "--bin", BIN,
+        "--db", f"v22={dbs['v22-1000']}", "--db", f"v31={dbs['v31-1000']}",
+        "--work", os.path.join(run_dir, "room"), "--out", out] + (["--quick"] if quick else []),
+       capture=False)
+    with open(out) as f:
+        figures = json.load(f)
+    figures["build"] = BIN
+    return figures
+
+
 def cpu_name():
     try:
         for line in open("/proc/cpuinfo"):
@@ -336,7 +360,7 @@ def main():
     for need in (BIN, COMPONENT):
         if not os.path.exists(need):
             sys.exit(f"[bench] {need} is missing: run `make bench` (it builds it)")
-    for tool in ("hyperfine", "/usr/bin/time", "strace"):
+    for tool in ("strace",) if os.environ.get("ROOM_ONLY") else ("hyperfine", "/usr/bin/time", "strace"):
         if not shutil.which(tool):
             sys.exit(f"[bench] {tool} is missing: apt-get install -y hyperfine time strace")
     global OUT
@@ -352,6 +376,9 @@ def main():
     fixtures = os.environ.get("HERMES_FIXTURES", os.path.join(ROOT, "../shared/fixtures/hermes"))
     made = sh([sys.executable, os.path.join(BENCH, "make_dbs.py"), run_dir, "--fixtures", fixtures])
     manifest = last_json(made.stdout)
+    if os.environ.get("ROOM_ONLY"):
+        room_only(res, manifest, run_dir, args)
+        return
     res["manifest"] = manifest
     res["seed_python"] = legacy_python(manifest, args.quick)
     restamp(run_dir)
@@ -364,6 +391,7 @@ def main():
     res["whole_process"] = whole_process(manifest, run_dir, args.quick)
     res["memory"] = memory(manifest, run_dir)
     res["sends"] = sends(manifest, run_dir, args.quick)
+    res["room"] = room(manifest, run_dir, args.quick)
     res["load_after"] = os.getloadavg()
     text, checks = report(res)
     res["targets"] = [{"target": n, "met": ok, "measured": g} for n, ok, g in checks]
@@ -372,6 +400,38 @@ def main():
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text)
     write_page(res, os.path.join(ROOT, "docs", "src"))
+    print(text)
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def room_only(res, manifest, run_dir, args):
+    """`ROOM_ONLY=1`: the room benchmark alone. Its figures replace the room's
+    in OUT/results.json when a full run left one (the page is then written
+    again, saying which version measured the room); else OUT/report.md holds
+    the room's section only."""
+    started = {k: res[k] for k in ("started", "cpu", "commit", "load_before")}
+    figures = room(manifest, run_dir, args.quick)
+    figures.update(started)
+    path = os.path.join(args.out, "results.json")
+    full = None
+    if os.path.exists(path):
+        with open(path) as f:
+            full = json.load(f)
+    if full and "criterion" in full:
+        full["room"] = figures
+        text, checks = report(full)
+        full["targets"] = [{"target": n, "met": ok, "measured": g} for n, ok, g in checks]
+        write_page(full, os.path.join(ROOT, "docs", "src"))
+    else:
+        full = {"room": figures}
+        lines, checks = room_report(figures)
+        lines += ["", "| target | result | measured |", "|---|---|---|"]
+        lines += [f"| {n} | {'met' if ok else '**missed**'} | {g} |" for n, ok, g in checks]
+        text = "\n".join(lines) + "\n"
+    with open(path, "w") as f:
+        json.dump(full, f, indent=1, ensure_ascii=False)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(text)
     print(text)
     shutil.rmtree(run_dir, ignore_errors=True)
 

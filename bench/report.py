@@ -223,6 +223,15 @@ def report(res):
                        f"every call p99 {c['p99']:.1f} µs, first call p99 {f['p99']:.0f} µs, "
                        f"{h['failures']} failed"))
 
+    room = res.get("room", {"skipped": "not run"})
+    lines.append("")
+    if "skipped" in room:
+        lines.append(f"**The room**: skipped: {room['skipped']}.")
+    else:
+        room_lines, room_checks = room_report(room)
+        lines.extend(room_lines)
+        checks.extend(room_checks)
+
     lines.append("")
     lines.append("**Targets** (issues 7, 14, 18; `context` and sends as issue 37 restates them)")
     lines.append("")
@@ -233,6 +242,124 @@ def report(res):
     return "\n".join(lines) + "\n", checks
 
 
+
+
+#: The room's fixtures: Hermes's journal mode decides what a durable write costs.
+ROOM_FIXTURES = (("v22", "v22 (WAL)"), ("v31", "v31 (DELETE)"))
+#: The bot's own share, less its fsyncs, against the baseline's own share.
+ROOM_OWN_SHARE = 0.5
+#: Throughput may stay this close under the lower of the two ceilings.
+ROOM_CEILING_SLACK = 0.10
+
+
+def room_report(room):
+    """The room benchmark's section (`bench/room.py`): its Markdown lines and
+    its `(target, met, measured)` checks."""
+    lines, checks = [], []
+
+    def ms(x):
+        return f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+    build = room.get("build", "")
+    built = " (a debug build: not the product's figures)" if "/debug/" in build else ""
+    lines.append(f"**The room** (`bench/room.py`{built}: one `xmpp-session-bridge bot` in a room of the "
+                 "real ejabberd, its turns answered at once by a stand-in for Hermes's API server; the "
+                 "baseline, `bench/room_baseline.py`, is a slixmpp and aiohttp bot that forwards each "
+                 "message naming it to the same stand-in with the same request and posts the reply, "
+                 "no policy, no writes. A person's client posts messages that address the agent, each "
+                 "with a distinct token. Time per message, taken outside the bots: the person's send → "
+                 "the stand-in receives the turn request, plus the stand-in's answer → the person "
+                 "receives the reply. At 2/s and 10/s the bot and the baseline each have a room and "
+                 "their messages interleave; at 100/s and in the throughput ramp their runs alternate. "
+                 f"Fixtures at 1,000 rows; load average {room['loadavg_before'][0]:.2f} before, "
+                 f"{room['loadavg_after'][0]:.2f} after (1 min))")
+    lines.append("")
+    lines.append("| fixture | rate | messages each | bot p50 / p99 (ms) | baseline p50 / p99 (ms) "
+                 "| lost or doubled (bot, baseline) |")
+    lines.append("|---|---|---|---|---|---|")
+    for key, label in ROOM_FIXTURES:
+        if key not in room:
+            continue
+        for rate, r in room[key]["latency"].items():
+            b, s = r["bot"], r["baseline"]
+            lines.append(f"| {label} | {rate}/s | {b['n']} | {ms(b['p50_ms'])} / {ms(b['p99_ms'])} | "
+                         f"{ms(s['p50_ms'])} / {ms(s['p99_ms'])} | "
+                         f"{b['lost'] + b['doubled']}, {s['lost'] + s['doubled']} |")
+            ok = b["p50_ms"] <= s["p50_ms"] and b["p99_ms"] <= s["p99_ms"] and not (b["lost"] or b["doubled"])
+            checks.append((f"room: time per message no slower than the baseline's at p50 and p99 "
+                           f"({key}, {rate}/s)", ok,
+                           f"p50 {ms(b['p50_ms'])} vs {ms(s['p50_ms'])} ms, p99 {ms(b['p99_ms'])} vs "
+                           f"{ms(s['p99_ms'])} ms"))
+    ceiling = room["room_ceiling"]["per_s"]
+    lines.append("")
+    lines.append(f"Throughput (bursts at rising rates, the most messages per second answered with none "
+                 f"lost or doubled) beside its two ceilings: the room's own, ejabberd delivering a burst "
+                 f"of {room['room_ceiling']['n']} to a client that does nothing (median of "
+                 f"{room['room_ceiling']['bursts']}); the durable write's, the bot's fsyncs per message "
+                 f"(`strace -f -T`, a run at 10/s) one after another. RSS (VmRSS) idle after joining, "
+                 f"and its peak under load.")
+    lines.append("")
+    lines.append("| fixture | bot | baseline | the room's ceiling | the durable write's ceiling "
+                 "| fsyncs per message (per decision), median time | RSS idle: bot, baseline "
+                 "| RSS under load: bot, baseline |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for key, label in ROOM_FIXTURES:
+        if key not in room:
+            continue
+        x = room[key]
+        t, f = x["throughput_per_s"], x["fsync"]
+        idle, load = x["rss_idle_kib"], x["rss_load_kib"]
+        write_ceiling = f["ceiling_per_s"] or float("inf")
+        lines.append(f"| {label} | {t['bot']:.0f}/s | {t['baseline']:.0f}/s | {ceiling:.0f}/s | "
+                     f"{write_ceiling:.0f}/s | {f['per_message']:.1f} ({f['per_decision']:.1f}), "
+                     f"{f['median_us'] / 1000:.2f} ms | {idle['bot'] / 1024:.1f}, "
+                     f"{idle['baseline'] / 1024:.1f} MiB | {load['bot'] / 1024:.1f}, "
+                     f"{load['baseline'] / 1024:.1f} MiB |")
+        lower = min(ceiling, write_ceiling)
+        checks.append((f"room: throughput ≥ the baseline's, or within {ROOM_CEILING_SLACK:.0%} of the "
+                       f"lower ceiling ({key})",
+                       t["bot"] >= t["baseline"] or t["bot"] >= (1 - ROOM_CEILING_SLACK) * lower,
+                       f"{t['bot']:.0f}/s vs {t['baseline']:.0f}/s; ceilings: room {ceiling:.0f}/s, "
+                       f"durable write {write_ceiling:.0f}/s"))
+        checks.append((f"room: RSS ≤ the baseline's, idle and under load ({key})",
+                       idle["bot"] <= idle["baseline"] and load["bot"] <= load["baseline"],
+                       f"idle {idle['bot'] / 1024:.1f} vs {idle['baseline'] / 1024:.1f} MiB, load "
+                       f"{load['bot'] / 1024:.1f} vs {load['baseline'] / 1024:.1f} MiB"))
+    lines.append("")
+    lines.append("The bots' own share per message (median, µs), from their logs' timestamps: stanza in → "
+                 "turn request out, plus reply in → stanza out; the bot's split from its debug lines "
+                 "(the policy's decisions: `is-own`, `admit` and `resolve`; the durable write: the "
+                 "decision's line, cursor and commit, and forgetting the line once Hermes took it; the "
+                 "rest: parsing, queues, the HTTP request, the reply's stanza); its fsyncs inside its own "
+                 "share from the `strace -T` run (each fsync's start against the log's spans); beside it, "
+                 "the decision the bot makes on the room's echo of its own reply (`is-own`, `admit`, the "
+                 "cursor's write): outside the message's share, but the decision thread's time.")
+    lines.append("")
+    lines.append("| fixture | rate | bot: in | out | own | policy | durable write | rest "
+                 "| fsyncs inside | own less fsyncs | baseline: in | out | own | ratio "
+                 "| the bot's decision on its reply's echo |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key, label in ROOM_FIXTURES:
+        if key not in room:
+            continue
+        x = room[key]
+        inside = x["fsync"].get("in_own_share_us") or 0
+        for rate, o in x["own"].items():
+            b, s = o["bot"], o["baseline"]
+            if not b.get("n") or not s.get("n"):
+                lines.append(f"| {label} | {rate}/s | no lines | | | | | | | | | | | | |")
+                continue
+            less = b["own"]["p50"] - inside
+            ratio = less / s["own"]["p50"]
+            lines.append(f"| {label} | {rate}/s | {b['in']['p50']:.0f} | {b['out']['p50']:.0f} | "
+                         f"{b['own']['p50']:.0f} | {b['policy']['p50']:.0f} | {b['write']['p50']:.0f} | "
+                         f"{b['rest']['p50']:.0f} | {inside:.0f} | {less:.0f} | {s['in']['p50']:.0f} | "
+                         f"{s['out']['p50']:.0f} | {s['own']['p50']:.0f} | {ratio:.2f}× | "
+                         f"{b['echo']['p50'] if 'echo' in b else 0:.0f} |")
+            checks.append((f"room: the bot's own share less its fsyncs ≤ {ROOM_OWN_SHARE}× the "
+                           f"baseline's ({key}, {rate}/s)", ratio <= ROOM_OWN_SHARE,
+                           f"{ratio:.2f}× ({less:.0f} vs {s['own']['p50']:.0f} µs)"))
+    return lines, checks
 
 
 # The page: what the figures are, then the latest run's charts and tables.
@@ -260,8 +387,12 @@ It builds the component, its test variants and a release host, then runs
 run (copies of Hermes's v22 and v31 fixtures with a CLI session of 100,
 1,000 and 10,000 rows and five earlier sends, as the CLI writes them),
 criterion in process (`tests/benches/policy.rs`), hyperfine for whole
-commands, `/usr/bin/time -v` for peak memory, and the hot-swap bench
-(`tests/benches/hot_swap.rs`). Medians throughout, ratios from the same
+commands, `/usr/bin/time -v` for peak memory, the hot-swap bench
+(`tests/benches/hot_swap.rs`), and the room (`bench/room.py`): one room
+bot against the real ejabberd and a stand-in for Hermes's API server,
+side by side with a slixmpp and aiohttp bot, the stack of the legacy
+Python tools and of Hermes's XMPP adapter (`make bench-room` runs the
+room alone). Medians throughout, ratios from the same
 run. "component" is `PolicyInstance` over `HermesImports`, exactly as the
 CLI and a Rust gateway use it; "SQLite alone" is the history's own selects
 with nothing built, the floor of any faithful loader. `bench/README.md`

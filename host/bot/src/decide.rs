@@ -37,6 +37,7 @@ use session_switch::{Bridge, Hearing};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
+use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// The decision thread's state: the façade, the Hermes client, the room
@@ -145,7 +146,14 @@ impl Decider {
                 m.nick
             );
         } else {
+            let started = Instant::now();
             self.decide(m);
+            // The policy's share of the bot's time per message, for the bench.
+            tracing::debug!(
+                "{}'s message decided in {} µs",
+                m.nick,
+                started.elapsed().as_micros()
+            );
         }
         self.progress.heard_one(self.stops);
     }

@@ -305,6 +305,8 @@ async fn forward(
             );
             continue;
         }
+        // The bench times the bot's own share of a message from here.
+        tracing::debug!("{}'s message handed to the decision thread", m.nick);
         if inbox.send(m).is_err() {
             return Err(Failure::transport("the decision thread ended"));
         }

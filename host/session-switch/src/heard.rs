@@ -8,6 +8,7 @@ use crate::hermes_imports::HermesImports;
 use session_switch_runtime::{Admission, Failure, RoomMessage};
 use session_switch_store::{HeardLine, cursor_key};
 use std::any::Any;
+use std::time::{Duration, Instant};
 
 /// What the bot keeps of a message, should the policy say it is heard or
 /// answered.
@@ -54,8 +55,11 @@ impl Bridge {
         let room = self.config().xmpp.room.clone();
         let mut kept = None;
         let mut dropped = Vec::new();
+        let started = Instant::now();
+        let mut written = None;
         let mut instance = self.instance(false)?;
         let admission = instance.admit_then(agent, message, &mut |admission, imports| {
+            written = Some(Instant::now());
             kept = None;
             dropped.clear();
             let imports: &mut dyn Any = imports;
@@ -85,6 +89,15 @@ impl Bridge {
             }
             Ok(())
         })?;
+        // The bench splits a decision's time into the policy's and the
+        // durable write's (the line, the cursor and the commit) from this.
+        let policy = written.map_or(Duration::ZERO, |at| at - started);
+        tracing::debug!(
+            "admit of {}'s message: policy {} µs, write and commit {} µs",
+            hearing.nick,
+            policy.as_micros(),
+            (started.elapsed() - policy).as_micros()
+        );
         Ok(Heard {
             admission,
             kept,

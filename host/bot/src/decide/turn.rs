@@ -5,6 +5,7 @@ use super::Decider;
 use super::waiting::Kept;
 use crate::reply::{Reply, normalise};
 use session_switch::runtime::{AdmitReason, unix_now};
+use std::time::Instant;
 
 /// A message the bot will answer, waiting for its turn.
 pub(super) struct Turn {
@@ -28,6 +29,7 @@ impl Decider {
         let agent = agent.as_str();
         let m = &turn;
         let default_session = self.settings.sessions[0].clone();
+        let resolving = Instant::now();
         let decision = match self.bridge.resolve(agent, &default_session) {
             Ok(d) => d,
             Err(e) => {
@@ -35,6 +37,11 @@ impl Decider {
                 return None;
             }
         };
+        tracing::debug!(
+            "resolve for {}'s turn: {} µs",
+            m.nick,
+            resolving.elapsed().as_micros()
+        );
         let session = decision.session_id.clone();
         let why = if turn.restored.is_some() {
             "decided before the restart"
@@ -74,7 +81,15 @@ impl Decider {
         let started = unix_now();
         self.under_way
             .set(Some(format!("the reply to {} (session {session})", m.nick)));
+        let asked = Instant::now();
         let answer = self.hermes.turn(&session, &text);
+        // The bench takes the turn request's departure from this line's
+        // time less the round trip.
+        tracing::debug!(
+            "Hermes answered {}'s turn in {} µs",
+            m.nick,
+            asked.elapsed().as_micros()
+        );
         self.under_way.set(None);
         let passed: Vec<i64> = self
             .backlog
@@ -86,7 +101,12 @@ impl Decider {
         match answer {
             Ok(reply) => {
                 self.backlog.retain(|k| !taken(k));
+                let forgetting = Instant::now();
                 self.forget(&passed);
+                tracing::debug!(
+                    "lines Hermes took forgotten in {} µs",
+                    forgetting.elapsed().as_micros()
+                );
                 let body = normalise(&reply, self.settings.max_body_chars);
                 if body.is_empty() {
                     tracing::warn!(
