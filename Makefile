@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test reference docs workspace-hack
+.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test python-suite reference docs workspace-hack
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -147,6 +147,11 @@ endef
 # API server (every line of `make hermes-venvs`) against a fake LLM.
 # Needs the EJ_* variables of with-ejabberd.sh (`make test`).
 python-test: test-wheel hermes-venvs variants
+	$(MAKE) --no-print-directory python-suite
+
+# The suite alone, on the wheel test-wheel built (no cargo: `make test` runs
+# it beside `cargo test`, which holds target/'s lock).
+python-suite:
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(TEST_WHEELS)/session_switch-*.whl
 	SESSION_SWITCH_WHEEL=$$(ls $(TEST_WHEELS)/session_switch-*.whl) \
 	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python
@@ -162,10 +167,20 @@ fixtures:
 # that finds no ejabberd fails instead of skipping.
 # One build of every target first: `cargo test` then reuses it (building the
 # CLI alone resolves other features and compiles wasmtime a second time).
+# The Rust tests and the Python tests run side by side, each suite on
+# TEST_THREADS threads: most tests wait on ejabberd or Hermes, not on the
+# CPU. The Python suite's output follows the Rust one's (target/python-test.log).
+TEST_THREADS ?= 8
 test: fixtures component variants venv hermes-venvs ## run every test (starts and stops an isolated ejabberd)
 	$(CARGO) build --workspace --all-targets
-	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh \
-	  bash -c '$(CARGO) test --workspace && $(MAKE) --no-print-directory python-test'
+	$(MAKE) --no-print-directory test-wheel
+	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh bash -c '\
+	  $(MAKE) --no-print-directory python-suite > target/python-test.log 2>&1 & python=$$!; \
+	  $(CARGO) test --workspace -- --test-threads $(TEST_THREADS); rust=$$?; \
+	  wait $$python; python=$$?; \
+	  echo "== the Python tests (target/python-test.log)"; cat target/python-test.log; \
+	  echo "== Rust tests: exit $$rust; Python tests: exit $$python"; \
+	  [ $$rust = 0 ] && [ $$python = 0 ]'
 
 demo: build venv ## the whole flow against a real ejabberd it starts and stops
 	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh

@@ -228,7 +228,7 @@ fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
         return;
     };
     let observer = world.observer();
-    let mohe = world.bot("mohe");
+    let mut mohe = world.bot("mohe");
     world.llm.set_delay(Duration::from_secs(6));
     world.say("anna", &unique("@mohe zero"));
     mohe.expect_log("answering anna", 1, ANSWER);
@@ -249,7 +249,7 @@ fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    mohe.signal("KILL");
+    mohe.kill();
     let before = observer.messages().len();
     world.llm.set_delay(Duration::ZERO);
     let mohe = world.bot("mohe");
