@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component variants build test demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test python-suite reference docs workspace-hack
+.PHONY: help toolchain component-wasm component variants build test demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test python-suite reference docs workspace-hack deb deb-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -24,9 +24,11 @@ toolchain: ## install the wasm targets of rust-toolchain.toml (idempotent)
 
 # `--target-dir target` even when CARGO_TARGET_DIR points elsewhere: the
 # host's build.rs embeds target/policy/session_switch.wasm of this checkout.
-component: toolchain ## build the policy component: target/policy/session_switch.wasm
+component-wasm: toolchain
 	$(CARGO) build -p session-switch-policy --target wasm32-unknown-unknown --profile guest --target-dir target
 	$(CARGO) run -q -p xtask -- componentize $(GUEST_WASM) $(COMPONENT)
+
+component: component-wasm ## build the policy component: target/policy/session_switch.wasm
 	# The same precompiled for this machine, embedded by the host's build.rs
 	# (a cold start then compiles nothing; docs/src/performance.md). Built with
 	# `--workspace`: `-p session-switch-runtime` alone resolves other features
@@ -268,6 +270,40 @@ $(LINKCHECK2):
 docs: $(MDBOOK) $(LINKCHECK2) ## build the book (docs/) into target/book and check its links and anchors
 	PATH=$(abspath $(dir $(LINKCHECK2))):$$PATH $(MDBOOK) build docs
 	python3 docs/check_anchors.py target/book/html
+
+# The Debian package (host/cli's [package.metadata.deb], host/cli/debian/;
+# docs/src/operator/debian-package.md), a release build and so not part of
+# `make test`; cargo-deb is installed once per version, as the book's tools
+# are. Its policy is precompiled for the architecture's baseline CPU, since a
+# package runs on other machines than this one; the precompiler is built in
+# release in the same cargo call as the binary (no debug wasmtime needed), and
+# the binary once more when the artifact exists, as build.rs embeds it.
+CARGO_DEB_VERSION := 3.8.0
+DEB_TOOLS := target/deb-tools
+CARGO_DEB := $(DEB_TOOLS)/cargo-deb-$(CARGO_DEB_VERSION)/bin/cargo-deb
+DEB_DIR := target/debian
+BASELINE_CWASM := target/policy/session_switch.baseline.cwasm
+DEB_BUILD := SESSION_SWITCH_POLICY_CWASM=$(abspath $(BASELINE_CWASM)) $(CARGO) build --release \
+  -p session-switch-cli --bins -p session-switch-runtime --example precompile
+
+$(CARGO_DEB):
+	$(CARGO) install --locked --version $(CARGO_DEB_VERSION) --root $(DEB_TOOLS)/cargo-deb-$(CARGO_DEB_VERSION) \
+	  cargo-deb
+
+deb: component-wasm $(CARGO_DEB) ## the Debian package: target/debian/session-switch_*.deb (a release build)
+	$(DEB_BUILD) --message-format=json-render-diagnostics > target/policy/precompile-release.json
+	"$$($(CARGO) run -q -p xtask -- executable precompile < target/policy/precompile-release.json)" \
+	  --cpu baseline $(COMPONENT) $(BASELINE_CWASM)
+	$(DEB_BUILD)
+	rm -f $(DEB_DIR)/session-switch_*.deb
+	$(CARGO_DEB) -p session-switch-cli --no-build --output $(DEB_DIR)/
+
+# Unpacks the package into a temporary folder (removed on any exit) and
+# checks its files, its control fields, the binary's --version, that the
+# binary uses the embedded precompiled policy, and the unit (systemd-analyze
+# verify where systemd is installed): tests/deb/check-deb.sh.
+deb-test: deb ## build the Debian package and check it
+	bash tests/deb/check-deb.sh $(DEB_DIR)/session-switch_*.deb
 
 lint: component ## rustfmt and clippy, warnings are errors
 	$(CARGO) fmt --all --check

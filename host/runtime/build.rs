@@ -12,7 +12,9 @@
 //! wasmtime is not a build-dependency (Cargo would compile it a second
 //! time). Without one, an empty artifact is embedded and the host compiles
 //! at run time, as it also does when the artifact is for another component,
-//! engine or CPU (checked at run time).
+//! engine or CPU (checked at run time). `make deb` sets
+//! `$SESSION_SWITCH_POLICY_CWASM` to an artifact for the architecture's
+//! baseline CPU (`engine_config::Cpu::Baseline`), which any CPU of it loads.
 //!
 //! Both SHA-256 digests a cold start needs are taken here, once per build,
 //! rather than at every start (hashing the component was a noticeable part of
@@ -87,6 +89,12 @@ fn main() {
         empty
     });
     println!("cargo::rustc-env={CWASM}={}", embedded.display());
+    // The baseline engine (`engine_config::Cpu::Baseline`) names the target
+    // explicitly, and this is the one the runtime is compiled for.
+    println!(
+        "cargo::rustc-env=SESSION_SWITCH_HOST_TARGET={}",
+        std::env::var("TARGET").unwrap()
+    );
 }
 
 /// Whether the artifact at `path` was made from the component of digest

@@ -1,22 +1,30 @@
 //! `make component`'s last step: the policy component precompiled for this
 //! machine as the host embeds it (`src/precompiled.rs`, `build.rs`), so a
-//! cold start need not compile it.
+//! cold start need not compile it; `make deb` runs it with `--cpu baseline`
+//! for a binary meant for other machines.
 //!
-//! Usage: `precompile COMPONENT.wasm OUT.cwasm`. Writes `OUT.cwasm` only
-//! when its bytes change: `build.rs` watches it, and an unchanged artifact
-//! must not rebuild the host. Exit status 1 with one line on stderr when
-//! the component cannot be read or compiled, 2 on bad arguments.
+//! Usage: `precompile [--cpu native|baseline] COMPONENT.wasm OUT.cwasm`
+//! (default `native`: this machine's CPU features; `baseline`: the
+//! architecture's baseline, which every CPU of it runs). Writes `OUT.cwasm`
+//! only when its bytes change: `build.rs` watches it, and an unchanged
+//! artifact must not rebuild the host. Exit status 1 with one line on
+//! stderr when the component cannot be read or compiled, 2 on bad
+//! arguments.
 
+use session_switch_runtime::Cpu;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
+const USAGE: &str = "usage: precompile [--cpu native|baseline] COMPONENT.wasm OUT.cwasm";
+
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
-    let [component, out] = args.as_slice() else {
-        eprintln!("usage: precompile COMPONENT.wasm OUT.cwasm");
+    let Some((cpu, component, out)) = parse(&args) else {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    match run(Path::new(component), Path::new(out)) {
+    match run(cpu, Path::new(component), Path::new(out)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
             eprintln!("precompile: {why}");
@@ -25,10 +33,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(component: &Path, out: &Path) -> Result<(), String> {
+fn parse(args: &[OsString]) -> Option<(Cpu, &OsString, &OsString)> {
+    let (cpu, rest) = match args {
+        [flag, cpu, rest @ ..] if flag == "--cpu" => match cpu.to_str()? {
+            "native" => (Cpu::Native, rest),
+            "baseline" => (Cpu::Baseline, rest),
+            _ => return None,
+        },
+        rest => (Cpu::Native, rest),
+    };
+    match rest {
+        [component, out] => Some((cpu, component, out)),
+        _ => None,
+    }
+}
+
+fn run(cpu: Cpu, component: &Path, out: &Path) -> Result<(), String> {
     let bytes = std::fs::read(component)
         .map_err(|e| format!("cannot read {}: {e}", component.display()))?;
-    let artifact = session_switch_runtime::precompile_artifact(&bytes).map_err(|f| f.message)?;
+    let artifact =
+        session_switch_runtime::precompile_artifact(&bytes, cpu).map_err(|f| f.message)?;
     if std::fs::read(out).ok().as_deref() == Some(artifact.as_slice()) {
         return Ok(());
     }
@@ -37,8 +61,9 @@ fn run(component: &Path, out: &Path) -> Result<(), String> {
         .and_then(|()| std::fs::rename(&tmp, out))
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!(
-        "precompiled {} -> {} ({} bytes)",
+        "precompiled {} for the {} CPU -> {} ({} bytes)",
         component.display(),
+        format!("{cpu:?}").to_lowercase(),
         out.display(),
         artifact.len()
     );

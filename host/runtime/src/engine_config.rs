@@ -34,6 +34,33 @@ pub fn config(signal_traps: bool) -> wasmtime::Config {
     config
 }
 
+/// The CPU a precompiled artifact is made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cpu {
+    /// The CPU it is made on, its features detected by wasmtime: the fastest
+    /// code there, and an artifact that CPUs without those features refuse.
+    Native,
+    /// The baseline of this architecture (x86-64: SSE2; aarch64: ARMv8.0), no
+    /// feature detected: an artifact every CPU of the architecture can load,
+    /// for a binary meant for other machines (`make deb`).
+    Baseline,
+}
+
+/// The target triple this crate is compiled for, from `build.rs`.
+const HOST_TARGET: &str = env!("SESSION_SWITCH_HOST_TARGET");
+
+/// `config` compiling for `cpu`. An explicit target, even the host's own, is
+/// how wasmtime turns its CPU feature detection off.
+pub fn for_cpu(config: &wasmtime::Config, cpu: Cpu) -> wasmtime::Config {
+    let mut config = config.clone();
+    if cpu == Cpu::Baseline {
+        config
+            .target(HOST_TARGET)
+            .expect("the host's own target triple is one wasmtime knows");
+    }
+    config
+}
+
 /// A `Hasher` that feeds SHA-256, to turn wasmtime's compatibility hash
 /// (only `impl Hash`) into stable bytes; `std`'s hashers promise no
 /// stability across Rust releases.
@@ -50,9 +77,9 @@ impl Hasher for ShaHasher {
 
 /// 32 bytes naming `engine`'s compatibility
 /// (`Engine::precompile_compatibility_hash`: wasmtime version, target,
-/// Cranelift and ISA flags — the CPU features detected on this machine —,
-/// tunables, wasm features). Equal keys: an artifact of one engine loads
-/// in the other.
+/// Cranelift and ISA flags — the CPU features detected on this machine, or
+/// none for [`Cpu::Baseline`] —, tunables, wasm features). Equal keys: an
+/// artifact of one engine loads in the other.
 pub fn compatibility_key(engine: &wasmtime::Engine) -> [u8; 32] {
     let mut hasher = ShaHasher(Sha256::new());
     hasher.write(b"session-switch engine compatibility v1\0");

@@ -62,6 +62,7 @@ pub use component::{
     POLICY_INTERFACE, TYPES_INTERFACE,
 };
 pub use engine::{PolicyOptions, disable_signal_traps};
+pub use engine_config::Cpu;
 pub use exports::ContextAnswer;
 pub use host_imports::{DataVersion, HostImports};
 pub use host_imports::{HistoryRow, LoadedMessage, sent_text, unix_now};

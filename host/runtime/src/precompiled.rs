@@ -1,13 +1,15 @@
-//! The embedded component precompiled at build time for the build machine
-//! (`make component` runs `examples/precompile.rs`, `build.rs` embeds its
-//! output): a cold start of the embedded policy deserializes it instead of
-//! compiling (docs/src/performance.md: compiling is nearly all of a cold CLI
-//! run). Used only when it is exactly ours: made from the very component
-//! bytes being loaded (SHA-256), by an engine of this engine's
-//! compatibility key (wasmtime version, settings, this CPU's features),
-//! payload intact (SHA-256). Anything else — a build without the artifact,
-//! an artifact of an older component, another CPU, an engine without
-//! signal traps — falls back to [`cache::compile`], as before. Only
+//! The embedded component precompiled at build time, for the build machine's
+//! CPU or for the architecture's baseline CPU (`make component` runs
+//! `examples/precompile.rs`, `build.rs` embeds its output; `make deb` makes
+//! the baseline one): a cold start of the embedded policy deserializes it
+//! instead of compiling (docs/src/performance.md: compiling is nearly all
+//! of a cold CLI run). Used only when it is exactly ours: made from the very
+//! component bytes being loaded (SHA-256), by an engine of this engine's
+//! compatibility key (wasmtime version, settings, this CPU's features) or of
+//! the same engine with the baseline CPU, payload intact (SHA-256).
+//! Anything else — a build without the artifact, an artifact of an older
+//! component, a CPU without the features it was made for, an engine
+//! without signal traps — falls back to [`cache::compile`], as before. Only
 //! [`ComponentSource::Embedded`] uses it: a policy file goes through the cache.
 //!
 //! Trust: the artifact is native code made by this crate's own program at
@@ -16,7 +18,7 @@
 
 use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, HeaderDigest, digest};
 use super::cache::{self, CacheMode, CacheUse};
-use super::engine_config::{compatibility_key, config, encode_artifact};
+use super::engine_config::{Cpu, compatibility_key, config, encode_artifact, for_cpu};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use wasmtime::Engine;
@@ -91,10 +93,12 @@ pub(crate) fn compile(
 }
 
 /// The component in `artifact`, when it was made from the component of
-/// SHA-256 `component_sha256` by an engine compatible with `engine` and is
-/// intact (its payload's digest checked here unless `payload` says the
-/// build did). Cheap checks first: only an artifact that passes all three
-/// is handed to wasmtime, which checks compatibility once more itself.
+/// SHA-256 `component_sha256` by an engine compatible with `engine` (or by
+/// `engine`'s settings for the baseline CPU) and is intact (its payload's
+/// digest checked here unless `payload` says the build did). Cheap checks
+/// first: only an artifact that passes all three is handed to wasmtime,
+/// which checks compatibility once more itself, the CPU features the code
+/// uses against this CPU's included.
 pub(crate) fn load(
     engine: &Engine,
     component_sha256: &[u8; 32],
@@ -116,7 +120,8 @@ pub(crate) fn load(
             "made from another component than the one embedded".into(),
         ));
     }
-    if digest(header, HeaderDigest::EngineKey) != compatibility_key(engine) {
+    let key = digest(header, HeaderDigest::EngineKey);
+    if key != compatibility_key(engine) && key != baseline_key(engine).as_slice() {
         return Err(Unusable::Mismatch(
             "made by an engine of other settings, wasmtime version or CPU features".into(),
         ));
@@ -135,6 +140,18 @@ pub(crate) fn load(
         .map_err(|e| Unusable::Mismatch(format!("refused by wasmtime: {e}")))
 }
 
+/// The compatibility key of `engine`'s settings with the baseline CPU
+/// ([`Cpu::Baseline`]): wasmtime runs code made for fewer CPU features than
+/// this CPU has. Only asked when the artifact is not of `engine` itself, so a
+/// binary precompiled for its own machine sets up no second engine.
+fn baseline_key(engine: &Engine) -> [u8; 32] {
+    match Engine::new(&for_cpu(engine.config(), Cpu::Baseline)) {
+        Ok(baseline) => compatibility_key(&baseline),
+        // A key no artifact has: it is compiled around, as one for another CPU.
+        Err(_) => [0; 32],
+    }
+}
+
 /// The embedded artifact, or the one a unit test put in its place (whose
 /// payload nobody checked yet).
 fn artifact() -> (Cow<'static, [u8]>, Payload) {
@@ -151,14 +168,15 @@ pub fn embedded_precompiled() -> bool {
     !EMBEDDED_PRECOMPILED.is_empty()
 }
 
-/// The component `bytes` precompiled for this machine with the engine
-/// settings a [`Policy`](crate::Policy) uses by default (signal traps on),
-/// header included (`engine_config::encode_artifact`): what
+/// The component `bytes` precompiled for `cpu` (this machine's, or the
+/// architecture's baseline) with the engine settings a
+/// [`Policy`](crate::Policy) uses by default (signal traps on), header
+/// included (`engine_config::encode_artifact`): what
 /// `examples/precompile.rs` writes for `build.rs` to embed. Errors (kind
 /// `policy`): wasmtime cannot be set up, or `bytes` is not a valid
 /// component.
-pub fn precompile_artifact(bytes: &[u8]) -> Result<Vec<u8>, crate::Failure> {
-    let engine = Engine::new(&config(true))
+pub fn precompile_artifact(bytes: &[u8], cpu: Cpu) -> Result<Vec<u8>, crate::Failure> {
+    let engine = Engine::new(&for_cpu(&config(true), cpu))
         .map_err(|e| crate::Failure::policy(format!("cannot set up wasmtime: {e}")))?;
     let payload = engine
         .precompile_component(bytes)
@@ -268,6 +286,35 @@ mod tests {
             load(&ours, &sha(), &lying, Payload::Verify).unwrap_err(),
             Unusable::Mismatch(why) if why.contains("refused by wasmtime")
         ));
+    }
+
+    #[test]
+    fn a_baseline_artifact_loads_into_this_cpus_engine_and_answers_the_same() {
+        let want = compiled_version();
+        let baseline = precompile_artifact(EMBEDDED_COMPONENT, Cpu::Baseline).unwrap();
+        let ours = Engine::new(&config(true)).unwrap();
+        assert!(load(&ours, &sha(), &baseline, Payload::Verify).is_ok());
+        let policy = replaced(baseline, || Policy::embedded(no_cache())).unwrap();
+        assert_eq!(policy.info().cache, CacheUse::Embedded, "nothing compiled");
+        assert_eq!(policy.version(), want);
+        // Baseline with other settings: compiled around, as any other engine's.
+        let other = Engine::new(&for_cpu(&config(false), Cpu::Baseline)).unwrap();
+        let theirs = encode_artifact(
+            &sha(),
+            &compatibility_key(&other),
+            &other.precompile_component(EMBEDDED_COMPONENT).unwrap(),
+        );
+        assert!(matches!(
+            load(&ours, &sha(), &theirs, Payload::Verify).unwrap_err(),
+            Unusable::Mismatch(why) if why.contains("other settings")
+        ));
+    }
+
+    #[test]
+    fn the_baseline_engine_of_a_policy_is_the_one_precompile_uses() {
+        let made = Engine::new(&for_cpu(&config(true), Cpu::Baseline)).unwrap();
+        let policy_engine = Engine::new(&config(true)).unwrap();
+        assert_eq!(baseline_key(&policy_engine), compatibility_key(&made));
     }
 
     #[test]
