@@ -272,34 +272,6 @@ class ChildSessions(unittest.TestCase):
         self.assertEqual(tag(), "[YOU] hi")
 
 
-    def test_the_data_version_moves_with_every_commit_and_swap(self):
-        """`data_version` (what the plugin's prepared history is checked
-        against): the same while nothing happens; another value after
-        another connection's commit, in DELETE and WAL mode, after this
-        Bridge's own write, and after a hot swap of the policy."""
-        for mode in ("delete", "wal"):
-            with self.subTest(mode=mode):
-                d = support.tempdir(self)
-                home = support.hermes_home(d / "home", "hermes-latest.db")
-                conn = sqlite3.connect(home / "state.db", isolation_level=None)
-                self.assertEqual(conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0], mode)
-                bridge = Bridge(home, cache_dir=d / "cache", watch=False)
-                seen = [bridge.data_version()]
-                self.assertEqual(bridge.data_version(), seen[0], "nothing happened")
-                conn.execute("UPDATE sessions SET title = 'renamed' WHERE id = ?", (CLI_SESSION,))
-                seen.append(bridge.data_version())
-                conn.execute("INSERT INTO state_meta (key, value) VALUES ('session_switch:active:mohe', ?)",
-                             (json.dumps({"session_id": CLI_SESSION, "timestamp": time.time()}),))
-                seen.append(bridge.data_version())
-                self.assertIn("session_switch:active:mohe", bridge.clear("mohe")["cleared"])
-                seen.append(bridge.data_version())
-                self.assertEqual(bridge.reload(support.variant("v2")), bridge.version())
-                seen.append(bridge.data_version())
-                self.assertEqual(len(set(seen)), len(seen), seen)
-                self.assertEqual(bridge.data_version(), seen[-1])
-                conn.close()
-
-
 class IdleBinding(unittest.TestCase):
     """A `Bridge` kept open and idle between calls, as a gateway keeps it,
     while CLI sends (other processes) write: in DELETE mode a transaction or
