@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
 use super::read_memo::ReadMemo;
 use super::schema::{self, check_exists, not_hermes};
@@ -61,10 +60,6 @@ pub struct HermesStore {
     pub(super) seen_state_meta: TableSeen,
     /// As `seen_state_meta`, for `session_switch_sent`.
     pub(super) seen_sent: TableSeen,
-    /// The file's change counter, read without SQLite's lock
-    /// ([`HermesStore::data_version`]); `None` when the file could not be
-    /// opened a second time (SQLite's own reads still work).
-    pub(super) counter: Option<ChangeCounter>,
     /// How many rows the last history read selected: room reserved for the
     /// next one (a gateway reads the same session again and again; growing
     /// the list by doubling copied each message about twice).
@@ -120,7 +115,6 @@ impl HermesStore {
             seen_state_meta: TableSeen::default(),
             seen_sent: TableSeen::default(),
             rows_last_read: Cell::new(0),
-            counter: None,
             reads: ReadMemo::default(),
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         };
@@ -139,15 +133,6 @@ impl HermesStore {
         store.has_active = columns.iter().any(|c| c == "active");
         let version = schema::schema_version(&store.conn)
             .map_err(|e| store.fail("read the schema version", e))?;
-        store.counter = ChangeCounter::open(path)
-            .inspect_err(|e| {
-                tracing::debug!(
-                    target: "session_switch::store",
-                    "{}: no second descriptor for the change counter ({e}); PRAGMA data_version instead",
-                    path.display()
-                )
-            })
-            .ok();
         let id_ordered = schema::messages_indexed_by_session_then_id(&store.conn)
             .map_err(|e| store.fail("read the indexes of messages", e))?;
         store.loader = LoaderSql::new(

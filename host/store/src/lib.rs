@@ -19,11 +19,9 @@
 //! (the lines waiting for a turn, the room cursor), `turn_line` (whether a
 //! turn's line reached Hermes), `init` (a new database), `cjk` (Hermes's
 //! tokenizer extension), `sqlite_failure` (SQLite errors as failures),
-//! `change_counter` (whether anyone committed, without SQLite's lock),
 //! `read_memo` (two plain reads' answers while nobody committed).
 
 mod chain;
-mod change_counter;
 mod cjk;
 mod guard_state;
 mod heard;
