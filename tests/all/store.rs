@@ -2035,10 +2035,8 @@ fn set_journal_mode(db: &Path, wal: bool) {
     assert_eq!(journal_mode_of(&conn), mode);
 }
 
-/// `state_meta` missing is taken as missing only while nobody wrote
-/// (another connection may create it at any time); once seen it is taken
-/// as present. In both journal modes (`PRAGMA data_version` says "nobody
-/// wrote" in each).
+/// A `state_meta` another connection creates later is seen by the next
+/// read, in both journal modes.
 #[test]
 fn a_state_meta_created_later_is_seen() {
     for wal in [false, true] {
@@ -2049,7 +2047,7 @@ fn a_state_meta_created_later_is_seen() {
         let key = "session_switch:active:mohe";
         let store = HermesStore::open(&db).unwrap();
         assert_eq!(store.meta_get(key).unwrap(), None, "wal: {wal}");
-        // Asked twice with nothing written: the second is the cached answer.
+        // Asked twice with nothing written: missing both times.
         assert_eq!(store.meta_get(key).unwrap(), None, "wal: {wal}");
         assert_eq!(store.meta_list_ours().unwrap(), vec![]);
         let other = Connection::open(&db).unwrap();

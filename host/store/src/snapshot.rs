@@ -62,6 +62,19 @@ impl HermesStore {
             .map_err(|e| self.fail("begin a read transaction", e))
     }
 
+    /// `f` inside a read snapshot: one opened and ended around it, or the
+    /// transaction already open. `f`'s failure first, then the end's.
+    pub(super) fn in_snapshot<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        let opened = self.begin_read()?;
+        let answer = f();
+        let ended = if opened { self.end_read() } else { Ok(()) };
+        let answer = answer?;
+        ended.map(|()| answer)
+    }
+
     /// End the snapshot [`HermesStore::begin_read`] opened: `COMMIT` (the
     /// transaction wrote nothing; this releases the shared lock), or
     /// `ROLLBACK` when that fails, so the connection is never left inside a
