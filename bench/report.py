@@ -104,6 +104,21 @@ def report(res):
             checks.append((f"context ≥ {CONTEXT_VS_HERMES:.0f}× faster than Hermes's loader ({n})",
                            vs_hermes >= CONTEXT_VS_HERMES,
                            f"{vs_hermes:.1f}× ({fmt_us(hermes)} vs {fmt_us(c['component'])})"))
+    lines.append("")
+    lines.append("**The caches that stay, with and without** (median, in process, `state.db` unchanged "
+                 "between calls; without = `PolicyOptions::memo = false`, the switch the runtime has: "
+                 "the policy decides every `resolve` and is asked about every row of `tag`; the "
+                 "legacy tool's `resolve` for the target beside it)")
+    lines.append("")
+    lines.append("| database | resolve: decision memo | without it | Python legacy | "
+                 "tag (the plugin's rows): row memo | without it |")
+    lines.append("|---|---|---|---|---|---|")
+    for db in m["dbs"]:
+        n = db["name"]
+        r, t, s = crit[f"resolve-{n}"], crit.get(f"tag-{n}", {}), legacy[n]
+        lines.append(f"| {n.replace('-', ', ')} rows | {fmt_us(r['component'])} | "
+                     f"{fmt_us(r['component-no-memo'])} | {fmt_us(s['resolve_us'])} | "
+                     f"{fmt_us(t.get('component'))} | {fmt_us(t.get('component-no-memo'))} |")
     fresh = [crit[f"resolve-{d['name']}"]["component-fresh-store"] for d in m["dbs"]]
     lines.append("")
     lines.append(f"`resolve` with a new store + instance + `configure` every call "
