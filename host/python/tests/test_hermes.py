@@ -72,9 +72,9 @@ DISTRIBUTIONS = {
 #: The optional seams each line has (`canary.Seams.used`); every line
 #: also has the required ones and `repair_message_sequence`.
 SEAMS_USED = {
-    "0.19.0": ["hermes_constants.get_hermes_home_override", "hermes_state.SessionDB.resolve_resume_session_id"],
-    "axisrow": ["hermes_constants.get_hermes_home_override", "hermes_state.SessionDB.resolve_resume_session_id"],
-    "v31": ["hermes_constants.get_hermes_home_override", "hermes_state.SessionDB.resolve_resume_session_id",
+    "0.19.0": ["hermes_state.SessionDB.resolve_resume_session_id"],
+    "axisrow": ["hermes_state.SessionDB.resolve_resume_session_id"],
+    "v31": ["hermes_state.SessionDB.resolve_resume_session_id",
             "gateway.platforms.api_server_runs._resolve_live_session_id"],
 }
 
@@ -344,8 +344,7 @@ class _HermesCase:
         return messages[start:-1]
 
     def test_the_plugin_finds_hermes_own_home_per_profile_and_environment(self):
-        """The plugin keeps Hermes's home per value of its inputs instead of
-        asking Hermes each request: it must still be the home Hermes's own
+        """The plugin's Hermes home is the one Hermes's own
         `get_hermes_home` gives, as any input changes."""
         script = textwrap.dedent("""
             import os
