@@ -26,20 +26,14 @@ Prints one JSON line, times in µs (medians over B batches of N calls):
 - `plugin_load_seam`: what the plugin adds to a chat-completions request on
   a redirect, through the plugin itself (`register` in a Hermes home of
   this database, Hermes's own logging set up), each request after another
-  connection's commit (a request follows Hermes's store of the last turn)
-  and the plugin's refresh after that turn: the handler's mark, then the
-  wrapped loader (the prepared turn taken: the data version checked, the
-  log call); plus `run_agent_wrapper`, what the `_run_agent` wrapper adds
-  to a turn. `refresh`, timed on its own, off the request's path: what
-  the refresh thread does after each turn (the reads, Hermes's load of
-  the CLI session and `tag_messages`: the next turn's history; one making,
-  its settling wait not counted); `plugin_unrefreshed`: the same request
-  with no refresh after the commit (a request that overlaps the last
-  turn): Hermes's load of the CLI session, less the time inside it (a shim
-  under the plugin's wrapper times it), and `tag_messages`;
+  connection's commit (a request follows Hermes's store of the last turn):
+  the handler's mark, then the wrapped loader (the decision, Hermes's
+  load of the CLI session less the time inside it, which a shim under the
+  plugin's wrapper times, and `tag_messages`); plus `run_agent_wrapper`,
+  what the `_run_agent` wrapper adds to a turn;
 - `plugin_run_agent_seam`: the other routes, where Hermes has already
-  loaded the client's session and nothing is prepared: `plugin_unrefreshed`
-  plus one load of that session;
+  loaded the client's session: `plugin_load_seam` plus one load of that
+  session;
 - `tag_messages`: `tag_messages` alone, `state.db` unchanged between calls;
 - `tag_messages_long`: the same on 100 messages of 4,000 characters of
   Chinese each (long replies), each call on new string objects, as each
@@ -94,10 +88,9 @@ def median_us(fn, repeat, batches):
     return statistics.median(out)
 
 
-def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0, after_commit=lambda: None):
+def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0):
     """`fn()`'s median time (µs) over `batches` batches of `repeat` calls,
-    each call after a commit of `conn` and then `after_commit()` (neither
-    timed), less `untimed()` (ns, read after each call: time `fn` spent in
+    each call after a commit of `conn` (not timed), less `untimed()` (ns, read after each call: time `fn` spent in
     work not measured here)."""
     n = 0
 
@@ -116,7 +109,6 @@ def median_us_after_write(fn, conn, repeat, batches, untimed=lambda: 0, after_co
         with NoGc():
             for _ in range(repeat):
                 commit()
-                after_commit()
                 start = time.perf_counter_ns()
                 kept = fn()
                 spent += time.perf_counter_ns() - start - untimed()
@@ -152,37 +144,28 @@ def install_plugin(a):
     async def run_agent(self, user_message, conversation_history, session_id=None):
         return {"session_id": session_id}, None
 
-    class Unchanged:
-        """The refresh's reads as no-ops: the wrapper's own cost is timed
-        here (registering the turn, scheduling the refresh); the refresh
-        is timed on its own."""
-
-        def resolve(self, agent, session_id):
-            return {"redirected": False, "session_id": session_id}
+    class Untagged:
+        """The edits of the turn's own message as a no-op: the wrapper's
+        own cost is timed here (the plan taken, the turn registered)."""
 
         def tag_messages(self, agent, session_id, messages):
             return 0
 
     wrapped = hermes_plugin._wrap_run_agent(run_agent, hermes_plugin._Bridges())
     history = []
-    unchanged = Unchanged()
+    untagged = Untagged()
 
     async def turns(fn, n):
         mark = hermes_plugin._Request(str(home))
         spent = 0
         for _ in range(n):
             # As after the load seam: the plan made, this very list.
-            mark.plan = hermes_plugin._Plan("asked", "target", history, True, unchanged, "mohe")
+            mark.plan = hermes_plugin._Plan("asked", "target", history, True, untagged, "mohe")
             token = hermes_plugin._REQUEST.set(mark)
             start = time.perf_counter_ns()
             await fn(None, user_message="hi", conversation_history=history, session_id="asked")
             spent += time.perf_counter_ns() - start
             hermes_plugin._REQUEST.reset(token)
-            # Turns are seconds apart: each finds the refresh thread asleep,
-            # its last refresh done (a refresh still queued would make the
-            # next turn's schedule a set lookup).
-            hermes_plugin._REFRESHER.wait()
-            time.sleep(0.0002)
         return spent / n / 1000
 
     loop = asyncio.new_event_loop()
@@ -284,9 +267,8 @@ def main():
 
     def request():
         """A chat-completions request through the plugin: the handler's
-        mark (as its wrapper makes it), then the wrapped loader, which takes
-        the prepared turn (the data version checked) or decides, loads the
-        CLI session and tags it."""
+        mark (as its wrapper makes it), then the wrapped loader, which
+        decides, loads the CLI session and tags it."""
         inside[0] = 0
         mark = plugin._Request(plugin._hermes_home())
         token = plugin._REQUEST.set(mark)
@@ -297,40 +279,23 @@ def main():
         assert mark.plan.redirected and mark.plan.session_id == a.cli_session
         return mark.plan
 
-    plan = request()
-    # One making per refresh, no wait for Hermes's late writes (a sleep of
-    # the refresh thread, not work): the bench commits nothing after it.
-    plugin._PREPARED._SETTLE = (0.0,)
-
-    def refresh():
-        """What the plugin's `_run_agent` wrapper has done after each turn
-        (in its refresh thread, off the request's path): the next turn's
-        reads and history, made again after the turn's writes."""
-        plugin._refresh(plan.bridge, plan.agent, plan.asked, plan.db)
-
+    request()
     # What the plugin adds: the request less the time inside Hermes's
-    # load, each after a commit, as a request follows
-    # Hermes's store of the last turn; then the plugin's refresh after
-    # that turn (which prepares the next history), unless a request comes
-    # before it (`unrefreshed`: turns that overlap; the request loads).
+    # load, each after a commit, as a request follows Hermes's store of the
+    # last turn.
     reps = min(slow, a.repeat // 10) or 1
-    hermes, added, unrefreshed = [], [], []
+    hermes, added = [], []
     for _ in range(a.batches):
         hermes.append(median_us(lambda: hermes_loader(db, a.cli_session), slow, 1))
-        added.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0],
-                                           after_commit=refresh) + run_agent_wrapper)
-        unrefreshed.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0])
-                           + run_agent_wrapper)
+        added.append(median_us_after_write(request, other, reps, 1, untimed=lambda: inside[0])
+                     + run_agent_wrapper)
     res["run_agent_wrapper"] = run_agent_wrapper
-    res["refresh"] = median_us_after_write(refresh, other, reps, a.batches)
     res["hermes_load"] = statistics.median(hermes)
     res["plugin_load_seam"] = statistics.median(added)
     res["load_seam_share"] = statistics.median(p / h for p, h in zip(added, hermes))
-    res["plugin_unrefreshed"] = statistics.median(unrefreshed)
-    res["plugin_run_agent_seam"] = res["plugin_unrefreshed"] + res["client_load"]
+    res["plugin_run_agent_seam"] = res["plugin_load_seam"] + res["client_load"]
     res["run_agent_seam_share"] = statistics.median(
-        (p + res["client_load"]) / h for p, h in zip(unrefreshed, hermes))
-    res["unrefreshed_share"] = statistics.median(p / h for p, h in zip(unrefreshed, hermes))
+        (p + res["client_load"]) / h for p, h in zip(added, hermes))
     print(json.dumps(res))
 
 

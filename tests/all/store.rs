@@ -394,11 +394,10 @@ fn the_data_version_changes_exactly_when_someone_wrote() {
     }
 }
 
-/// The change counter's second descriptor of `state.db` is never closed:
-/// closing any descriptor of a file drops every POSIX lock this process
-/// holds on it (SQLite's "How To Corrupt" §2.2.1), and a store dropped
-/// while another holds its read snapshot would let a writer commit under
-/// that snapshot. Another process's writer must stay locked out.
+/// Closing any descriptor of a file drops every POSIX lock this process
+/// holds on it (SQLite's "How To Corrupt" §2.2.1): a store dropped while
+/// another holds its read snapshot must not let a writer commit under that
+/// snapshot. Another process's writer must stay locked out.
 #[test]
 fn dropping_a_store_keeps_the_locks_of_the_others() {
     let (_dir, db) = fixture!("hermes-latest.db");
@@ -2036,10 +2035,8 @@ fn set_journal_mode(db: &Path, wal: bool) {
     assert_eq!(journal_mode_of(&conn), mode);
 }
 
-/// `state_meta` missing is taken as missing only while nobody wrote
-/// (another connection may create it at any time); once seen it is taken
-/// as present. In both journal modes: the version that says "nobody wrote"
-/// is the file's change counter in one, `PRAGMA data_version` in the other.
+/// A `state_meta` another connection creates later is seen by the next
+/// read, in both journal modes.
 #[test]
 fn a_state_meta_created_later_is_seen() {
     for wal in [false, true] {
@@ -2050,7 +2047,7 @@ fn a_state_meta_created_later_is_seen() {
         let key = "session_switch:active:mohe";
         let store = HermesStore::open(&db).unwrap();
         assert_eq!(store.meta_get(key).unwrap(), None, "wal: {wal}");
-        // Asked twice with nothing written: the second is the cached answer.
+        // Asked twice with nothing written: missing both times.
         assert_eq!(store.meta_get(key).unwrap(), None, "wal: {wal}");
         assert_eq!(store.meta_list_ours().unwrap(), vec![]);
         let other = Connection::open(&db).unwrap();

@@ -21,7 +21,9 @@
 //!   SQLite alone takes to give any faithful loader the columns Hermes's
 //!   loader reads, the floor of `context`.
 //! - `tag-<db>/component`: `PolicyInstance::tag_edits` on the CLI
-//!   session's loaded rows, the plugin's `tag_messages` without its Python.
+//!   session's loaded rows, the plugin's `tag_messages` without its Python,
+//!   every row seen before (the row memo answers); `component-no-memo`:
+//!   every row to the policy (`memo: false`).
 //!
 //! - `SSW_BENCH_ALTERNATE=PATH`: `context`'s component, native and SQLite
 //!   alone also timed in alternating rounds (a batch of each, in rotating
@@ -148,6 +150,14 @@ fn benches(c: &mut Criterion) {
             "{}: component vs native",
             db.name
         );
+        assert_eq!(
+            component.tag_edits(agent, &ctx.messages).expect("tag"),
+            uncached
+                .tag_edits(agent, &ctx.messages)
+                .expect("tag, no memo"),
+            "{}: tag with and without the row memo",
+            db.name
+        );
 
         let select = HermesStore::open(&db.path)
             .map(|store| store.history_select())
@@ -200,6 +210,9 @@ fn benches(c: &mut Criterion) {
                     Some(("context", "native")) => drop(native_context(&mut native, agent, asked)),
                     Some(("context", "sqlite-alone")) => drop(sqlite_alone()),
                     Some(("tag", "component")) => drop(component.tag_edits(agent, &ctx.messages)),
+                    Some(("tag", "component-no-memo")) => {
+                        drop(uncached.tag_edits(agent, &ctx.messages))
+                    }
                     _ => break,
                 }
             }
@@ -265,15 +278,14 @@ fn benches(c: &mut Criterion) {
         if db.rows >= 10_000 {
             g.sample_size(20);
         }
-        g.bench_function("component", |b| {
-            b.iter(|| {
-                black_box(
-                    component
-                        .tag_edits(agent, black_box(&ctx.messages))
-                        .unwrap(),
-                )
-            })
-        });
+        for (name, instance) in [
+            ("component", &mut component),
+            ("component-no-memo", &mut uncached),
+        ] {
+            g.bench_function(name, |b| {
+                b.iter(|| black_box(instance.tag_edits(agent, black_box(&ctx.messages)).unwrap()))
+            });
+        }
         g.finish();
     }
     if let Some(path) = alternate {

@@ -353,27 +353,6 @@ impl Bridge {
         })
     }
 
-    /// What this `Bridge` reads, as a value only compared for equality:
-    /// two equal values mean that between them nobody committed to
-    /// `state.db` (this process's connections included: SQLite's change
-    /// counter or `PRAGMA data_version`, and this connection's own changed
-    /// rows), no hot swap replaced the policy and no compression
-    /// continuation renewed the instances. Read on one pooled connection: a
-    /// value read on another compares unequal (a change is never missed;
-    /// one may be seen where there was none). For the plugin's history
-    /// prepared after a turn (`hermes_plugin.refresh.Prepared`). Raises
-    /// `SessionSwitchError` (`busy`, `store`).
-    fn data_version(&self, py: Python<'_>) -> PyResult<(u64, i64, u64, u64, u64)> {
-        // The generations first: a swap or renewal during the read makes
-        // the next value differ.
-        let swaps = self.host.policy().generation();
-        let renewals = self.instances.generation();
-        let (serial, version) = self
-            .read(py, |reads| Ok((reads.serial(), reads.data_version()?)))
-            .map_err(error)?;
-        Ok((serial, version.0, version.1, swaps, renewals))
-    }
-
     /// For `make bench` (bench/driver.py): `resolve` run `n` times in Rust
     /// on one pooled instance with the GIL released, no Python objects
     /// made; nanoseconds per call. Set beside the time of `resolve` from

@@ -60,9 +60,4 @@ impl<T> Pool<T> {
     pub fn renew(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
-
-    /// How many times [`Pool::renew`] was called.
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
-    }
 }

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
-import textwrap
 import threading
-import time
 import unittest
 
-from session_switch.hermes_plugin import homes, refresh, seams, turn_plans, turns
+from session_switch.hermes_plugin import homes, seams, turn_plans, turns
 from session_switch.hermes_plugin.logs import note_turn
 
 
@@ -107,7 +103,6 @@ class IncomingMessage(_Turns, unittest.TestCase):
         self.calls.clear()
         plan = turns.Plan("xmpp-mohe-v2", "cli-session", [], True, bridge or self.bridge, "mohe")
         self.turn(plan, user_message=message, conversation_history=plan.history, session_id="xmpp-mohe-v2")
-        self.assertTrue(refresh.REFRESHER.wait(10))
         self.assertEqual(len(self.calls), 1)
         return self.calls[0][0]
 
@@ -139,11 +134,14 @@ class IncomingMessage(_Turns, unittest.TestCase):
 
 
 class RecordingBridge:
-    """Stands in for a `Bridge` in the refresh's unit test: records the
+    """Stands in for a `Bridge` in the plugin's unit tests: records the
     calls, answers `resolve` with `decision`, raises `fail` if given."""
 
     def __init__(self, decision, fail=None):
         self.decision, self.fail, self.calls = decision, fail, []
+
+    def agent_for_session(self, session_id):
+        return "mohe" if session_id.startswith("xmpp-mohe") else None
 
     def resolve(self, agent, session_id):
         self.calls.append(("resolve", agent, session_id))
@@ -160,165 +158,13 @@ class RecordingBridge:
         return 0
 
 
-class RefreshAfterTurn(_Turns, unittest.TestCase):
-    """After a turn on an agent's XMPP session the wrapper has the reads of
-    the next turn made again, by the plugin's refresh thread, also when the
-    turn failed; never for a turn on another session, and a failing refresh
-    raises nothing."""
-
-    def turn(self, plan, *args, **kwargs):
-        try:
-            return super().turn(plan, *args, **kwargs)
-        finally:
-            self.assertTrue(refresh.REFRESHER.wait(10))
-
-    def test_the_next_turns_reads_are_made_after_the_turn(self):
-        redirect = {"redirected": True, "session_id": "cli-session"}
-        stay = {"redirected": False, "session_id": "xmpp-mohe-v2"}
-        # First the turn's own message gets the edits, on the plan's session.
-        incoming = ("tag_messages", "mohe", "cli-session", [{"role": "user", "content": "hi"}])
-        for decision, calls in (
-            (redirect, [incoming, ("resolve", "mohe", "xmpp-mohe-v2"), ("has_child_sessions", "cli-session"),
-                        ("tag_messages", "mohe", "cli-session", [])]),
-            (stay, [incoming, ("resolve", "mohe", "xmpp-mohe-v2"), ("tag_messages", "mohe", "xmpp-mohe-v2", [])]),
-        ):
-            with self.subTest(redirected=decision["redirected"]):
-                bridge = RecordingBridge(decision)
-                loaded = []
-                plan = turns.Plan("xmpp-mohe-v2", "cli-session", loaded, True, bridge, "mohe")
-                self.turn(plan, user_message="hi", conversation_history=loaded, session_id="xmpp-mohe-v2")
-                self.assertEqual(bridge.calls, calls)
-
-    def test_also_after_a_failed_turn_and_never_for_other_sessions(self):
-        async def failing(self_, user_message, conversation_history, session_id=None):
-            raise RuntimeError("the model is down")
-
-        self.wrapped = seams.wrap_run_agent(failing, homes.Bridges())
-        bridge = RecordingBridge({"redirected": False, "session_id": "xmpp-mohe-v2"})
-        plan = turns.Plan("xmpp-mohe-v2", "xmpp-mohe-v2", [], False, bridge, "mohe")
-        with self.assertRaises(RuntimeError):
-            self.turn(plan, user_message="hi", conversation_history=plan.history, session_id="xmpp-mohe-v2")
-        self.assertEqual(bridge.calls[1], ("resolve", "mohe", "xmpp-mohe-v2"))
-        # A plan on no agent's session (Hermes's own turn): nothing to refresh.
-        # (A refresh of it would fail on its missing bridge, at DEBUG.)
-        plain = turns.Plan("other", "other", [], False)
-        with self.assertNoLogs("session_switch.hermes", logging.DEBUG), self.assertRaises(RuntimeError):
-            self.turn(plain, user_message="hi", conversation_history=plain.history, session_id="other")
-
-    def test_a_failing_refresh_is_logged_at_debug_and_raises_nothing(self):
-        bridge = RecordingBridge(None, fail=OSError("database is locked"))
-        with self.assertLogs("session_switch.hermes", logging.DEBUG) as logs:
-            refresh.refresh(bridge, "mohe", "xmpp-mohe-v2")
-        self.assertEqual([(r.levelname, r.getMessage()) for r in logs.records], [
-            ("DEBUG", "session-switch: refresh after a turn on xmpp-mohe-v2: database is locked"),
-        ])
-
-
-class Refresher(unittest.TestCase):
-    """The refresh thread: a refresh queued for a session and not started
-    is not queued again (it reads after both turns); one started is (it
-    may have read before the second turn's store); the thread is stopped
-    at Python's exit after the refresh it runs."""
-
-    def test_a_queued_refresh_is_not_queued_twice(self):
-        started, release = threading.Event(), threading.Event()
-
-        class Held(RecordingBridge):
-            def resolve(self, agent, session_id):
-                started.set()
-                release.wait(10)
-                return super().resolve(agent, session_id)
-
-        held = Held({"redirected": False, "session_id": "s0"})
-        bridge = RecordingBridge({"redirected": False, "session_id": "s"})
-        refresher = refresh.Refresher()
-        refresher.schedule(held, "mohe", "s0")
-        self.assertTrue(started.wait(10))
-        refresher.schedule(held, "mohe", "s0")  # started: queued again
-        for asked in ("s1", "s1", "s2", "s1"):
-            refresher.schedule(bridge, "mohe", asked)
-        release.set()
-        self.assertTrue(refresher.wait(10))
-        resolved = lambda b: [c[2] for c in b.calls if c[0] == "resolve"]
-        self.assertEqual(resolved(held), ["s0", "s0"])
-        self.assertEqual(resolved(bridge), ["s1", "s2"])
-        refresher.schedule(bridge, "mohe", "s1")
-        self.assertTrue(refresher.wait(10))
-        self.assertEqual(resolved(bridge), ["s1", "s2", "s1"])
-
-    def test_python_exits_after_the_running_refresh(self):
-        script = textwrap.dedent("""
-            import time
-            from session_switch.hermes_plugin import refresh
-
-            class Slow:
-                def resolve(self, agent, session_id):
-                    time.sleep(0.3)
-                    print("refreshed", session_id, flush=True)
-                    return {"redirected": False, "session_id": session_id}
-
-                def tag_messages(self, agent, session_id, messages):
-                    return 0
-
-            refresh.REFRESHER.schedule(Slow(), "mohe", "s1")
-            print("daemon", refresh.REFRESHER._thread.daemon, flush=True)
-        """)
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
-        self.assertEqual((done.returncode, done.stdout, done.stderr), (0, "daemon False\nrefreshed s1\n", ""))
-
-
-    def test_a_forked_child_refreshes_in_a_thread_of_its_own(self):
-        script = textwrap.dedent("""
-            import os
-            from session_switch.hermes_plugin import refresh
-
-            class Bridge:
-                def resolve(self, agent, session_id):
-                    print(os.getpid() == parent, "refreshed", session_id, flush=True)
-                    return {"redirected": False, "session_id": session_id}
-
-                def tag_messages(self, agent, session_id, messages):
-                    return 0
-
-            parent, bridge = os.getpid(), Bridge()
-            refresh.REFRESHER.schedule(bridge, "mohe", "s1")
-            assert refresh.REFRESHER.wait(10)
-            child = os.fork()
-            if child == 0:
-                refresh.REFRESHER.schedule(bridge, "mohe", "s2")
-                os._exit(0 if refresh.REFRESHER.wait(10) else 1)
-            _, status = os.waitpid(child, 0)
-            print("child exit", os.waitstatus_to_exitcode(status), flush=True)
-        """)
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
-        self.assertEqual(
-            (done.returncode, done.stdout, done.stderr),
-            (0, "True refreshed s1\nFalse refreshed s2\nchild exit 0\n", ""),
-        )
-
-
-class VersionedBridge(RecordingBridge):
-    """A `RecordingBridge` with a data version the test moves."""
-
-    def __init__(self, decision, version=1):
-        super().__init__(decision)
-        self.version = version
-
-    def data_version(self):
-        self.calls.append(("data_version",))
-        if isinstance(self.version, Exception):
-            raise self.version
-        return (7, self.version, 0, 0, 0)
-
-
-class PreparedHistory(unittest.TestCase):
-    """The next turn's decision and history made after a turn (`_Prepared`):
-    taken once, only when the data version at the request's load is the
-    one read before they were made and the decision still holds by the
-    clock; a request that cannot take them decides and loads with Hermes's
-    loader as before."""
+class PlanAtLoad(_Turns, unittest.TestCase):
+    """A chat-completions turn decides at its history load, loads the
+    session it runs on once and tags that list; the turn reads nothing
+    after it ends, and starts no thread."""
 
     def setUp(self):
+        super().setUp()
         self.loads = []
 
         def loader(db, session_id):
@@ -326,118 +172,32 @@ class PreparedHistory(unittest.TestCase):
             return [{"role": "user", "content": f"{session_id} row {len(self.loads)}"}]
 
         self.loader = loader
-        self.prepared = refresh.Prepared()
-        self.prepared.loader = loader
-        self.prepared._SETTLE = (0.0, 0.0)
-        # The process's own, which `refresh.refresh` makes.
-        saved = refresh.PREPARED.loader
-        refresh.PREPARED.loader = loader
-        self.addCleanup(setattr, refresh.PREPARED, "loader", saved)
-        self.addCleanup(refresh.PREPARED._by_session.clear)
 
-    def redirect(self, valid_until=None):
-        return {"redirected": True, "session_id": "cli-session", "detail": "d", "valid_until": valid_until}
-
-    def test_taken_once_at_the_version_it_was_made_at(self):
-        bridge = VersionedBridge(self.redirect())
-        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2"), "nothing prepared")
-        self.assertEqual(bridge.calls, [], "and nothing read")
-        self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
-        self.assertEqual(self.loads, ["cli-session"])
-        names = [c[0] for c in bridge.calls]
-        self.assertLess(names.index("data_version"), names.index("resolve"), "read before the decision")
-        taken = self.prepared.take(bridge, "xmpp-mohe-v2")
-        self.assertEqual(taken, ("mohe", self.redirect(), "cli-session", [{"role": "user", "content": "cli-session row 1"}]))
-        self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2"), "handed out once")
-
-    def test_not_taken_after_a_commit_or_when_the_version_fails(self):
-        bridge = VersionedBridge(self.redirect())
-        for after in (2, OSError("database is locked")):
-            with self.subTest(after=after):
-                bridge.version = 1
-                self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
-                bridge.version = after
-                self.assertIsNone(self.prepared.take(bridge, "xmpp-mohe-v2"))
-
-    def test_not_taken_once_the_decision_no_longer_holds_by_the_clock(self):
-        for until, taken in ((time.time() - 1, False), (time.time() + 60, True), (None, True)):
-            with self.subTest(valid_until=until):
-                bridge = VersionedBridge(self.redirect(until))
-                self.prepared.make(bridge, "mohe", "xmpp-mohe-v2", db=None)
-                self.assertEqual(self.prepared.take(bridge, "xmpp-mohe-v2") is not None, taken)
-
-    def test_made_again_while_a_commit_lands_before_it_settles(self):
-        bridge = VersionedBridge(self.redirect())
-        loader = self.loader
-
-        def moving(db, session_id):
-            if len(self.loads) < 1:
-                bridge.version += 1  # a commit during the first making
-            return loader(db, session_id)
-
-        self.prepared.loader = moving
-        self.prepared.make(bridge, "mohe", "s", db=None)
-        self.assertEqual(self.loads, ["cli-session"] * 2)
-        self.assertEqual(self.prepared.take(bridge, "s")[3], [{"role": "user", "content": "cli-session row 2"}])
-
-    def test_a_history_that_never_settles_is_made_once_per_wait_and_refused(self):
-        bridge = VersionedBridge(self.redirect())
-        loader = self.loader
-
-        def always(db, session_id):
-            bridge.version += 1
-            return loader(db, session_id)
-
-        self.prepared.loader = always
-        self.prepared.make(bridge, "mohe", "s", db=None)
-        self.assertEqual(len(self.loads), len(self.prepared._SETTLE))
-        self.assertIsNone(self.prepared.take(bridge, "s"))
-
-    def test_not_made_again_once_taken(self):
-        bridge = VersionedBridge(self.redirect())
-        self.prepared._SETTLE = (0.3, 0.0)
-        taken = []
-
-        def request():
-            time.sleep(0.1)
-            taken.append(self.prepared.take(bridge, "s"))
-            bridge.version += 1  # the request's turn commits
-
-        thread = threading.Thread(target=request)
-        thread.start()
-        self.prepared.make(bridge, "mohe", "s", db=None)
-        thread.join()
-        self.assertEqual(taken[0][3], [{"role": "user", "content": "cli-session row 1"}])
-        self.assertEqual(self.loads, ["cli-session"])
-
-    def test_at_most_a_few_sessions_are_kept(self):
-        bridge = VersionedBridge(self.redirect())
-        for i in range(refresh.Prepared._MAX + 1):
-            self.prepared.make(bridge, "mohe", f"s{i}", db=None)
-        self.assertIsNone(self.prepared.take(bridge, "s0"), "the oldest made way")
-        self.assertIsNotNone(self.prepared.take(bridge, "s1"))
-        self.assertEqual(len(self.prepared._by_session), refresh.Prepared._MAX - 1)
-
-    def test_the_load_seam_takes_it_instead_of_deciding_and_loading(self):
-        bridge = VersionedBridge(self.redirect())
-        bridge.agent_for_session = lambda session_id: "mohe"
+    def test_each_request_decides_loads_once_and_tags(self):
+        redirect = {"redirected": True, "session_id": "cli-session", "detail": "d", "valid_until": None}
+        bridge = RecordingBridge(redirect)
         bridges = homes.Bridges()
         bridges.put("/home", bridge)
-        refresh.refresh(bridge, "mohe", "xmpp-mohe-v2", db=object())
-        prepared = refresh.PREPARED._by_session[(id(bridge), "xmpp-mohe-v2")][4]
-        calls = len(bridge.calls)
-        plan = turn_plans.plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
-        self.assertIs(plan.history, prepared)
-        self.assertEqual((plan.session_id, plan.redirected, plan.agent), ("cli-session", True, "mohe"))
-        self.assertEqual(bridge.calls[calls:], [("data_version",)], "no decision, no load, no edits")
-        self.assertEqual(self.loads, ["cli-session"])
-        # Nothing prepared now: the request decides, loads and edits; its
-        # plan carries Hermes's database for the refresh after its turn.
-        db = object()
-        plan = turn_plans.plan_at_load(db, self.loader, bridges, "/home", "xmpp-mohe-v2")
+        for n in (1, 2):
+            plan = turn_plans.plan_at_load(None, self.loader, bridges, "/home", "xmpp-mohe-v2")
+            self.assertEqual((plan.session_id, plan.redirected, plan.agent), ("cli-session", True, "mohe"))
+            self.assertEqual(plan.history, [{"role": "user", "content": f"cli-session row {n}"}])
         self.assertEqual(self.loads, ["cli-session", "cli-session"])
-        self.assertEqual([c[0] for c in bridge.calls[calls + 1:]], ["resolve", "tag_messages"])
-        self.assertIs(plan.db, db)
+        self.assertEqual([c[0] for c in bridge.calls], ["resolve", "tag_messages"] * 2)
+        # A session of no agent's: Hermes's own load, nothing asked.
+        plain = turn_plans.plan_at_load(None, self.loader, bridges, "/home", "elsewhere")
+        self.assertEqual((plain.session_id, plain.agent, self.loads[-1]), ("elsewhere", None, "elsewhere"))
+        self.assertEqual(len(bridge.calls), 4)
+
+    def test_nothing_is_read_after_a_turn(self):
+        threads = threading.active_count()
+        bridge = RecordingBridge({"redirected": True, "session_id": "cli-session"})
+        loaded = []
+        plan = turns.Plan("xmpp-mohe-v2", "cli-session", loaded, True, bridge, "mohe")
+        self.turn(plan, user_message="hi", conversation_history=loaded, session_id="xmpp-mohe-v2")
+        # The turn's own message got the edits; nothing else was asked.
+        self.assertEqual(bridge.calls, [("tag_messages", "mohe", "cli-session", [{"role": "user", "content": "hi"}])])
+        self.assertEqual(threading.active_count(), threads)
 
 
 class ReloadDuringTurn(unittest.TestCase):

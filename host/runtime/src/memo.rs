@@ -5,17 +5,27 @@
 //! clock leaves it standing (WIT `decision.valid-until`). A memo entry
 //! keeps the decision with what the call's imports answered, and serves a
 //! later `resolve` of the same agent and session while the clock is inside
-//! the decision's window and either
-//! - `state.db` is unchanged since the call ([`HostImports::data_version`]:
-//!   no table read), or
-//! - every read of the call, asked again in one read snapshot, answers the
+//! the decision's window and, in one read snapshot of `state.db`
+//! (`HostImports::begin_read`), either
+//! - the snapshot's data version ([`HostImports::data_version`]: SQLite's
+//!   `PRAGMA data_version`, read under the snapshot's lock, and the
+//!   connection's own changes) is the one the decision was made at, or
+//! - every read of the call, asked again in that snapshot, answers the
 //!   same (`state.db` changed elsewhere, e.g. Hermes stored a turn: the
 //!   reads, without the guest).
 //!
+//! SQLite answers whether anyone committed, under its own lock; nothing is
+//! read from the file behind it.
+//!
+//! When an entry goes, all in this module: its window ends by the clock (or
+//! the clock is set back before the call), its reads answer otherwise, a
+//! read or the version fails, the memo is full ([`MAX_ENTRIES`]: it starts
+//! over), or [`Memo::clear`] (a swap, new settings or a failed call:
+//! `PolicyInstance::park`). Only a call that ended well is kept.
+//!
 //! Every guard still stands: the memoised decision was made by a call under
 //! fuel and the guest time limit and passed the host's redirect check on
-//! those same reads. Only a call that ended well is kept; a swap, new
-//! settings or a failed call empties the memo (`PolicyInstance::park`).
+//! those same reads.
 
 use super::bindings::Decision;
 use super::host_imports::{DataVersion, HostImports};
@@ -100,20 +110,16 @@ impl Memo {
             self.entries.swap_remove(at);
             return Ok(None);
         }
-        // The version alone first (one statement, its own lock cycle): a
-        // snapshot around it would cost two more statements on every served
-        // call. When it moved, the reads go in one snapshot; the entry keeps
-        // this older version, which can only make the next call read again,
-        // never serve a stale decision (versions only grow).
+        // The version and, when it moved, the reads: one snapshot, so the
+        // reads see the state the version names.
+        imports.begin_read();
         let held = imports.data_version().and_then(|version| {
             if version.is_some() && version == entry.version {
                 return Ok((true, version));
             }
-            imports.begin_read();
-            let same = entry.reads.still_hold(imports);
-            imports.end_read();
-            Ok((same?, version))
+            Ok((entry.reads.still_hold(imports)?, version))
         });
+        imports.end_read();
         match held {
             Ok((true, version)) => {
                 entry.version = version;
@@ -172,7 +178,11 @@ impl Memo {
 #[cfg(test)]
 mod tests {
     use crate::fake_host::{self, FakeHost, ImportCall, NOW, settings};
-    use crate::{CacheMode, DataVersion, Policy, PolicyInstance, PolicyOptions, Reason};
+    use crate::{
+        CacheMode, DataVersion, Failure, HistoryRow, HostImports, Policy, PolicyInstance,
+        PolicyOptions, Reason, SendPlan, Sent,
+    };
+    use std::sync::{Arc, Mutex};
 
     const KEY: &str = "session_switch:active:mohe";
 
@@ -275,6 +285,86 @@ mod tests {
             i.last_call_fuel() > 0,
             "a clock before the call is not trusted"
         );
+    }
+
+    /// The fake behind a spy: whether each `data_version` was read inside
+    /// a read snapshot (`begin_read` … `end_read`).
+    struct Snapshots {
+        host: FakeHost,
+        open: bool,
+        versions: Arc<Mutex<Vec<bool>>>,
+    }
+
+    impl HostImports for Snapshots {
+        fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
+            self.host.meta_get(key)
+        }
+        fn meta_delete(&mut self, key: &str) -> Result<bool, Failure> {
+            self.host.meta_delete(key)
+        }
+        fn meta_set(&mut self, key: &str, value: &str) -> Result<(), Failure> {
+            self.host.meta_set(key, value)
+        }
+        fn session_exists(&mut self, id: &str) -> Result<bool, Failure> {
+            self.host.session_exists(id)
+        }
+        fn history(
+            &mut self,
+            session_id: &str,
+            agent: &str,
+            limit: Option<u32>,
+        ) -> Result<Vec<HistoryRow>, Failure> {
+            self.host.history(session_id, agent, limit)
+        }
+        fn now(&mut self) -> f64 {
+            self.host.now()
+        }
+        fn send(&mut self, plan: &SendPlan) -> Result<Sent, Failure> {
+            self.host.send(plan)
+        }
+        fn begin_read(&mut self) {
+            self.open = true;
+        }
+        fn end_read(&mut self) {
+            self.open = false;
+        }
+        fn data_version(&mut self) -> Result<Option<DataVersion>, Failure> {
+            self.versions.lock().unwrap().push(self.open);
+            self.host.data_version()
+        }
+    }
+
+    #[test]
+    fn the_version_is_read_in_the_snapshot_whose_reads_it_vouches_for() {
+        let (_, host) = instance(10.0);
+        host.state().version = Some(DataVersion(1, 0));
+        let versions = Arc::new(Mutex::new(Vec::new()));
+        let spy = Snapshots {
+            host: host.clone(),
+            open: false,
+            versions: versions.clone(),
+        };
+        let options = PolicyOptions {
+            cache: CacheMode::Off,
+            ..PolicyOptions::default()
+        };
+        let mut i = Policy::embedded(options).unwrap().instance(spy, settings());
+        let first = i.resolve("mohe", "xmpp-mohe-v2").unwrap();
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+        assert_eq!(
+            (i.last_call_fuel(), reads(&host)),
+            (0, 1),
+            "served by the version"
+        );
+        host.state().version = Some(DataVersion(2, 0));
+        assert_eq!(i.resolve("mohe", "xmpp-mohe-v2").unwrap(), first);
+        assert_eq!(
+            (i.last_call_fuel(), reads(&host)),
+            (0, 2),
+            "served by the reads"
+        );
+        // The call's own, then each check's: every one under a snapshot.
+        assert_eq!(*versions.lock().unwrap(), vec![true, true, true]);
     }
 
     #[test]

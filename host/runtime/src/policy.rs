@@ -116,12 +116,6 @@ impl Policy {
         self.current.get().0.info.version.clone()
     }
 
-    /// How many hot swaps replaced the component so far: equal values
-    /// mean the same component served in between.
-    pub fn generation(&self) -> u64 {
-        self.current.generation()
-    }
-
     /// The options this policy was made with.
     pub fn options(&self) -> &PolicyOptions {
         &self.runtime.options

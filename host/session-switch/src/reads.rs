@@ -6,7 +6,6 @@
 //! gateway) read through this view, never through the store's own type.
 
 use session_switch_contract::failure::Failure;
-use session_switch_contract::history::DataVersion;
 use session_switch_store::HermesStore;
 use session_switch_store::SentRow;
 
@@ -40,19 +39,6 @@ impl Reads<'_> {
         since: f64,
     ) -> Result<bool, Failure> {
         self.0.holds_user_line(session_id, line, since)
-    }
-
-    /// A version of what this connection reads, only compared for
-    /// equality with another of the same [`Reads::serial`]: it changes
-    /// when any connection commits to `state.db`. Errors: kind `busy` or
-    /// `store`.
-    pub fn data_version(&self) -> Result<DataVersion, Failure> {
-        self.0.data_version()
-    }
-
-    /// This connection's number, unique in the process.
-    pub fn serial(&self) -> u64 {
-        self.0.serial()
     }
 
     /// The session `session_id` continues through Hermes's compression

@@ -302,20 +302,12 @@ impl HermesStore {
     /// column. Errors as [`Self::live_tip`].
     ///
     /// SQL (autocommit, read only): `SELECT EXISTS(SELECT 1 FROM sessions
-    /// WHERE parent_session_id = ?1)`; the answer is kept while the data
-    /// version stays the same (`read_memo.rs`).
+    /// WHERE parent_session_id = ?1)`.
     pub fn has_child_sessions(&self, id: &str) -> Result<bool, Failure> {
-        let version = self.data_version()?;
-        if let Some(has) = self.reads.children(version, id) {
-            return Ok(has);
-        }
-        let has = self
-            .conn
+        self.conn
             .prepare_cached("SELECT EXISTS(SELECT 1 FROM sessions WHERE parent_session_id = ?1)")
             .and_then(|mut stmt| stmt.query_row([id], |row| row.get(0)))
-            .map_err(|e| self.fail(&format!("look for the children of session {id:?}"), e))?;
-        self.reads.keep_children(version, id, has);
-        Ok(has)
+            .map_err(|e| self.fail(&format!("look for the children of session {id:?}"), e))
     }
 
     /// [`continuations_on`] on this connection. Errors as [`Self::live_tip`].

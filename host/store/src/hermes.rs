@@ -17,13 +17,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::change_counter::ChangeCounter;
 use super::loader::{self, Loader, LoaderSql};
-use super::read_memo::ReadMemo;
 use super::schema::{self, check_exists, not_hermes};
 use super::send::{SENT_ROWS, SentRow};
 use super::sqlite_failure::sqlite_failure;
-use super::table_seen::TableSeen;
 use super::timeouts::{BRIEF_DEADLINE, BUSY_TIMEOUT};
 use session_switch_contract::failure::Failure;
 use session_switch_contract::history::HistoryRow;
@@ -56,22 +53,10 @@ pub struct HermesStore {
     /// Hermes's CJK tokenizer extension is loaded into this connection
     /// (set inside a write transaction, which only has `&self`).
     pub(super) cjk_loaded: Cell<bool>,
-    /// What this connection saw of `state_meta` (see
-    /// [`HermesStore::table_exists`]).
-    pub(super) seen_state_meta: TableSeen,
-    /// As `seen_state_meta`, for `session_switch_sent`.
-    pub(super) seen_sent: TableSeen,
-    /// The file's change counter, read without SQLite's lock
-    /// ([`HermesStore::data_version`]); `None` when the file could not be
-    /// opened a second time (SQLite's own reads still work).
-    pub(super) counter: Option<ChangeCounter>,
     /// How many rows the last history read selected: room reserved for the
     /// next one (a gateway reads the same session again and again; growing
     /// the list by doubling copied each message about twice).
     rows_last_read: Cell<usize>,
-    /// Answers of [`HermesStore::has_child_sessions`] and
-    /// [`HermesStore::sent_rows`] at the current data version.
-    pub(super) reads: ReadMemo,
     /// This connection among the process's ([`HermesStore::serial`]).
     pub(super) serial: u64,
 }
@@ -117,11 +102,7 @@ impl HermesStore {
             has_active: false,
             loader: LoaderSql::new(Loader::Early, |_| false, false),
             cjk_loaded: Cell::new(false),
-            seen_state_meta: TableSeen::default(),
-            seen_sent: TableSeen::default(),
             rows_last_read: Cell::new(0),
-            counter: None,
-            reads: ReadMemo::default(),
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         };
         store.set_busy_timeout(BUSY_TIMEOUT)?;
@@ -139,15 +120,6 @@ impl HermesStore {
         store.has_active = columns.iter().any(|c| c == "active");
         let version = schema::schema_version(&store.conn)
             .map_err(|e| store.fail("read the schema version", e))?;
-        store.counter = ChangeCounter::open(path)
-            .inspect_err(|e| {
-                tracing::debug!(
-                    target: "session_switch::store",
-                    "{}: no second descriptor for the change counter ({e}); PRAGMA data_version instead",
-                    path.display()
-                )
-            })
-            .ok();
         let id_ordered = schema::messages_indexed_by_session_then_id(&store.conn)
             .map_err(|e| store.fail("read the indexes of messages", e))?;
         store.loader = LoaderSql::new(
@@ -267,10 +239,8 @@ impl HermesStore {
     /// on the row before).
     fn read_history(&self, session_id: &str, agent: &str) -> Result<Vec<HistoryRow>, Failure> {
         let doing = format!("read the history of session {session_id:?}");
-        // In id order (`SENT_ROWS`), for the loader's binary search. Read
-        // in the history's snapshot, not through the read memo: the rows
-        // are read from the file anyway, and the memo's version would cost
-        // a statement inside the snapshot.
+        // In id order (`SENT_ROWS`), for the loader's binary search; in the
+        // history's snapshot.
         let ours: Vec<i64> = self
             .query_sent_rows(session_id, agent)?
             .into_iter()
@@ -311,19 +281,14 @@ impl HermesStore {
     /// empty when that table is missing. What a caller needs to recognise
     /// those rows in Hermes's own loader output, which carries no ids: a row
     /// is known by its role and its stored timestamp. The select is
-    /// [`SENT_ROWS`], which walks the list of sent rows; its answer is kept
-    /// while the data version stays the same (`read_memo.rs`).
+    /// [`SENT_ROWS`], which walks the list of sent rows; it and the look for
+    /// the table run in one read snapshot (one lock cycle) unless one is
+    /// open already.
     pub fn sent_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
-        let version = self.data_version()?;
-        if let Some(rows) = self.reads.sent_rows(version, session_id, agent) {
-            return Ok(rows);
-        }
-        let rows = self.query_sent_rows(session_id, agent)?;
-        self.reads.keep_sent_rows(version, session_id, agent, &rows);
-        Ok(rows)
+        self.in_snapshot(|| self.query_sent_rows(session_id, agent))
     }
 
-    /// [`Self::sent_rows`] read from the file, no memo.
+    /// [`Self::sent_rows`] in the open transaction, if any.
     fn query_sent_rows(&self, session_id: &str, agent: &str) -> Result<Vec<SentRow>, Failure> {
         if !self.table_exists("session_switch_sent")? {
             return Ok(Vec::new());
@@ -344,17 +309,9 @@ impl HermesStore {
         .map_err(|e| self.fail(&doing, e))
     }
 
-    /// Whether table `name` exists; for `state_meta` and
-    /// `session_switch_sent`, seldom read from the schema
-    /// ([`TableSeen::exists`]), else [`schema::table_exists`].
+    /// Whether table `name` exists ([`schema::table_exists`]).
     pub(super) fn table_exists(&self, name: &str) -> Result<bool, Failure> {
-        let query =
-            || schema::table_exists(&self.conn, name).map_err(|e| self.fail("read the schema", e));
-        match name {
-            "state_meta" => self.seen_state_meta.exists(|| self.data_version(), query),
-            "session_switch_sent" => self.seen_sent.exists(|| self.data_version(), query),
-            _ => query(),
-        }
+        schema::table_exists(&self.conn, name).map_err(|e| self.fail("read the schema", e))
     }
 
     /// Map a SQLite error raised while `doing` to a [`Failure`].

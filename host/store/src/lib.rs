@@ -8,8 +8,7 @@
 //! that Hermes's own `append_message` / `set_meta` also make.
 //!
 //! Modules: `hermes` (the connection and its reads), `schema` (which
-//! Hermes schema a file has), `table_seen` (tables known to exist without
-//! a read), `loader/` (Hermes's history loader, per schema), `send/` (a
+//! Hermes schema a file has, which tables exist), `loader/` (Hermes's history loader, per schema), `send/` (a
 //! send's writes: the intent → post → record transactions, what a send
 //! writes, the pending sends, the delivered marker, the sent rows), `meta`
 //! (our `state_meta` reads and deletes), `snapshot` (read snapshots, the
@@ -18,12 +17,9 @@
 //! compression chains), `guard_state` (the loop guard's state), `heard`
 //! (the lines waiting for a turn, the room cursor), `turn_line` (whether a
 //! turn's line reached Hermes), `init` (a new database), `cjk` (Hermes's
-//! tokenizer extension), `sqlite_failure` (SQLite errors as failures),
-//! `change_counter` (whether anyone committed, without SQLite's lock),
-//! `read_memo` (two plain reads' answers while nobody committed).
+//! tokenizer extension), `sqlite_failure` (SQLite errors as failures).
 
 mod chain;
-mod change_counter;
 mod cjk;
 mod guard_state;
 mod heard;
@@ -31,12 +27,10 @@ mod hermes;
 mod init;
 mod loader;
 mod meta;
-mod read_memo;
 mod schema;
 mod send;
 mod snapshot;
 mod sqlite_failure;
-mod table_seen;
 mod timeouts;
 mod turn_line;
 mod write_tx;

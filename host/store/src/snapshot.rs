@@ -7,35 +7,19 @@ use session_switch_contract::history::DataVersion;
 
 impl HermesStore {
     /// What this connection reads, as a version compared for equality
-    /// (`session_switch_contract::history::DataVersion`): the file change counter of
-    /// a rollback-journal database, read without SQLite's lock (one
-    /// `pread`; why that suffices: `change_counter.rs`), in WAL mode
-    /// SQLite's `PRAGMA data_version`, which changes when another
-    /// connection has committed
-    /// (<https://sqlite.org/pragma.html#pragma_data_version>); and
-    /// `sqlite3_total_changes`, this connection's own rows changed. The
-    /// counter is kept negative, so the two never compare equal. Inside a
-    /// read snapshot, the snapshot's version (the pragma runs first, so the
-    /// snapshot holds its lock when the counter is read); outside, the
-    /// pragma takes and drops the shared lock once (one statement, no table
-    /// read), the counter takes none: a lock held without a commit changes
-    /// nothing.
+    /// (`session_switch_contract::history::DataVersion`): SQLite's `PRAGMA
+    /// data_version`, which changes when another connection has committed
+    /// (<https://sqlite.org/pragma.html#pragma_data_version>), and
+    /// `sqlite3_total_changes`, this connection's own rows changed. Inside
+    /// a read snapshot ([`HermesStore::begin_read`]) the pragma reads under
+    /// the snapshot's lock, so the version is the snapshot's: the reads
+    /// that follow see the state it names. Outside one it takes and drops
+    /// the shared lock once (one statement, no table read).
     pub fn data_version(&self) -> Result<DataVersion, Failure> {
-        let pragma = match (&self.counter, self.conn.is_autocommit()) {
-            (Some(_), true) => None,
-            _ => Some(self.pragma_data_version()?),
-        };
-        if let Some(counter) = self.counter.as_ref().and_then(|c| c.read().ok().flatten()) {
-            return Ok(DataVersion(
-                -1 - i64::from(counter),
-                self.conn.total_changes(),
-            ));
-        }
-        let version = match pragma {
-            Some(version) => version,
-            None => self.pragma_data_version()?,
-        };
-        Ok(DataVersion(version, self.conn.total_changes()))
+        Ok(DataVersion(
+            self.pragma_data_version()?,
+            self.conn.total_changes(),
+        ))
     }
 
     /// This connection's number, unique in the process: a
@@ -76,6 +60,19 @@ impl HermesStore {
             .and_then(|mut stmt| stmt.execute([]))
             .map(|_| true)
             .map_err(|e| self.fail("begin a read transaction", e))
+    }
+
+    /// `f` inside a read snapshot: one opened and ended around it, or the
+    /// transaction already open. `f`'s failure first, then the end's.
+    pub(super) fn in_snapshot<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        let opened = self.begin_read()?;
+        let answer = f();
+        let ended = if opened { self.end_read() } else { Ok(()) };
+        let answer = answer?;
+        ended.map(|()| answer)
     }
 
     /// End the snapshot [`HermesStore::begin_read`] opened: `COMMIT` (the

@@ -138,12 +138,6 @@ class Bridge:
         """Whether any session names ``session_id`` as its parent; without
         one, Hermes's walks to a continuation end at ``session_id``. Raises
         ``SessionSwitchError`` (kind ``busy``/``store``)."""
-    def data_version(self) -> tuple[int, int, int, int, int]:
-        """What this ``Bridge`` reads, only compared for equality: equal
-        values mean no commit to ``state.db`` (by any connection), no policy
-        swap and no renewal of the instances in between. Read on one pooled
-        connection; a value read on another compares unequal. Raises
-        ``SessionSwitchError`` (kind ``busy``/``store``)."""
     def version(self) -> str: ...
     def resolve(self, agent: str, session_id: str) -> Decision: ...
     def context(self, agent: str, session_id: str, limit: Optional[int] = None) -> Context:

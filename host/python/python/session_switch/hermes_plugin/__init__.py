@@ -10,15 +10,12 @@ there; the result names the session the client sent, so
 ``X-Hermes-Session-Id`` does too. Without a redirect the history Hermes
 loaded gets the same edits, and so does a load of the turn's session that
 Hermes makes during the turn (a turn lease reloads a waiting turn's
-history); the turn's own message gets them either way. After the turn the
-next turn's reads are made again, off the response's path, and for a
-chat-completions turn the next turn's history is prepared. Any failure of
+history); the turn's own message gets them either way. Any failure of
 ours falls back to Hermes's own behaviour with one log line.
 
 The parts: :mod:`.canary` (whether each seam is as the plugin expects),
 :mod:`.seams` (the wrappers of Hermes's internals),
 :mod:`.turns` (the turn registry), :mod:`.turn_plans` (what a turn runs on),
-:mod:`.refresh` (the refresh after a turn, the prepared history),
 :mod:`.compression_tips` (compression tips), :mod:`.homes` (Hermes's home, a
 ``Bridge`` per home), :mod:`.logs`.
 
@@ -30,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import canary, refresh, seams, turns
+from . import canary, seams, turns
 from .homes import Bridges, hermes_home
 from .logs import log
 
@@ -112,6 +109,3 @@ _wrap_run_agent = seams.wrap_run_agent
 _Plan = turns.Plan
 _Request = turns.Request
 _REQUEST = turns.REQUEST
-_REFRESHER = refresh.REFRESHER
-_PREPARED = refresh.PREPARED
-_refresh = refresh.refresh

@@ -10,8 +10,8 @@ naming the seam and the Hermes version, and Hermes runs as shipped.
 Required: ``APIServerAdapter._run_agent``, ``._handle_chat_completions``,
 ``._ensure_session_db_async``, ``SessionDB.get_messages_as_conversation``,
 ``hermes_constants.get_hermes_home``. Optional, used where the line has
-them and checked where present: ``get_hermes_home_override``,
-``SessionDB.resolve_resume_session_id``, v31's
+them and checked where present: ``SessionDB.resolve_resume_session_id``,
+v31's
 ``api_server_runs._resolve_live_session_id``, and
 ``agent_runtime_helpers.repair_message_sequence``, which is required
 where the loader takes ``repair_alternation`` (the loader then repairs
@@ -33,7 +33,6 @@ RESUME = "hermes_state.SessionDB.resolve_resume_session_id"
 LIVE_TIP = "gateway.platforms.api_server_runs._resolve_live_session_id"
 REPAIR = "agent.agent_runtime_helpers.repair_message_sequence"
 HOME = "hermes_constants.get_hermes_home"
-HOME_OVERRIDE = "hermes_constants.get_hermes_home_override"
 
 #: The keyword parameters the `_run_agent` wrapper reads or replaces
 #: (Hermes calls it by keyword).
@@ -113,10 +112,6 @@ def find() -> Seams:
 
     _positional(_attribute(constants, "get_hermes_home", HOME), HOME, ())
     used: list[str] = []
-    override = getattr(constants, "get_hermes_home_override", None)
-    if override is not None:
-        _positional(override, HOME_OVERRIDE, ())
-        used.append(HOME_OVERRIDE)
 
     resume = getattr(session_db, "resolve_resume_session_id", None)
     if resume is not None:

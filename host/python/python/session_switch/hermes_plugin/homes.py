@@ -3,45 +3,20 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from .logs import log
 
-# Hermes's home per input of `get_hermes_home`: see `hermes_home`.
-_HOMES: dict[tuple, str] = {}
-# The environment variables Hermes's home depends on (every Hermes line:
-# the variable itself, `~` and the default's home, v31's data-directory
-# suffix).
-_HOME_VARIABLES = ("HERMES_HOME", "HOME", "HERMES_DATA_DIR_SUFFIX")
-
 
 def hermes_home() -> str:
-    """Hermes's home for the running request, as ``str(get_hermes_home())``:
-    the profile's override (a context variable Hermes's profile routing
-    sets), else ``HERMES_HOME``, else Hermes's default. Hermes builds a new
-    ``Path`` each time, slowest as the first code of a request (the figures are on
-    docs/src/performance.md); the answer is kept
-    per value of its inputs: the override and the environment variables of
-    ``_HOME_VARIABLES`` (embedding hosts may set ``HERMES_HOME`` per turn).
-    A path naming another variable (``$X``, v31 expands them) is asked every
-    time, as on a Hermes without ``get_hermes_home_override``."""
+    """Hermes's home for the running request, as Hermes itself answers it
+    (``get_hermes_home``: the profile's override, a context variable
+    Hermes's profile routing sets, else ``HERMES_HOME``, else Hermes's
+    default)."""
     import hermes_constants
 
-    override = getattr(hermes_constants, "get_hermes_home_override", None)
-    if override is None:
-        return str(hermes_constants.get_hermes_home())
-    key = (override(), *map(os.environ.get, _HOME_VARIABLES))
-    home = _HOMES.get(key)
-    if home is None:
-        home = str(hermes_constants.get_hermes_home())
-        if "$" in (key[0] or "") + (key[1] or ""):
-            return home
-        if len(_HOMES) >= 64:  # profiles are few; a flood starts over
-            _HOMES.clear()
-        _HOMES[key] = home
-    return home
+    return str(hermes_constants.get_hermes_home())
 
 
 class Bridges:

@@ -33,7 +33,6 @@ from typing import Callable
 from . import turn_plans
 from .homes import Bridges, hermes_home
 from .logs import log, reason
-from .refresh import PREPARED, refresh_after_turn
 from .turns import REQUEST, TURNS, Plan, Request
 
 def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
@@ -94,7 +93,6 @@ def wrap_run_agent(original: Callable, bridges: Bridges) -> Callable:
         finally:
             if plan.agent is not None:
                 TURNS.end(plan)
-            refresh_after_turn(plan)
         if plan.redirected and isinstance(outcome, tuple) and outcome:
             result = outcome[0]
             # The client keeps the id it sent (0.19.0's non-stream path
@@ -154,7 +152,6 @@ def install(found, bridges: Bridges) -> None:
     else:
         repair = None
     # Every wrapper made: installed together, or none (a raise above).
-    PREPARED.loader = loader
     adapter._run_agent = run_agent
     found.session_db.get_messages_as_conversation = get_messages_as_conversation
     adapter._handle_chat_completions = _handle_chat_completions

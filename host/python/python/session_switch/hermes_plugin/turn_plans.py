@@ -10,32 +10,23 @@ from typing import Callable, Optional
 
 from .homes import Bridges, hermes_home
 from .logs import log, note_turn, reason
-from .refresh import PREPARED
 from .compression_tips import live_tip_resolver, turn_target
 from .turns import Plan
 
 
 def plan_at_load(db, loader: Callable, bridges: Bridges, home: str, asked: str) -> Plan:
     """The plan of a chat-completions turn, made at its history load (in
-    Hermes's worker thread): one load, of the session the turn runs on, or
-    none when the turn prepared after the last one still holds
-    (``refresh.Prepared``)."""
+    Hermes's worker thread): one load, of the session the turn runs on."""
     bridge = bridges.get(home)
-    prepared = PREPARED.take(bridge, asked)
-    if prepared is not None:
-        agent, decision, target, history = prepared
-        how = "history prepared after the last turn"
-    else:
-        agent = bridge.agent_for_session(asked) if bridge is not None else None
-        if agent is None:
-            return Plan(asked, asked, loader(db, asked), False)
-        decision = bridge.resolve(agent, asked)
-        target = turn_target(bridge, db, decision, asked)
-        history = loader(db, target)
-        bridge.tag_messages(agent, target, history)
-        how = "history loaded once"
-    note_turn(bridge, agent, asked, target, decision["detail"], how)
-    return Plan(asked, target, history, bool(decision["redirected"]), bridge, agent, db)
+    agent = bridge.agent_for_session(asked) if bridge is not None else None
+    if agent is None:
+        return Plan(asked, asked, loader(db, asked), False)
+    decision = bridge.resolve(agent, asked)
+    target = turn_target(bridge, db, decision, asked)
+    history = loader(db, target)
+    bridge.tag_messages(agent, target, history)
+    note_turn(bridge, agent, asked, target, decision["detail"], "history loaded once")
+    return Plan(asked, target, history, bool(decision["redirected"]), bridge, agent)
 
 
 async def plan(adapter, bridges: Bridges, arguments: dict) -> Optional[Plan]:

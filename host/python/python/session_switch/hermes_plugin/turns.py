@@ -16,12 +16,9 @@ from .compression_tips import live_tip
 class Plan:
     """What a turn runs on: ``session_id`` and ``history`` in place of what
     the client asked (``asked``); ``bridge`` and ``agent`` when ``asked`` is
-    one of an agent's XMPP sessions (the turn's reads are refreshed after
-    it, ``refresh.refresh_after_turn``); ``db``, Hermes's ``SessionDB``,
-    when the history-load seam made the plan (the next turn's history is
-    then prepared after this one, ``refresh.Prepared``)."""
+    one of an agent's XMPP sessions."""
 
-    __slots__ = ("asked", "session_id", "history", "redirected", "bridge", "agent", "db")
+    __slots__ = ("asked", "session_id", "history", "redirected", "bridge", "agent")
 
     def __init__(
         self,
@@ -31,7 +28,6 @@ class Plan:
         redirected: bool,
         bridge: Any = None,
         agent: Optional[str] = None,
-        db: Any = None,
     ):
         self.asked = asked
         self.session_id = session_id
@@ -39,7 +35,6 @@ class Plan:
         self.redirected = redirected
         self.bridge = bridge
         self.agent = agent
-        self.db = db
 
 
 class Request:
