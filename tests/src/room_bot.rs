@@ -419,16 +419,6 @@ impl BotProcess {
         }
     }
 
-    /// SIGKILL, as a crash, and wait until the process is gone: its lock
-    /// is released, so a bot started right after finds what the kill left.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-            self.drain_log();
-        }
-    }
-
     /// SIGTERM and wait (at most 15 s); whether it exited with status 0.
     pub fn stop(&mut self) -> bool {
         let Some(mut child) = self.child.take() else {
