@@ -5,11 +5,11 @@
 //! XMPP client and a real occupant (`RoomObserver`) counting what the room
 //! broadcast.
 //!
-//! Each test is heavy (a Hermes gateway, Python clients): they take
-//! [`heavy`], so they run one at a time.
+//! Each test starts a Hermes world of its own (a Hermes gateway, Python
+//! clients): they take [`hermes_world`], so few run at once.
 
 use session_switch_tests::fake_llm::{LOOP, REPLY};
-use session_switch_tests::heavy;
+use session_switch_tests::hermes_world;
 use session_switch_tests::instance::OwnEjabberd;
 use session_switch_tests::room_bot::{ANSWER, BotWorld, quiet, unique, wait_from};
 use session_switch_tests::sample::SAMPLE_CLI;
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn a_person_is_answered_in_the_session_resolve_chose_and_own_lines_are_ignored() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -27,7 +27,7 @@ fn a_person_is_answered_in_the_session_resolve_chose_and_own_lines_are_ignored()
 
 #[test]
 fn on_the_v31_line_too() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(ej) = Ejabberd::from_env() else {
         return;
     };
@@ -39,7 +39,7 @@ fn on_the_v31_line_too() {
 
 #[test]
 fn on_the_axisrow_line_too() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(ej) = Ejabberd::from_env() else {
         return;
     };
@@ -111,7 +111,7 @@ fn answered_redirected_and_stopped(world: &BotWorld) {
 
 #[test]
 fn after_a_lost_connection_the_bot_rejoins_and_answers_nothing_twice() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -165,7 +165,7 @@ fn after_a_lost_connection_the_bot_rejoins_and_answers_nothing_twice() {
 
 #[test]
 fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(mut world) = BotWorld::new(6) else {
         return;
     };
@@ -235,7 +235,7 @@ fn with_hermes_down_nothing_is_posted_and_the_line_reaches_the_next_turn() {
 /// (the model would see it twice); the session holds it once.
 #[test]
 fn a_line_hermes_stored_before_it_was_killed_is_not_passed_again() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(mut world) = BotWorld::new(6) else {
         return;
     };
@@ -287,7 +287,7 @@ fn a_line_hermes_stored_before_it_was_killed_is_not_passed_again() {
 /// Hermes refuses (its `/health` asks for none).
 #[test]
 fn once_fails_on_a_room_that_does_not_exist_and_on_a_refused_api_key() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -391,7 +391,7 @@ fn once_fails_on_a_room_that_does_not_exist_and_on_a_refused_api_key() {
 /// answered after it.
 #[test]
 fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let max_hops = 3;
     let Some(world) = BotWorld::new(max_hops) else {
         return;
@@ -462,9 +462,44 @@ fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
     assert!(reply.is_some(), "{}", bots[0].log());
 }
 
+/// A bot whose server went away stops at once on SIGTERM, as a service
+/// manager expects within its stop time-out (a stanza waiting on the lost
+/// connection gives up when the stop is asked).
+#[test]
+fn a_bot_that_lost_its_server_stops_at_once_on_sigterm() {
+    let _world = hermes_world();
+    if Ejabberd::from_env().is_none() {
+        return;
+    }
+    let mut own = OwnEjabberd::start_fresh("stop");
+    let Some(world) = BotWorld::on(own.ejabberd(), 6) else {
+        return;
+    };
+    let mut mohe = world.bot("mohe");
+    own.stop();
+    // The client sees the stream end and queues its rejoin, which then
+    // waits on the lost connection.
+    mohe.expect_log("rejoining", 1, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(3));
+    let asked = std::time::Instant::now();
+    mohe.signal("TERM");
+    let status = mohe
+        .wait_exit(Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("still running 20 s after SIGTERM:\n{}", mohe.log()));
+    let took = asked.elapsed();
+    let log = mohe.log();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(
+        took < Duration::from_secs(8),
+        "stopped after {took:?}:\n{log}"
+    );
+    assert!(log.contains("SIGTERM: stopping"), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+}
+
 #[test]
 fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     // An instance of this test's own: the run's shared one serves the
     // other tests meanwhile.
     if Ejabberd::from_env().is_none() {
@@ -528,7 +563,7 @@ fn after_an_ejabberd_restart_every_bot_rejoins_and_nothing_is_answered_twice() {
 
 #[test]
 fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -569,7 +604,7 @@ fn a_turn_hermes_reports_failed_is_not_posted_and_the_line_stays_in_the_session(
 
 #[test]
 fn a_banned_bot_keeps_asking_and_takes_its_seat_again_once_let_in() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };

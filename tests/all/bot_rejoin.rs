@@ -8,7 +8,7 @@
 //! fake LLM.
 
 use session_switch_tests::fake_llm::{LOOP, REPLY};
-use session_switch_tests::heavy;
+use session_switch_tests::hermes_world;
 use session_switch_tests::room_bot::{ANSWER, BotWorld, unique, wait_from};
 use std::process::Command;
 use std::time::Duration;
@@ -55,7 +55,7 @@ fn turns_with(world: &BotWorld, line: &str) -> Vec<String> {
 }
 
 fn lines_survive_a_restart_with_hermes_down(mam: bool) {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(mut world) = world(mam) else {
         return;
     };
@@ -112,7 +112,7 @@ fn heard_lines_survive_a_restart_with_hermes_down_archive_off() {
 }
 
 fn away_bot_hears_what_was_said(mam: bool) {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = world(mam) else {
         return;
     };
@@ -175,7 +175,7 @@ fn a_bot_away_hears_what_was_said_meanwhile_archive_off() {
 }
 
 fn stop_said_while_away_holds(mam: bool) {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = world(mam) else {
         return;
     };
@@ -223,7 +223,7 @@ fn a_stop_said_while_the_bot_was_away_holds_archive_off() {
 /// not answered again.
 #[test]
 fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = world(true) else {
         return;
     };

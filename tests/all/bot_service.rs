@@ -9,7 +9,7 @@
 //! (`XDG_RUNTIME_DIR`) and another host name in the resource
 //! (`SESSION_SWITCH_BOT_HOST`).
 
-use session_switch_tests::heavy;
+use session_switch_tests::hermes_world;
 use session_switch_tests::room_bot::{BotProcess, BotWorld};
 use session_switch_tests::tcp_relay::HoldingRelay;
 use std::path::{Path, PathBuf};
@@ -71,7 +71,7 @@ fn seats_of(world: &BotWorld, jid: &str) -> Vec<String> {
 
 #[test]
 fn a_second_bot_of_an_agent_on_this_machine_is_refused_naming_the_holders_pid() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -94,7 +94,7 @@ fn a_second_bot_of_an_agent_on_this_machine_is_refused_naming_the_holders_pid() 
 
 #[test]
 fn a_bot_killed_and_started_again_replaces_its_stale_seat_at_once() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -146,7 +146,7 @@ fn a_bot_killed_and_started_again_replaces_its_stale_seat_at_once() {
 
 #[test]
 fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exits() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -227,7 +227,7 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
 
 #[test]
 fn a_refused_login_ends_the_bot_and_the_check_with_the_sasl_condition() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -254,7 +254,7 @@ fn a_refused_login_ends_the_bot_and_the_check_with_the_sasl_condition() {
 
 #[test]
 fn starttls_with_the_operators_ca_through_ca_file_and_a_certificate_error_without_it() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };
@@ -321,7 +321,7 @@ fn starttls_with_the_operators_ca_through_ca_file_and_a_certificate_error_withou
 
 #[test]
 fn in_a_semi_anonymous_room_the_check_for_another_bot_is_skipped_with_a_warning() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };

@@ -10,15 +10,16 @@
 //! Hermes going down is the last case.
 
 use serde_json::Value;
-use session_switch_tests::heavy;
+use session_switch_tests::hermes_world;
 use session_switch_tests::room_bot::BotWorld;
 use session_switch_tests::xmpp::unused_port;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every link of one agent's check, in order.
-const LINKS: [&str; 11] = [
+const LINKS: [&str; 12] = [
     "config",
+    "policy",
     "state-db",
     "ejabberd",
     "room",
@@ -165,7 +166,7 @@ fn ctl(world: &BotWorld, args: &[&str]) {
 
 #[test]
 fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(mut world) = BotWorld::new(6) else {
         return;
     };
@@ -193,6 +194,7 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
         assert_eq!(keys, ["agent", "detail", "fix", "link", "status"], "{l}");
         let shared = [
             "config",
+            "policy",
             "state-db",
             "ejabberd",
             "room",
@@ -242,7 +244,7 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
         }
     }
     assert!(
-        text.ends_with("no link failed (20 ok, 1 skipped)\n"),
+        text.ends_with("no link failed (21 ok, 1 skipped)\n"),
         "{text}"
     );
 
@@ -252,6 +254,7 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     let run = doctor(&world, &bad, &db, &[]);
     run.failed("config", "colour", "bad-key.toml");
     for link in [
+        "policy",
         "ejabberd",
         "room",
         "bot-config",
@@ -264,6 +267,17 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     }
     assert_eq!(run.link("state-db")["status"], "ok");
     assert_eq!(run.link("plugin-listed")["status"], "ok");
+
+    // A policy file that does not load: every command would stop on it.
+    let missing = config_with(
+        &world,
+        "missing-policy.toml",
+        "[xmpp]",
+        "[policy]\npath = \"missing.wasm\"\n\n[xmpp]",
+    );
+    let run = doctor(&world, &missing, &db, &[]);
+    run.failed("policy", "missing.wasm", "[policy] path");
+    run.others_ok(&["policy"]);
 
     // An agent the config does not have: its links are skipped, the
     // shared ones still checked.

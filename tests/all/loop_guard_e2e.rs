@@ -15,7 +15,7 @@ use serde_json::Value;
 use session_switch_tests::own_room::OwnRoom;
 use session_switch_tests::sample::SAMPLE_CLI;
 use session_switch_tests::xmpp::{Ejabberd, RoomMessage, RoomObserver};
-use session_switch_tests::{bin_path, fixture_copy, heavy, venv_python, workspace_root};
+use session_switch_tests::{bin_path, fixture_copy, hermes_world, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -366,7 +366,7 @@ fn last_live(bot: &Bot) -> Value {
 /// bridge resets it for every agent, again 12.
 #[test]
 fn a_cli_send_falls_silent_within_the_bound_and_only_people_restart_it() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(w) = World::new() else {
         return;
     };
@@ -448,7 +448,7 @@ fn a_cli_send_falls_silent_within_the_bound_and_only_people_restart_it() {
 /// others.
 #[test]
 fn the_bounds_under_each_allow_bots() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     // (allow_bots, replies address the others, agent messages after the send)
     let cases = [
         ("mentions", false, 2),
@@ -478,7 +478,7 @@ fn the_bounds_under_each_allow_bots() {
 /// apart, stops exactly like a fast one: time never resets the count.
 #[test]
 fn interleaved_cyclic_and_slow_loops_all_stop_at_the_cap() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(w) = World::new() else {
         return;
     };
@@ -548,7 +548,7 @@ fn interleaved_cyclic_and_slow_loops_all_stop_at_the_cap() {
 /// person is answered once; a new live person's line resets.
 #[test]
 fn the_counter_survives_a_restart_replays_do_not_reset_and_duplicates_are_answered_once() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(w) = World::new() else {
         return;
     };
@@ -634,7 +634,7 @@ fn from_nick(bot: &Bot, nick: &str) -> (Value, Vec<Value>) {
 /// ignoring case.
 #[test]
 fn an_outsider_seated_as_a_lookalike_of_mohe_is_a_person_to_every_bot() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(w) = World::new() else {
         return;
     };
@@ -726,7 +726,7 @@ fn an_outsider_seated_as_a_lookalike_of_mohe_is_a_person_to_every_bot() {
 /// hop cap.
 #[test]
 fn a_person_after_a_capped_room_window_is_answered_and_the_next_chain_is_bounded_again() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(w) = World::with_config("\n[loop_guard]\nmax_hops = 100\nwindow_messages = 5\n")
     else {
         return;

@@ -8,7 +8,9 @@
 //! or installs a process-wide subscriber; each uses its own temp folders,
 //! its own ports (picked free) and unique bodies in the shared room. The
 //! tests that load the whole machine for seconds take
-//! [`session_switch_tests::heavy`], so no two of them overlap.
+//! [`session_switch_tests::heavy`], so no two of them overlap, and those
+//! with a Hermes world of their own [`session_switch_tests::hermes_world`],
+//! so few run at once.
 
 mod bot;
 mod bot_rejoin;

@@ -5,7 +5,7 @@
 //! occupant records what it broadcast) and from each bot's log.
 
 use session_switch_tests::fake_llm::LOOP;
-use session_switch_tests::heavy;
+use session_switch_tests::hermes_world;
 use session_switch_tests::room_bot::{ANSWER, BotProcess, BotWorld, quiet, unique, wait_from};
 use session_switch_tests::xmpp::RoomObserver;
 use std::time::{Duration, Instant};
@@ -58,7 +58,7 @@ fn replied_after_the_stop(bot: &BotProcess) -> bool {
 
 #[test]
 fn a_person_addresses_agents_replies_and_stops_them() {
-    let _heavy = heavy();
+    let _world = hermes_world();
     let Some(world) = BotWorld::new(6) else {
         return;
     };

@@ -7,7 +7,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 pub mod archive;
 pub mod fake_host;
@@ -23,13 +23,72 @@ pub mod tcp_relay;
 pub mod wit_convert;
 pub mod xmpp;
 
+/// How many tests with a Hermes world of their own (an API server, bots,
+/// a fake LLM; [`hermes_world`]) run at once: each mostly waits on its
+/// turns, but its Hermes start-up takes a core for seconds.
+const HERMES_WORLDS_AT_ONCE: usize = 2;
+
+/// Which tests run now: one that loads the whole machine, or up to
+/// [`HERMES_WORLDS_AT_ONCE`] Hermes worlds; `machine_waiting` keeps new
+/// worlds from starting while a machine-loading test waits its turn.
+struct Slots {
+    machine: bool,
+    machine_waiting: usize,
+    worlds: usize,
+}
+
+static SLOTS: Mutex<Slots> = Mutex::new(Slots {
+    machine: false,
+    machine_waiting: 0,
+    worlds: 0,
+});
+static FREED: Condvar = Condvar::new();
+
+fn slots() -> MutexGuard<'static, Slots> {
+    SLOTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test's slot, given back when dropped.
+pub struct Slot {
+    machine: bool,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = slots();
+        if self.machine {
+            s.machine = false;
+        } else {
+            s.worlds -= 1;
+        }
+        FREED.notify_all();
+    }
+}
+
 /// Held by the tests that load the whole machine for seconds (the soak, the
-/// store's hundred-process runs, the Python gateway's suite): no two of
-/// them overlap, as when each had a test binary of its own. The other tests
-/// run beside them on libtest's threads.
-pub fn heavy() -> MutexGuard<'static, ()> {
-    static HEAVY: Mutex<()> = Mutex::new(());
-    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+/// store's hundred-process runs, the slow-room sends): no other such test
+/// and no Hermes world runs beside them. The other tests run beside them
+/// on libtest's threads.
+pub fn heavy() -> Slot {
+    let mut s = slots();
+    s.machine_waiting += 1;
+    while s.machine || s.worlds > 0 {
+        s = FREED.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+    s.machine_waiting -= 1;
+    s.machine = true;
+    Slot { machine: true }
+}
+
+/// Held by the tests that start a Hermes API server and bots of their own:
+/// at most [`HERMES_WORLDS_AT_ONCE`] at once, never beside a [`heavy`] one.
+pub fn hermes_world() -> Slot {
+    let mut s = slots();
+    while s.machine || s.machine_waiting > 0 || s.worlds >= HERMES_WORLDS_AT_ONCE {
+        s = FREED.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+    s.worlds += 1;
+    Slot { machine: false }
 }
 
 /// The workspace root (parent of `tests/`).

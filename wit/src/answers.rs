@@ -215,7 +215,7 @@ pub struct BotCheck<'a> {
 pub struct Doctor<'a> {
     /// No link failed (a skipped link is no failure).
     pub ok: bool,
-    /// The links in the order they were checked: the config, `state.db`,
+    /// The links in the order they were checked: the config, the policy, `state.db`,
     /// ejabberd, the room, then each agent's (`bot-config`, `subscriber`,
     /// `login`, `lock`, `hermes-api`), then the plugin's.
     pub links: Vec<DoctorLink<'a>>,
@@ -224,7 +224,7 @@ pub struct Doctor<'a> {
 /// `doctor`: one link of the chain.
 #[derive(Serialize, JsonSchema)]
 pub struct DoctorLink<'a> {
-    /// Which: `config`, `state-db`, `ejabberd`, `room`, `bot-config`,
+    /// Which: `config`, `policy`, `state-db`, `ejabberd`, `room`, `bot-config`,
     /// `subscriber`, `login`, `lock`, `hermes-api`, `plugin-listed`,
     /// `plugin-imports`.
     pub link: &'a str,

@@ -18,6 +18,37 @@ use tokio_xmpp::{Client, Stanza};
 /// How long one stanza may wait to be written (the connection may be down
 /// and reconnecting meanwhile).
 const SEND_LIMIT: Duration = Duration::from_secs(30);
+/// The same once the bot is stopping: what it still says on its way out
+/// (held replies, its leave) must not outlast a service manager's stop
+/// time-out on a lost connection.
+const STOPPING_SEND_LIMIT: Duration = Duration::from_secs(2);
+
+/// Set when SIGTERM or SIGINT came: a stanza waiting on a lost connection
+/// gives up at once, so the bot stops promptly. One per process, as the
+/// signals are.
+static STOP: std::sync::LazyLock<tokio::sync::watch::Sender<bool>> =
+    std::sync::LazyLock::new(|| tokio::sync::watch::channel(false).0);
+
+/// The bot is to stop (a signal came); see [`stopping`].
+pub(crate) fn request_stop() {
+    STOP.send_replace(true);
+}
+
+/// A new bot in this process: no stop requested yet.
+pub(crate) fn reset_stop() {
+    STOP.send_replace(false);
+}
+
+/// Whether a stop was requested.
+pub(crate) fn stop_requested() -> bool {
+    *STOP.borrow()
+}
+
+/// Resolves once a stop is requested.
+pub(crate) async fn stopping() {
+    let mut stop = STOP.subscribe();
+    let _ = stop.wait_for(|stop| *stop).await;
+}
 
 /// How the bot reaches the server: the login probe and the client go the
 /// same way.
@@ -87,7 +118,20 @@ pub(crate) fn connector(settings: &BotSettings) -> Result<Connector, Failure> {
 }
 
 pub(crate) async fn send(client: &mut Client, stanza: Stanza, what: &str) -> bool {
-    match timeout(SEND_LIMIT, client.send_stanza(stanza)).await {
+    let stopped = stop_requested();
+    let limit = if stopped {
+        STOPPING_SEND_LIMIT
+    } else {
+        SEND_LIMIT
+    };
+    let sent = tokio::select! {
+        sent = timeout(limit, client.send_stanza(stanza)) => sent,
+        () = stopping(), if !stopped => {
+            tracing::warn!("{what} not sent: stopping");
+            return false;
+        }
+    };
+    match sent {
         Ok(Ok(_)) => true,
         Ok(Err(e)) => {
             tracing::warn!("{what} not sent: {e}");
@@ -96,7 +140,7 @@ pub(crate) async fn send(client: &mut Client, stanza: Stanza, what: &str) -> boo
         Err(_) => {
             tracing::warn!(
                 "{what} not sent within {} s (no connection)",
-                SEND_LIMIT.as_secs()
+                limit.as_secs()
             );
             false
         }

@@ -12,7 +12,7 @@
 //! its first join it looks for its agent's seat from another machine
 //! ([`crate::other_seat`]). `--once` is [`crate::check`].
 
-use crate::connect::{agent_jid, connector, send};
+use crate::connect::{agent_jid, connector, request_stop, reset_stop, send, stopping};
 use crate::decide::{Decider, cursor_of};
 use crate::handled_ids::HandledIds;
 use crate::hermes::HermesClient;
@@ -109,11 +109,7 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
         settings.nick.clone(),
         settings.jid.clone(),
     );
-    let watch = |kind, name| {
-        signal(kind).map_err(|e| Failure::transport(format!("cannot watch {name}: {e}")))
-    };
-    let mut term = watch(SignalKind::terminate(), "SIGTERM")?;
-    let mut int = watch(SignalKind::interrupt(), "SIGINT")?;
+    watch_signals()?;
     let connector = connector(&settings)?;
     let jid = agent_jid(&settings, Some(&resource::resource()))?;
     tokio::select! {
@@ -122,12 +118,8 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
                 return Err(Failure::transport(why));
             }
         }
-        _ = term.recv() => {
-            tracing::info!("SIGTERM before the login: stopping");
-            return Ok(());
-        }
-        _ = int.recv() => {
-            tracing::info!("SIGINT before the login: stopping");
+        () = stopping() => {
+            tracing::info!("stopping before the login");
             return Ok(());
         }
     }
@@ -172,14 +164,7 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
             post_unless_stopped(&mut client, &seat, &settings, reply, sent, &progress).await;
         }
         tokio::select! {
-            _ = term.recv() => {
-                tracing::info!("SIGTERM: stopping");
-                break;
-            }
-            _ = int.recv() => {
-                tracing::info!("SIGINT: stopping");
-                break;
-            }
+            () = stopping() => break,
             _ = sleep_until(seat.rejoin_at.unwrap_or(far)), if seat.rejoin_at.is_some() => {
                 seat.joining();
                 let steps = rejoin.online(cursor_of(&bridge, &settings.agent));
@@ -272,6 +257,29 @@ async fn serve(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure
     leave(&mut client, &seat).await;
     let _ = timeout(Duration::from_secs(5), client.send_end()).await;
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGTERM and SIGINT request the stop from a task of their own, so that it
+/// reaches a stanza waiting on a lost connection too (see
+/// [`crate::connect::stopping`]), not only the main loop between events.
+///
+/// Errors (kind `transport`): a signal that cannot be watched.
+fn watch_signals() -> Result<(), Failure> {
+    reset_stop();
+    let watch = |kind, name| {
+        signal(kind).map_err(|e| Failure::transport(format!("cannot watch {name}: {e}")))
+    };
+    let mut term = watch(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = watch(SignalKind::interrupt(), "SIGINT")?;
+    tokio::spawn(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!("{name}: stopping");
+        request_stop();
+    });
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 //! is changed: no room joined, no lock kept, nothing written.
 //!
 //! The links, and what each needs: the config (everything but `state.db`
-//! and the plugin needs it); `state.db`; ejabberd through the configured
+//! and the plugin needs it); the policy; `state.db`; ejabberd through the configured
 //! transport, then the room (the subscriptions need both); per agent its
 //! bot's config keys (the login and the Hermes API server need them), its
 //! subscription, its login, its lock, its Hermes API server; the plugin in
@@ -36,6 +36,11 @@ pub fn run(g: &Global, args: &DoctorArgs, probe: Option<PluginProbe>) -> Result<
     let home = session_switch::hermes_home();
     let mut report = Report::default();
     let loaded = config_link(g, args, &mut report);
+    if loaded.is_some() {
+        policy_link(g, &mut report);
+    } else {
+        report.skipped("policy", None, "the config did not load");
+    }
     db_link(g, &home, &mut report);
     match &loaded {
         Some((config, path, agents)) => {
@@ -134,6 +139,28 @@ fn config_link(
         ),
     );
     Some((config, shown, agents))
+}
+
+/// The policy every command loads: the embedded one, or the component
+/// `--policy` or `[policy] path` names (a file that does not load stops
+/// every command, and leaves the plugin inert).
+fn policy_link(g: &Global, report: &mut Report) {
+    match crate::run::open(g) {
+        Ok(bridge) => {
+            let version = bridge.policy().version();
+            let detail = match bridge.policy_file() {
+                Some(path) => format!("{}: {version}", path.display()),
+                None => format!("the embedded policy: {version}"),
+            };
+            report.ok("policy", None, detail);
+        }
+        Err(e) => report.failed(
+            "policy",
+            None,
+            e.message,
+            "name a policy component built for this version with --policy or [policy] path              in the config, or drop [policy] path to use the embedded policy",
+        ),
+    }
 }
 
 /// Hermes's `state.db`, opened as every command opens it.

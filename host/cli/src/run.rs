@@ -126,7 +126,7 @@ fn db_path(g: &Global) -> PathBuf {
 
 /// The [`Bridge`] of the global options: `--config`, `--db`, `--policy`,
 /// `--cache-dir`, each defaulting as documented in `--help`.
-fn open(g: &Global) -> Result<Bridge, Failure> {
+pub(crate) fn open(g: &Global) -> Result<Bridge, Failure> {
     Bridge::open(BridgeOptions {
         config: g.config.clone(),
         db: g.db.clone(),

@@ -37,6 +37,17 @@ pub fn links(home: &Path, probe: Option<PluginProbe>, report: &mut Report) {
                 format!("{shown} is not YAML Hermes can read: {why}"),
                 format!("correct {shown}, then {add}"),
             ),
+            // Hermes: an explicit disable wins over the enabled list.
+            Ok(_) if plugin_names(&text, "disabled").is_ok_and(|d| d.iter().any(|p| p == PLUGIN)) => {
+                report.failed(
+                    "plugin-listed",
+                    None,
+                    format!(
+                        "{shown} lists {PLUGIN} in plugins.disabled, which wins over                          plugins.enabled: Hermes does not load it"
+                    ),
+                    format!("remove {PLUGIN} from plugins.disabled in {shown}, then restart the gateway"),
+                )
+            }
             Ok(enabled) if enabled.iter().any(|p| p == PLUGIN) => report.ok(
                 "plugin-listed",
                 None,
@@ -75,11 +86,16 @@ pub fn links(home: &Path, probe: Option<PluginProbe>, report: &mut Report) {
 /// `plugins.enabled` of Hermes's `config.yaml`: a list of names, or one
 /// name; empty when the file has no such key.
 fn enabled_plugins(text: &str) -> Result<Vec<String>, String> {
+    plugin_names(text, "enabled")
+}
+
+/// `plugins.KEY` of Hermes's `config.yaml` (`enabled`, `disabled`).
+fn plugin_names(text: &str, key: &str) -> Result<Vec<String>, String> {
     let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
     let Some(doc) = docs.first() else {
         return Ok(Vec::new());
     };
-    Ok(match &doc["plugins"]["enabled"] {
+    Ok(match &doc["plugins"][key] {
         Yaml::Array(names) => names
             .iter()
             .filter_map(|n| n.as_str().map(str::to_owned))
@@ -110,6 +126,41 @@ mod tests {
         let elsewhere = "plugins:\n  disabled: [session-switch]\n# enabled: [session-switch]\n";
         assert!(enabled_plugins(elsewhere).unwrap().is_empty());
         assert!(enabled_plugins("plugins: [unclosed\n").is_err());
+        assert_eq!(
+            plugin_names(elsewhere, "disabled").unwrap(),
+            ["session-switch"]
+        );
+    }
+
+    #[test]
+    fn a_plugin_listed_and_disabled_is_not_loaded() {
+        let home = std::env::temp_dir().join(format!("ss-doctor-disabled-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("config.yaml"),
+            "plugins:\n  enabled: [session-switch]\n  disabled: [session-switch]\n",
+        )
+        .unwrap();
+        let mut report = Report::default();
+        links(&home, None, &mut report);
+        std::fs::remove_dir_all(&home).unwrap();
+        let listed = &report.links[0];
+        assert_eq!(listed.link, "plugin-listed");
+        assert_eq!(listed.outcome, Outcome::Failed);
+        assert!(
+            listed.detail.contains("plugins.disabled"),
+            "{}",
+            listed.detail
+        );
+        assert!(
+            listed
+                .fix
+                .as_deref()
+                .unwrap()
+                .starts_with("remove session-switch from plugins.disabled"),
+            "{:?}",
+            listed.fix
+        );
     }
 
     #[test]

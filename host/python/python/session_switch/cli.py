@@ -14,7 +14,9 @@ def main() -> None:
     # Ctrl-C as for the binary: the default action, or the bot's own handler
     # (it leaves the room and exits 0). Python's handler would only set a
     # flag, and raise KeyboardInterrupt as a traceback after the command.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # An inherited ignore (a background job of a script) stays an ignore.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     sys.exit(run_cli(sys.argv))
 
 
