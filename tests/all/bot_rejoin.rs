@@ -237,8 +237,7 @@ fn a_turn_decided_before_a_kill_is_answered_after_the_restart() {
     world.say("anna", &one);
     world.say("anna", &two);
     // Turn zero ends, both are decided, turn one starts: killed once
-    // Hermes has stored its line (what the restarted bot must find; a fixed
-    // pause lost that race on a loaded machine).
+    // Hermes has stored its line, which the restarted bot must find.
     mohe.expect_log("answering anna", 2, ANSWER);
     let deadline = std::time::Instant::now() + ANSWER;
     while !hermes_stored(&world, &one) {
