@@ -2,7 +2,7 @@
 """The driver behind `make bench` (issue 7): builds the databases of the
 run, times the policy per call (component, native, SQLite alone for the
 history, the legacy `xmpp_session_bridge.py`'s Python, the Python binding
-and the Hermes plugin), the CLI as a whole process (hyperfine, cache warm and cold), its peak memory
+and the Hermes plugin), the CLI as a whole process (hyperfine, warm and with the page cache dropped), its peak memory
 (`/usr/bin/time -v`), hot swap, and sends and the room (`bench/room.py`)
 against the real ejabberd when run under `tests/ejabberd/with-ejabberd.sh`;
 then writes the tables. `ROOM_ONLY=1` runs the room alone.
@@ -169,8 +169,8 @@ def hyperfine(cmds, runs, warmup, prepare=None, names=None):
              "runs": len(r["times"])} for r in res]
 
 
-def cli_args(manifest, db, cache, *rest):
-    return [BIN, "--config", manifest["config"], "--db", db, "--cache-dir", cache, *rest]
+def cli_args(manifest, db, *rest):
+    return [BIN, "--config", manifest["config"], "--db", db, *rest]
 
 
 def q(args):
@@ -179,20 +179,26 @@ def q(args):
 
 def whole_process(manifest, run_dir, quick):
     db = next(d for d in manifest["dbs"] if d["name"] == "v31-1000")["path"]
-    cache = os.path.join(run_dir, "cli-cache")
-    resolve = cli_args(manifest, db, cache, "resolve", manifest["session"], "--agent",
+    resolve = cli_args(manifest, db, "resolve", manifest["session"], "--agent",
                        manifest["agent"], "--json")
-    context = cli_args(manifest, db, cache, "context", manifest["session"], "--agent",
+    context = cli_args(manifest, db, "context", manifest["session"], "--agent",
                        manifest["agent"], "--json")
+    # A policy given as a file is compiled at every start (no compile cache).
+    policy_file = cli_args(manifest, db, "--policy", os.path.join(ROOT, "target/policy/session_switch.wasm"),
+                           "resolve", manifest["session"], "--agent", manifest["agent"], "--json")
     legacy = [sys.executable, os.path.join(BENCH, "legacy_baseline.py"), "resolve", "--db", db,
             "--session", manifest["session"]]
     runs, warm = (10, 2) if quick else (50, 5)
-    sh(resolve)  # fills the cache
-    warm_res = hyperfine([q(resolve), q(context), q(legacy)], runs, warm,
-                         names=["cli resolve (warm)", "cli context 1k (warm)", "legacy resolve"])
-    cold = hyperfine([q(resolve)], max(5, runs // 3), 1, prepare=f"rm -rf {cache}")
+    warm_res = hyperfine([q(resolve), q(context), q(legacy), q(policy_file)], runs, warm,
+                         names=["cli resolve (warm)", "cli context 1k (warm)", "legacy resolve",
+                                "cli resolve, a policy file"])
+    # Cold: the binary and the database read from disk again (the page cache
+    # dropped before each run), as the first command after a boot.
+    cold = hyperfine([q(resolve)], max(5, runs // 3), 1,
+                     prepare="sync; echo 3 > /proc/sys/vm/drop_caches")
     return {"resolve_warm": warm_res[0], "context_1k_warm": warm_res[1],
-            "seed_resolve_process": warm_res[2], "resolve_cold": cold[0]}
+            "seed_resolve_process": warm_res[2], "resolve_policy_file": warm_res[3],
+            "resolve_cold": cold[0]}
 
 
 def max_rss_kib(args, times=5):
@@ -210,28 +216,17 @@ def max_rss_kib(args, times=5):
 def memory(manifest, run_dir):
     big = next(d for d in manifest["dbs"] if d["name"] == "v31-10000")["path"]
     small = next(d for d in manifest["dbs"] if d["name"] == "v31-1000")["path"]
-    cache = os.path.join(run_dir, "cli-cache")
     legacy = [sys.executable, os.path.join(BENCH, "legacy_baseline.py")]
     s, a = manifest["session"], manifest["agent"]
     return {
-        "cli_resolve_kib": max_rss_kib(cli_args(manifest, small, cache, "resolve", s, "--agent", a, "--json")),
-        "cli_resolve_cold_kib": max_rss_kib_cold(manifest, small, run_dir),
-        "cli_context_10k_kib": max_rss_kib(cli_args(manifest, big, cache, "context", s, "--agent", a, "--json")),
+        "cli_resolve_kib": max_rss_kib(cli_args(manifest, small, "resolve", s, "--agent", a, "--json")),
+        "cli_resolve_policy_file_kib": max_rss_kib(cli_args(
+            manifest, small, "--policy", os.path.join(ROOT, "target/policy/session_switch.wasm"),
+            "resolve", s, "--agent", a, "--json"), 3),
+        "cli_context_10k_kib": max_rss_kib(cli_args(manifest, big, "context", s, "--agent", a, "--json")),
         "seed_resolve_kib": max_rss_kib(legacy + ["resolve", "--db", small, "--session", s]),
         "seed_context_10k_kib": max_rss_kib(legacy + ["context", "--db", big, "--session", s]),
     }
-
-
-def max_rss_kib_cold(manifest, db, run_dir):
-    """Peak memory of a resolve that compiles the component (empty cache)."""
-    values = []
-    for i in range(3):
-        cache = os.path.join(run_dir, f"cold-cache-{i}")
-        shutil.rmtree(cache, ignore_errors=True)
-        values.append(max_rss_kib(cli_args(manifest, db, cache, "resolve", manifest["session"],
-                                           "--agent", manifest["agent"], "--json"), 1))
-        shutil.rmtree(cache, ignore_errors=True)
-    return statistics.median(values)
 
 
 def sends(manifest, run_dir, quick):
@@ -259,11 +254,10 @@ nick = "mohe"
 sessions = ["xmpp-mohe-v2", "xmpp-mohe"]
 """)
         configs[transport] = path
-    cache = os.path.join(run_dir, "cli-cache")
     cli = manifest["cli_session"]
 
     def send_cmd(transport, text):
-        return [BIN, "--config", configs[transport], "--db", db, "--cache-dir", cache,
+        return [BIN, "--config", configs[transport], "--db", db,
                 "send", text, cli, "--agent", "mohe", "--json"]
 
     legacy = [sys.executable, os.path.join(BENCH, "legacy_baseline.py"), "send", "bench-legacy-ctl", cli,

@@ -263,7 +263,7 @@ sessions = ["{SESSION}", "xmpp-mohe"]
         home = os.path.join(self.a.work, name)
         os.makedirs(os.path.join(home, "run"), exist_ok=True)
         cmd = [self.a.bin, "--config", self.bot_config(room, name), "--db", db,
-               "--cache-dir", os.path.join(self.a.work, "cache"), "bot", "--agent", AGENT]
+               "bot", "--agent", AGENT]
         if strace:
             # Only these calls stop the bot (seccomp), each with its start and its time.
             cmd = ["strace", "-f", "--seccomp-bpf", "-ttt", "-T", "-e", "trace=fsync,fdatasync",

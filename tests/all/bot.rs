@@ -407,7 +407,11 @@ fn three_bots_that_address_each_other_stop_at_the_loop_bound() {
     // The chain's first reply first: on a loaded machine it can take longer
     // than the silence that ends the chain.
     let first = wait_from(&observer, "zhiwei", 0, ANSWER);
-    assert!(first.is_some(), "zhiwei answers the person:\n{}", bots[1].log());
+    assert!(
+        first.is_some(),
+        "zhiwei answers the person:\n{}",
+        bots[1].log()
+    );
     quiet(&observer, Duration::from_secs(8));
     let agent_lines = |from: usize| {
         observer

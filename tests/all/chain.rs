@@ -51,7 +51,7 @@ impl Home {
     }
 
     fn cli(&self, args: &[&str]) -> Output {
-        cli(&self.config, &self.db, &self.db.with_file_name("cache"))
+        cli(&self.config, &self.db)
             .arg("--json")
             .args(args)
             .output()
@@ -74,17 +74,13 @@ impl Home {
             config: Some(self.config.clone()),
             db: Some(self.db.clone()),
             policy: None,
-            cache: session_switch::runtime::CacheMode::Off,
         })
         .unwrap()
     }
 
     /// Run `args` without `--json`, which must succeed; its stdout.
     fn plain(&self, args: &[&str]) -> String {
-        let out = cli(&self.config, &self.db, &self.db.with_file_name("cache"))
-            .args(args)
-            .output()
-            .unwrap();
+        let out = cli(&self.config, &self.db).args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}: {out:?}");
         String::from_utf8(out.stdout).unwrap()
     }

@@ -133,7 +133,7 @@ fn doctor_of(world: &BotWorld, agent: &str, config: &Path, db: &Path, env: &[(&s
 /// The CLI as [`BotWorld::cli_with`] runs it, on `db` instead of the
 /// world's database.
 fn command(world: &BotWorld, config: &Path, db: &Path) -> Command {
-    let mut cmd = session_switch_tests::cli(config, db, &world.home.join("cache"));
+    let mut cmd = session_switch_tests::cli(config, db);
     cmd.env("HERMES_HOME", &world.home)
         .env("XDG_RUNTIME_DIR", world.lock_dir())
         .env("SESSION_SWITCH_BOT_HOST", world.host())

@@ -15,13 +15,11 @@ use std::time::Duration;
 const CLI_SESSION: &str = SAMPLE_CLI;
 const ROOM_WAIT: Duration = Duration::from_secs(20);
 
-/// One test's world: a fixture copy, a config for the test ejabberd, a
-/// private cache directory.
+/// One test's world: a fixture copy and a config for the test ejabberd.
 struct World {
     _dir: tempfile::TempDir,
     db: PathBuf,
     config: PathBuf,
-    cache: PathBuf,
     ej: Ejabberd,
 }
 
@@ -92,12 +90,10 @@ impl World {
         let room = setup.room.clone().unwrap_or_else(|| ej.room.clone());
         let text = sample_config_text(&room, &jid, &xmpp, &redirect);
         std::fs::write(&config, text).unwrap();
-        let cache = dir.path().join("cache");
         Some(World {
             _dir: dir,
             db,
             config,
-            cache,
             ej,
         })
     }
@@ -140,7 +136,7 @@ impl World {
     }
 
     fn cli_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = cli(&self.config, &self.db, &self.cache);
+        let mut cmd = cli(&self.config, &self.db);
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -534,7 +530,6 @@ fn the_legacy_tools_path_runs_the_command_with_the_same_arguments() {
             .arg(&script)
             .args(args)
             .env("HERMES_HOME", home)
-            .env("XDG_CACHE_HOME", &w.cache)
             .output()
             .unwrap()
     };

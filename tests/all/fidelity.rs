@@ -98,8 +98,6 @@ fn context(db: &Path, session: &str, agent: &str, extra: &[&str]) -> Value {
         .arg(&config)
         .arg("--db")
         .arg(db)
-        .arg("--cache-dir")
-        .arg(db.with_file_name("cache"))
         .args(["--json", "context", session, "--agent", agent])
         .args(extra)
         .env("HERMES_HOME", db.parent().unwrap())

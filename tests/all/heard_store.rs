@@ -5,7 +5,7 @@
 //! nothing written while another connection holds the write lock.
 
 use rusqlite::Connection;
-use session_switch::runtime::{CacheMode, RoomMessage};
+use session_switch::runtime::RoomMessage;
 use session_switch::{Bridge, BridgeOptions, FailureKind, HEARD_CAP, Hearing};
 use session_switch_store::{HeardLine, HermesStore};
 use session_switch_tests::fixture_copy;
@@ -23,7 +23,6 @@ fn bridge(db: &Path) -> Bridge {
         config: Some(config),
         db: Some(db.to_path_buf()),
         policy: None,
-        cache: CacheMode::Off,
     })
     .unwrap()
 }

@@ -39,13 +39,6 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn options(cache: &Path) -> PolicyOptions {
-    PolicyOptions {
-        cache: CacheMode::Dir(cache.to_owned()),
-        ..PolicyOptions::default()
-    }
-}
-
 #[test]
 fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
     let Some(backend) = session_switch_tests::fake_host::fixture("hermes-latest.db") else {
@@ -54,7 +47,7 @@ fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     install(&component_path(), &live);
-    let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
+    let policy = Policy::load(&live, PolicyOptions::default()).unwrap();
     let v1 = policy.version();
     let watcher = policy.watch(
         &live,
@@ -123,8 +116,8 @@ fn callers_keep_succeeding_while_the_file_is_swapped_and_garbage_is_rejected() {
                 let report = watcher.stats().last_swap.unwrap();
                 pauses.push(report.pause);
                 eprintln!(
-                    "swap to {version}: prepare {:?} ({:?}), pause {:?}",
-                    report.prepare_time, report.info.cache, report.pause
+                    "swap to {version}: prepare {:?}, pause {:?}",
+                    report.prepare_time, report.pause
                 );
                 // A new session (and an old one, at its next call) runs it.
                 let mut probe =
@@ -166,7 +159,7 @@ fn a_bad_component_is_rejected_by_reload_and_the_old_one_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     install(&component_path(), &live);
-    let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
+    let policy = Policy::load(&live, PolicyOptions::default()).unwrap();
     let v1 = policy.version();
     let mut session = policy.instance(FakeHost::default(), sample_settings());
     assert_eq!(session.version().unwrap(), v1);
@@ -224,7 +217,7 @@ fn a_call_in_flight_finishes_on_the_old_component() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     install(&component_path(), &live);
-    let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
+    let policy = Policy::load(&live, PolicyOptions::default()).unwrap();
     let v1 = policy.version();
     let mut session = policy.instance(backend.clone(), sample_settings());
     session.configure().unwrap();
@@ -253,7 +246,7 @@ fn a_change_made_before_the_watcher_starts_is_picked_up() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     install(&component_path(), &live);
-    let policy = Policy::load(&live, options(&dir.path().join("cache"))).unwrap();
+    let policy = Policy::load(&live, PolicyOptions::default()).unwrap();
     install(&variant_path("v3"), &live);
     let watcher = policy.watch(
         &live,

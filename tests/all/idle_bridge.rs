@@ -10,7 +10,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use session_switch::runtime::{CacheMode, Reason};
+use session_switch::runtime::Reason;
 use session_switch::{Bridge, BridgeOptions};
 use session_switch_tests::sample::sample_config_text;
 use session_switch_tests::xmpp::Ejabberd;
@@ -44,7 +44,6 @@ fn idle_bridge_sees_every_cli_send(wal: bool) {
     let bridge = Bridge::open(BridgeOptions {
         config: Some(config.clone()),
         db: Some(db.clone()),
-        cache: CacheMode::Off,
         ..BridgeOptions::default()
     })
     .unwrap();
@@ -58,8 +57,6 @@ fn idle_bridge_sees_every_cli_send(wal: bool) {
             .arg(&config)
             .arg("--db")
             .arg(&db)
-            .arg("--cache-dir")
-            .arg(db.with_file_name("cache"))
             .args(args)
             .output()
             .unwrap()

@@ -15,9 +15,7 @@
 
 use rusqlite::params;
 use session_switch::hermes_imports::HermesImports;
-use session_switch::runtime::{
-    CacheMode, Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag,
-};
+use session_switch::runtime::{Policy, PolicyInstance, PolicyOptions, Reason, Settings, untag};
 use session_switch_contract::keys::{LEGACY_KEY, record_key};
 use session_switch_store::{HermesStore, SendWrite};
 use session_switch_tests::fixture_copy;
@@ -47,7 +45,6 @@ impl World {
     fn new() -> Option<World> {
         let (dir, db) = fixture_copy("hermes-latest.db")?;
         let policy = Policy::embedded(PolicyOptions {
-            cache: CacheMode::Off,
             ..PolicyOptions::default()
         })
         .unwrap();

@@ -25,7 +25,6 @@ const ROOM: &str = "coregroup@conference.example.org";
 
 fn options() -> PolicyOptions {
     PolicyOptions {
-        cache: CacheMode::Off,
         ..PolicyOptions::default()
     }
 }
@@ -194,7 +193,6 @@ struct Cli {
     _dir: tempfile::TempDir,
     db: PathBuf,
     config: PathBuf,
-    cache: PathBuf,
 }
 
 impl Cli {
@@ -203,12 +201,10 @@ impl Cli {
         let config = dir.path().join("session-switch.toml");
         let text = sample_config_text(ROOM, &|n| format!("{n}@example.org"), "", "");
         std::fs::write(&config, format!("{text}{loop_guard}")).unwrap();
-        let cache = dir.path().join("cache");
         Some(Cli {
             _dir: dir,
             db,
             config,
-            cache,
         })
     }
 
@@ -218,8 +214,6 @@ impl Cli {
             .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(&self.cache)
             .args(args)
             .env_remove("SESSION_SWITCH_TEST_CLOCK_FILE");
         for (k, v) in env {

@@ -27,9 +27,9 @@ const T0: f64 = 1_800_000_000.0;
 
 /// The test's files: a fixture copy, the config (the three agents and
 /// `dalang`, an agent whose bot never runs: a forger can take its nick),
-/// the cache and the test clock.
+/// and the test clock.
 struct World {
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     db: PathBuf,
     config: PathBuf,
     clock: PathBuf,
@@ -77,7 +77,7 @@ impl World {
             config,
             clock,
             room,
-            dir,
+            _dir: dir,
         })
     }
 
@@ -150,9 +150,7 @@ impl World {
         .arg("--config")
         .arg(&self.config)
         .arg("--db")
-        .arg(&self.db)
-        .arg("--cache-dir")
-        .arg(self.dir.path().join("cache"));
+        .arg(&self.db);
         for name in names {
             cmd.args(["--name", name]);
         }
@@ -192,8 +190,6 @@ impl World {
             .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
             .args(["send", body, SAMPLE_CLI, "--agent", agent])
             .env("SESSION_SWITCH_TEST_CLOCK_FILE", &self.clock)
             .output()
@@ -208,8 +204,6 @@ impl World {
             .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
             .args(["--json", "is-own", from, "--agent", agent])
             .output()
             .unwrap();

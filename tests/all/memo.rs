@@ -6,9 +6,7 @@
 
 use rusqlite::Connection;
 use session_switch::hermes_imports::HermesImports;
-use session_switch::runtime::{
-    CacheMode, FailureKind, Policy, PolicyInstance, PolicyOptions, Reason,
-};
+use session_switch::runtime::{FailureKind, Policy, PolicyInstance, PolicyOptions, Reason};
 use session_switch_contract::keys::record_key;
 use session_switch_store::HermesStore;
 use session_switch_tests::fixture_copy;
@@ -22,7 +20,6 @@ const BUSY: Duration = Duration::from_millis(400);
 
 fn instance(db: &Path) -> PolicyInstance {
     let policy = Policy::embedded(PolicyOptions {
-        cache: CacheMode::Off,
         ..PolicyOptions::default()
     })
     .unwrap();
@@ -174,7 +171,6 @@ fn a_gateways_instance_serves_from_the_memo() {
         let bridge = session_switch::Bridge::open(session_switch::BridgeOptions {
             config: Some(config),
             db: Some(db.clone()),
-            cache: CacheMode::Off,
             ..session_switch::BridgeOptions::default()
         })
         .unwrap();

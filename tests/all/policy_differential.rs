@@ -32,8 +32,8 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use session_switch::HistoryRow;
 use session_switch::runtime::{
-    CacheMode, ContextAnswer, Decision, Policy, PolicyInstance, PolicyOptions, Reason, Receipt,
-    RecordStatus, Settings,
+    ContextAnswer, Decision, Policy, PolicyInstance, PolicyOptions, Reason, Receipt, RecordStatus,
+    Settings,
 };
 use session_switch::{Failure, FailureKind};
 use session_switch_contract::keys::{LEGACY_KEY, record_key};
@@ -74,7 +74,6 @@ static POLICY_MEMO: LazyLock<Policy> = LazyLock::new(|| load(true));
 
 fn load(memo: bool) -> Policy {
     Policy::embedded(PolicyOptions {
-        cache: CacheMode::Off,
         memo,
         ..PolicyOptions::default()
     })

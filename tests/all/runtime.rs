@@ -19,7 +19,6 @@ const TOOLS: &str = "20260619_193000_a1b2c3";
 
 fn options() -> PolicyOptions {
     PolicyOptions {
-        cache: CacheMode::Off,
         ..PolicyOptions::default()
     }
 }
@@ -553,11 +552,6 @@ fn measure_costs() {
     let Some((_, backend)) = setup(component_path()) else {
         return;
     };
-    let cache = tempfile::tempdir().unwrap();
-    let cached = PolicyOptions {
-        cache: CacheMode::Dir(cache.path().to_owned()),
-        ..PolicyOptions::default()
-    };
     let mut compile = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
@@ -568,30 +562,17 @@ fn measure_costs() {
             p.info().check_time,
         ));
     }
-    Policy::load(component_path(), cached.clone()).unwrap();
-    let mut hits = Vec::new();
-    for _ in 0..5 {
-        let started = Instant::now();
-        let p = Policy::load(component_path(), cached.clone()).unwrap();
-        assert!(p.info().cache.is_hit());
-        hits.push((
-            started.elapsed(),
-            p.info().compile_time,
-            p.info().check_time,
-        ));
-    }
     eprintln!("load, compiling (total, compile, check): {compile:?}");
-    eprintln!("load, cache hit (total, deserialize, check): {hits:?}");
 
     // A fresh record, so `resolve` takes the longest path (redirect).
-    let policy = Policy::load(component_path(), cached.clone()).unwrap();
+    let policy = Policy::load(component_path(), options()).unwrap();
     let mut session = policy.instance(backend.clone(), sample_settings());
     session.send("mohe", CLI, "hello").unwrap();
     let fresh_policy = Policy::load(
         component_path(),
         PolicyOptions {
             reuse_store: false,
-            ..cached.clone()
+            ..options()
         },
     )
     .unwrap();
@@ -632,7 +613,7 @@ fn measure_costs() {
         );
     }
 
-    let loop_policy = Policy::load(variant_path("loop"), cached.clone()).unwrap();
+    let loop_policy = Policy::load(variant_path("loop"), options()).unwrap();
     for _ in 0..3 {
         eprintln!(
             "loop stops after {:?}",
@@ -643,7 +624,7 @@ fn measure_costs() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.wasm");
     std::fs::copy(component_path(), &live).unwrap();
-    let swapping = Policy::load(&live, cached.clone()).unwrap();
+    let swapping = Policy::load(&live, options()).unwrap();
     for name in ["v2", "v3", "v2"] {
         std::fs::copy(variant_path(name), &live).unwrap();
         let report = swapping
@@ -651,10 +632,9 @@ fn measure_costs() {
             .unwrap()
             .unwrap();
         eprintln!(
-            "swap to {}: prepare {:?} ({:?}; compile {:?}, check {:?}), pause {:?}",
+            "swap to {}: prepare {:?} (compile {:?}, check {:?}), pause {:?}",
             report.info.version,
             report.prepare_time,
-            report.info.cache,
             report.info.compile_time,
             report.info.check_time,
             report.pause

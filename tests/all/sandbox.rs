@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 fn options(limits: Limits) -> PolicyOptions {
     PolicyOptions {
         limits,
-        cache: CacheMode::Off,
         ..PolicyOptions::default()
     }
 }

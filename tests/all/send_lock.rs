@@ -262,9 +262,9 @@ fn cli_config(ej: &Ejabberd, db: &Path, name: &str, ctl: &[String], timeout: u32
     path
 }
 
-/// The CLI on `config` and `db` with `args`, its cache beside `db`.
+/// The CLI on `config` and `db` with `args`.
 fn cli_args(config: &Path, db: &Path, args: &[&str]) -> std::process::Command {
-    let mut cmd = cli(config, db, &db.with_file_name("cache"));
+    let mut cmd = cli(config, db);
     cmd.args(args);
     cmd
 }

@@ -35,7 +35,7 @@ use session_switch::FailureKind;
 use session_switch::config::Config;
 use session_switch::hermes_imports::HermesImports;
 use session_switch::runtime::{
-    CacheMode, Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher, untag,
+    Policy, PolicyInstance, PolicyOptions, Settings, WatchOptions, Watcher, untag,
 };
 use session_switch_contract::keys::record_key;
 use session_switch_policy::body::clean;
@@ -130,7 +130,7 @@ struct Attempt {
     seconds: f64,
 }
 
-/// The world of one soak: the database, the config, the CLI's cache.
+/// The world of one soak: the database and the config.
 struct World {
     _dir: tempfile::TempDir,
     db: PathBuf,
@@ -138,7 +138,6 @@ struct World {
     /// The config's settings (`from_config::settings`), what the gateway runs
     /// on: the CLI and the gateway read the same file.
     settings: Settings,
-    cache: PathBuf,
     live_policy: PathBuf,
 }
 
@@ -200,13 +199,11 @@ impl World {
         let settings = session_switch::from_config::settings(&Config::load(&config).unwrap());
         let live_policy = dir.path().join("policy.wasm");
         std::fs::copy(component_path(), &live_policy).unwrap();
-        let cache = dir.path().join("cache");
         Some(World {
             _dir: dir,
             db,
             config,
             settings,
-            cache,
             live_policy,
         })
     }
@@ -219,8 +216,6 @@ impl World {
             .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
-            .arg("--cache-dir")
-            .arg(&self.cache)
             .args(["--json", "send", "--agent", agent, "--", text, cli_session])
             .output()
             .expect("run xmpp-session-bridge");
@@ -887,10 +882,7 @@ fn soak() {
     let Some(world) = World::new(&ej, &proxy.api_url()) else {
         return;
     };
-    let options = PolicyOptions {
-        cache: CacheMode::Dir(world.cache.clone()),
-        ..PolicyOptions::default()
-    };
+    let options = PolicyOptions::default();
     let policy = Policy::load(&world.live_policy, options).unwrap();
     let watcher = policy.watch(
         &world.live_policy,

@@ -466,7 +466,7 @@ fn meta_get_reads_the_legacy_record_of_the_fixtures() {
 #[test]
 fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
     use session_switch::hermes_imports::HermesImports;
-    use session_switch::runtime::{CacheMode, Policy, PolicyOptions, Reason};
+    use session_switch::runtime::{Policy, PolicyOptions, Reason};
     use session_switch_tests::sample::sample_settings;
 
     let (_dir, db) = fixture!("hermes-latest.db");
@@ -501,7 +501,6 @@ fn a_record_that_is_not_utf8_is_malformed_not_a_read_error() {
     );
 
     let options = PolicyOptions {
-        cache: CacheMode::Off,
         ..PolicyOptions::default()
     };
     let policy = Policy::embedded(options).unwrap();
@@ -1218,7 +1217,6 @@ fn a_send_the_room_took_while_the_database_stays_locked_is_still_written_once() 
             config: Some(config),
             db: Some(db.clone()),
             policy: None,
-            cache: session_switch::runtime::CacheMode::Off,
         })
         .unwrap();
         let (statuses, pending) = bridge.active_and_pending(Some("mohe")).unwrap();

@@ -4,16 +4,13 @@
 //! swap or new settings empty the memo (a policy swapped in is asked again).
 
 use session_switch::FailureKind;
-use session_switch::runtime::{
-    CacheMode, HistoryRow, Policy, PolicyInstance, PolicyOptions, RowSummaries,
-};
+use session_switch::runtime::{HistoryRow, Policy, PolicyInstance, PolicyOptions, RowSummaries};
 use session_switch_tests::fake_host::{FakeHost, FakeRow};
 use session_switch_tests::sample::sample_settings;
 use session_switch_tests::{component_path, variant_path};
 
 fn options(memo: bool) -> PolicyOptions {
     PolicyOptions {
-        cache: CacheMode::Off,
         memo,
         ..PolicyOptions::default()
     }

@@ -1,16 +1,16 @@
 //! Hot swap under load: caller threads resolve on the redirect path in a
 //! loop (each its own `PolicyInstance` over `HermesImports` on the v31 1,000-row
 //! database) while the main thread swaps the policy file between the `v2`
-//! and `v3` test builds (`make variants`) with `Policy::reload`, first
-//! compiling every time (cache off), then from the precompiled cache.
+//! and `v3` test builds (`make variants`) with `Policy::reload`, each swap
+//! compiling the new file.
 //!
 //! One caller by default (`SSW_SWAP_CALLERS=N` for more): on this 2-core
 //! machine kind, a spinning caller per core leaves the compile no core of
 //! its own, and the slowest calls then measure the scheduler (a caller
 //! waiting out another thread's time slice), not the swap.
 //!
-//! Prints one JSON line: per mode, the compile-and-check time of each swap
-//! (`prepare_ms`: read + compile or cache load + type-check + instantiate +
+//! Prints one JSON line: the compile-and-check time of each swap
+//! (`prepare_ms`: read + compile + type-check + instantiate +
 //! `version` + `self-check` + `configure`), the write-lock hold
 //! (`lock_us`), the callers' call latencies in µs (`calls`: every call
 //! during the run; `first_after_swap`: the call that picked up the new
@@ -23,7 +23,7 @@ mod common;
 use common::run;
 use session_switch::from_config;
 use session_switch::hermes_imports::HermesImports;
-use session_switch::runtime::{CacheMode, Policy, PolicyOptions};
+use session_switch::runtime::{Policy, PolicyOptions};
 use session_switch_store::HermesStore;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -86,19 +86,12 @@ struct CallerLog {
     last_failure: Option<String>,
 }
 
-fn one_mode(run: &common::Run, db: &Path, cache: CacheMode, swaps: usize) -> serde_json::Value {
+fn one_mode(run: &common::Run, db: &Path, swaps: usize) -> serde_json::Value {
     let dir = run.dir.join("swap");
     std::fs::create_dir_all(&dir).expect("swap dir");
     let live = dir.join("live.wasm");
     install(&variant("v3"), &live);
-    let options = PolicyOptions {
-        cache,
-        ..PolicyOptions::default()
-    };
-    // With a cache, every swap is a cache hit: put both builds in it first.
-    if options.cache != CacheMode::Off {
-        Policy::load(variant("v2"), options.clone()).unwrap_or_else(|f| panic!("{}", f.message));
-    }
+    let options = PolicyOptions::default();
     let policy = Policy::load(&live, options).unwrap_or_else(|f| panic!("{}", f.message));
     let settings = from_config::settings(&run.config);
     let stop = Arc::new(AtomicBool::new(false));
@@ -194,10 +187,9 @@ fn main() {
     } else {
         40
     };
-    let compiled = one_mode(&run, &db, CacheMode::Off, swaps);
-    let cached = one_mode(&run, &db, CacheMode::Dir(run.dir.join("swap-cache")), swaps);
+    let compiled = one_mode(&run, &db, swaps);
     println!(
         "{}",
-        serde_json::json!({ "hot_swap": { "compile": compiled, "cache": cached } })
+        serde_json::json!({ "hot_swap": { "compile": compiled } })
     );
 }

@@ -49,7 +49,7 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rusqlite::types::ValueRef;
 use session_switch::from_config;
 use session_switch::hermes_imports::HermesImports;
-use session_switch::runtime::{CacheMode, Policy, PolicyInstance, PolicyOptions};
+use session_switch::runtime::{Policy, PolicyInstance, PolicyOptions};
 use session_switch_store::{HermesStore, SENT_ROWS};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -63,9 +63,8 @@ enum Mode {
     Memo,
 }
 
-fn options(run: &Run, mode: Mode) -> PolicyOptions {
+fn options(mode: Mode) -> PolicyOptions {
     PolicyOptions {
-        cache: CacheMode::Dir(run.dir.join("cache")),
         reuse_store: !matches!(mode, Mode::FreshStore),
         memo: matches!(mode, Mode::Memo),
         ..PolicyOptions::default()
@@ -95,8 +94,8 @@ fn benches(c: &mut Criterion) {
     // `SSW_BENCH_COMPONENT`: time another build (e.g. one with symbols,
     // for a profile) instead of the embedded component.
     let load = |mode| match std::env::var_os("SSW_BENCH_COMPONENT") {
-        Some(path) => Policy::load(path, options(&run, mode)),
-        None => Policy::embedded(options(&run, mode)),
+        Some(path) => Policy::load(path, options(mode)),
+        None => Policy::embedded(options(mode)),
     };
     let reused = load(Mode::Memo).unwrap_or_else(|f| panic!("{}", f.message));
     let no_memo = load(Mode::NoMemo).unwrap_or_else(|f| panic!("{}", f.message));

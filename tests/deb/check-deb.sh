@@ -57,7 +57,7 @@ echo "deb-test: $version"
 "$bin" --db "$tmp/state.db" init-db >/dev/null 2>"$tmp/init-db.err" ||
   fail "init-db failed: $(cat "$tmp/init-db.err")"
 RUST_LOG=session_switch::runtime=debug "$bin" --config "$root/$doc/examples/session-switch.toml" \
-  --db "$tmp/state.db" --cache-dir "$tmp/cache" resolve xmpp-mohe-v2 --agent mohe \
+  --db "$tmp/state.db" resolve xmpp-mohe-v2 --agent mohe \
   >/dev/null 2>"$tmp/resolve.err" || fail "resolve with the example config failed: $(cat "$tmp/resolve.err")"
 grep -q 'precompiled in the host binary, nothing compiled' "$tmp/resolve.err" ||
   fail "the embedded precompiled policy was not used on this CPU: $(grep -m1 'precompiled' "$tmp/resolve.err" || echo 'no line about it')"
@@ -78,7 +78,7 @@ env -u USER -u HERMES_HOME bash -c "$command_line" 2>"$tmp/unit.err" || status=$
   fail "ExecStart without User= and HERMES_HOME: exit $status, '$(cat "$tmp/unit.err")' (want 2 and what to set)"
 mkdir "$tmp/home"
 status=0
-USER=nobody HERMES_HOME=$tmp/home XDG_CACHE_HOME=$tmp/cache bash -c "$command_line" 2>"$tmp/bot.err" || status=$?
+USER=nobody HERMES_HOME=$tmp/home bash -c "$command_line" 2>"$tmp/bot.err" || status=$?
 [[ $status -eq 2 ]] && grep -q 'session-switch.toml' "$tmp/bot.err" ||
   fail "ExecStart with an empty HERMES_HOME: exit $status, '$(tail -n1 "$tmp/bot.err")' (want the bot's exit 2 for a missing config)"
 echo "deb-test: the unit's ExecStart refuses an unset User=/HERMES_HOME and runs the bot otherwise"

@@ -122,8 +122,6 @@ class Client(slixmpp.ClientXMPP):
 
     def admit(self, m):
         cmd = [self.a.bridge, "--config", self.a.config, "--db", self.a.db]
-        if self.a.cache_dir:
-            cmd += ["--cache-dir", self.a.cache_dir]
         cmd += ["--json", "admit",
                "--agent", self.a.agent, "--from", "%s/%s" % (self.a.room, m["nick"])]
         if m["jid"]:
@@ -179,7 +177,6 @@ def main():
     ap.add_argument("--bridge")
     ap.add_argument("--config")
     ap.add_argument("--db")
-    ap.add_argument("--cache-dir")
     ap.add_argument("--clock-file")
     ap.add_argument("--clock-step", type=float, default=0)
     # say

@@ -16,7 +16,7 @@ use crate::wit_convert::settings_to_guest;
 use session_switch::FailureKind as HostKind;
 use session_switch::HistoryRow;
 use session_switch::config::Config;
-use session_switch::runtime::{CacheMode, Policy as HostPolicy, PolicyInstance, PolicyOptions};
+use session_switch::runtime::{Policy as HostPolicy, PolicyInstance, PolicyOptions};
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_policy::body::{clean, normalise, xml_allows};
 use session_switch_policy::redirect::{LEGACY_KEY, parse_record, record_key};
@@ -635,7 +635,6 @@ pub fn check_tagging(rows: &[RowCase], prefix_chars: u32) {
 /// written outside the process. No memo: every case reaches the policy.
 pub fn component_tagger() -> PolicyInstance {
     let options = PolicyOptions {
-        cache: CacheMode::Off,
         memo: false,
         ..PolicyOptions::default()
     };

@@ -188,16 +188,10 @@ pub fn bin_path() -> PathBuf {
     path
 }
 
-/// The CLI on `config` and `db`, its compiled component cached in
-/// `cache_dir` (so a test never uses the user's cache).
-pub fn cli(config: &Path, db: &Path, cache_dir: &Path) -> std::process::Command {
+/// The CLI on `config` and `db`.
+pub fn cli(config: &Path, db: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(bin_path());
-    cmd.arg("--config")
-        .arg(config)
-        .arg("--db")
-        .arg(db)
-        .arg("--cache-dir")
-        .arg(cache_dir);
+    cmd.arg("--config").arg(config).arg("--db").arg(db);
     cmd
 }
 

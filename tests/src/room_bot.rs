@@ -105,7 +105,7 @@ impl BotWorld {
         })
     }
 
-    /// The CLI with this world's config, database and cache.
+    /// The CLI with this world's config and database.
     pub fn cli(&self) -> Command {
         self.cli_with(&self.config)
     }
@@ -124,9 +124,9 @@ impl BotWorld {
         format!("test-{}", name.to_string_lossy().trim_start_matches('.'))
     }
 
-    /// The CLI with the config at `config`, this world's database and cache.
+    /// The CLI with the config at `config` and this world's database.
     pub fn cli_with(&self, config: &std::path::Path) -> Command {
-        let mut cmd = crate::cli(config, &self.db, &self.home.join("cache"));
+        let mut cmd = crate::cli(config, &self.db);
         cmd.env("HERMES_HOME", &self.home)
             .env("XDG_RUNTIME_DIR", self.lock_dir())
             .env("SESSION_SWITCH_BOT_HOST", self.host())

@@ -90,7 +90,6 @@ fn read_as_is(bridge: &Bridge, agent: &str, line: &str) -> bool {
 mod tests {
     use super::*;
     use session_switch::BridgeOptions;
-    use session_switch::runtime::CacheMode;
 
     fn bridge(dir: &std::path::Path) -> Bridge {
         let config = dir.join("session-switch.toml");
@@ -108,7 +107,6 @@ mod tests {
             config: Some(config),
             db: Some(db),
             policy: None,
-            cache: CacheMode::Off,
         })
         .unwrap()
     }

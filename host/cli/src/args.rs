@@ -29,9 +29,6 @@ pub struct Global {
     /// Policy component to use instead of the embedded one
     #[arg(long, global = true, value_name = "PATH")]
     pub policy: Option<PathBuf>,
-    /// Cache of precompiled components [default: $XDG_CACHE_HOME/session-switch]
-    #[arg(long, global = true, value_name = "PATH")]
-    pub cache_dir: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text
     #[arg(long, global = true)]
     pub json: bool,

@@ -4,7 +4,7 @@
 use crate::args::{Cli, Command, Global};
 use crate::{Launch, output};
 use session_switch::config::Config;
-use session_switch::runtime::{CacheMode, ReplyTarget, RoomMessage, max_text_bytes};
+use session_switch::runtime::{ReplyTarget, RoomMessage, max_text_bytes};
 use session_switch::{Bridge, BridgeOptions, Failure};
 use std::io::Read;
 use std::path::PathBuf;
@@ -125,16 +125,12 @@ fn db_path(g: &Global) -> PathBuf {
 }
 
 /// The [`Bridge`] of the global options: `--config`, `--db`, `--policy`,
-/// `--cache-dir`, each defaulting as documented in `--help`.
+/// each defaulting as documented in `--help`.
 pub(crate) fn open(g: &Global) -> Result<Bridge, Failure> {
     Bridge::open(BridgeOptions {
         config: g.config.clone(),
         db: g.db.clone(),
         policy: g.policy.clone(),
-        cache: g
-            .cache_dir
-            .clone()
-            .map_or(CacheMode::Default, CacheMode::Dir),
     })
 }
 

@@ -10,7 +10,7 @@ use crate::tagging;
 use crate::watch::Watch;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList};
-use session_switch::runtime::{CacheMode, PolicyInstance, ReplyTarget, RoomMessage};
+use session_switch::runtime::{PolicyInstance, ReplyTarget, RoomMessage};
 use session_switch::{
     Bridge as Host, BridgeOptions, Failure, Reads, hermes_home, json, refuse_unusable,
 };
@@ -62,25 +62,22 @@ impl Bridge {
     /// `db` `home/state.db`, `policy` the config's `[policy] path`, else the
     /// embedded policy. A policy file is watched and hot-swapped (`watch`).
     #[new]
-    #[pyo3(signature = (home=None, *, config=None, db=None, policy=None, cache_dir=None, watch=true))]
+    #[pyo3(signature = (home=None, *, config=None, db=None, policy=None, watch=true))]
     fn new(
         py: Python<'_>,
         home: Option<PathArg>,
         config: Option<PathArg>,
         db: Option<PathArg>,
         policy: Option<PathArg>,
-        cache_dir: Option<PathArg>,
         watch: bool,
     ) -> PyResult<Self> {
         crate::serve_python();
-        let [home, config, db, policy, cache_dir] =
-            [home, config, db, policy, cache_dir].map(|p| p.map(|p| p.0));
+        let [home, config, db, policy] = [home, config, db, policy].map(|p| p.map(|p| p.0));
         let home = home.unwrap_or_else(hermes_home);
         let options = BridgeOptions {
             config: Some(config.unwrap_or_else(|| home.join("session-switch.toml"))),
             db: Some(db.unwrap_or_else(|| home.join("state.db"))),
             policy,
-            cache: cache_dir.map_or(CacheMode::Default, CacheMode::Dir),
         };
         let host = py.detach(|| Host::open(options)).map_err(error)?;
         let watch = Watch::new(if watch { host.watch_policy() } else { None });

@@ -154,12 +154,12 @@ class Cli:
     the CLI's own defaults (`HERMES_HOME=home`: its session-switch.toml,
     state.db and the embedded policy or the config's `[policy] path`)."""
 
-    def __init__(self, home: Path, cache: Path):
-        self.home, self.cache = home, cache
+    def __init__(self, home: Path):
+        self.home = home
 
     def run(self, *args: str) -> Tuple[int, object, str]:
         """`(exit status, parsed stdout or None, stderr)`."""
-        argv = [str(cli()), "--cache-dir", str(self.cache), "--json", *args]
+        argv = [str(cli()), "--json", *args]
         env = dict(os.environ, HERMES_HOME=str(self.home))
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
         out = json.loads(done.stdout) if done.stdout.strip() else None

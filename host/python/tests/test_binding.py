@@ -28,7 +28,7 @@ class TagMessages(unittest.TestCase):
         d = support.tempdir(self)
         self.home = support.hermes_home(d / "home", "hermes-latest.db")
         self.db = self.home / "state.db"
-        self.bridge = Bridge(self.home, cache_dir=d / "cache", watch=False)
+        self.bridge = Bridge(self.home, watch=False)
         # Two rows of the same role and text in the XMPP session; only the
         # second is listed as a sent row (written for mohe). Before them a
         # row the loader drops (not in the list handed over below), so
@@ -219,7 +219,7 @@ class ChildSessions(unittest.TestCase):
             with self.subTest(fixture=fixture):
                 d = support.tempdir(self)
                 home = support.hermes_home(d / "home", fixture)
-                bridge = Bridge(home, cache_dir=d / "cache", watch=False)
+                bridge = Bridge(home, watch=False)
                 self.assertFalse(bridge.has_child_sessions(CLI_SESSION))
                 self.assertFalse(bridge.has_child_sessions("no-such-session"))
                 support.execute(home / "state.db",
@@ -243,7 +243,7 @@ class ChildSessions(unittest.TestCase):
                      "agent TEXT NOT NULL, cli_session_id TEXT NOT NULL, sent_at REAL NOT NULL)")
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'hi', 7.5)",
                      (XMPP,))
-        bridge = Bridge(home, cache_dir=d / "cache", watch=False)
+        bridge = Bridge(home, watch=False)
         mine = [{"role": "user", "content": "hi", "timestamp": 7.5}]
 
         def tag():
@@ -289,8 +289,8 @@ class IdleBinding(unittest.TestCase):
         conn = sqlite3.connect(db)
         self.assertEqual(conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0], mode)
         conn.close()
-        bridge = Bridge(home, cache_dir=d / "cache", watch=False)
-        cli = support.Cli(home, d / "cache")
+        bridge = Bridge(home, watch=False)
+        cli = support.Cli(home)
         # Every kind of call first, so each pooled instance and store
         # connection has run its statements before the sends.
         self.assertEqual(bridge.resolve("mohe", XMPP)["redirected"], False)
@@ -340,7 +340,7 @@ class Meeting(unittest.TestCase):
     def setUp(self):
         d = support.tempdir(self)
         self.home = support.hermes_home(d / "home", "hermes-latest.db")
-        self.bridge = Bridge(self.home, cache_dir=d / "cache", watch=False)
+        self.bridge = Bridge(self.home, watch=False)
         self.addCleanup(self.bridge.close)
         self.room = "coregroup@conference.meeting.localhost"
 

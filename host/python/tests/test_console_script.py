@@ -61,7 +61,7 @@ class ConsoleScript(unittest.TestCase):
         return env
 
     def run_with(self, program: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        argv = [str(program), "--cache-dir", str(self.dir / "cache"), *args]
+        argv = [str(program), *args]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(),
                               stdin=subprocess.DEVNULL)
 
@@ -143,7 +143,7 @@ class ConsoleScript(unittest.TestCase):
         log_path = self.dir / f"bot-{sig.name}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [str(self.command), "--cache-dir", str(self.dir / "cache"), "bot", "--agent", "mohe"],
+                [str(self.command), "bot", "--agent", "mohe"],
                 env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )

@@ -134,8 +134,8 @@ class Differential(unittest.TestCase):
         db = home / "state.db"
         arrange(db)
         before, digest = support.table_snapshot(db), sha256(db)
-        cli = support.Cli(home, self.dir / "cache")
-        bridge = Bridge(home, cache_dir=self.dir / "cache")
+        cli = support.Cli(home)
+        bridge = Bridge(home)
         mine = [bridge.context(a, s, limit) for a, s, limit in QUERIES]
         resolves = [bridge.resolve(a, s) for a, s, _ in QUERIES]
         active = bridge.active()
@@ -170,8 +170,8 @@ class Differential(unittest.TestCase):
         py_home, rust_home = self.dir / f"{fixture}-{name}-py", self.dir / f"{fixture}-{name}-rust"
         for h in (py_home, rust_home):
             shutil.copytree(home, h)
-        cleared = Bridge(py_home, cache_dir=self.dir / "cache").clear()
-        self.assertEqual(cleared, support.Cli(rust_home, self.dir / "cache").json("clear"))
+        cleared = Bridge(py_home).clear()
+        self.assertEqual(cleared, support.Cli(rust_home).json("clear"))
         self.assertEqual(support.table_snapshot(py_home / "state.db"), support.table_snapshot(rust_home / "state.db"))
         self.compared += 1
 
@@ -226,7 +226,7 @@ class Differential(unittest.TestCase):
         self.assertEqual(str(bridge.db_path), str(home / "state.db"))
         self.assertEqual(str(bridge.config_path), str(home / "session-switch.toml"))
         self.assertIsNone(bridge.policy_file)
-        self.assertEqual(bridge.version(), support.Cli(home, self.dir / "cache").json("resolve", "x", "--agent", "mohe") and bridge.version())
+        self.assertEqual(bridge.version(), support.Cli(home).json("resolve", "x", "--agent", "mohe") and bridge.version())
         self.assertTrue(bridge.version().startswith("session-switch-policy "))
         info = session_switch.build_info()
         self.assertEqual(info["sqlite_version"], sqlite3.sqlite_version)

@@ -334,7 +334,7 @@ class _HermesCase:
         return gw
 
     def cli_send(self, home: Path, text: str) -> dict:
-        return support.Cli(home, self.dir / "cache").json("send", text, CLI_SESSION, "--agent", "mohe")
+        return support.Cli(home).json("send", text, CLI_SESSION, "--agent", "mohe")
 
     def history_sent(self, turn: dict) -> list:
         """The history part of an LLM request: after the system prompt,
@@ -535,7 +535,7 @@ class _HermesCase:
         self.assertEqual(added[1][1], REPLY)
 
         # After `clear`, the bot loads its own session again (Hermes's own).
-        support.Cli(home, self.dir / "cache").json("clear", "--agent", "mohe")
+        support.Cli(home).json("clear", "--agent", "mohe")
         n = len(self.llm.turns())
         status, headers, body = gw.chat("back home", XMPP)
         self.assertEqual((status, headers.get("X-Hermes-Session-Id")), (200, XMPP), body)
@@ -613,7 +613,7 @@ class _HermesCase:
         with socket.create_connection(("127.0.0.1", gw.port), timeout=120) as sock:
             sock.sendall(head + payload[:10])
             time.sleep(0.3)
-            support.Cli(home, self.dir / "cache").json("clear", "--agent", "mohe")
+            support.Cli(home).json("clear", "--agent", "mohe")
             time.sleep(0.3)
             sock.sendall(payload[10:])
             answer = b""
@@ -779,7 +779,7 @@ class _HermesCase:
         out = gw.output()
         self.assertIn("inert on", out)
         self.assertIn("bad.wasm", out)
-        self.cli_send_fails_too = support.Cli(home, self.dir / "cache").run("resolve", XMPP, "--agent", "mohe")[0]
+        self.cli_send_fails_too = support.Cli(home).run("resolve", XMPP, "--agent", "mohe")[0]
         self.assertNotEqual(self.cli_send_fails_too, 0)
         # A valid record, but the plugin is inert: Hermes's own session.
         support.put_record(db, "session_switch:active:mohe", support.record_json(CLI_SESSION, time.time()))

@@ -95,7 +95,7 @@ class IncomingMessage(_Turns, unittest.TestCase):
         from . import support
 
         home = support.hermes_home(support.tempdir(self) / "home", "hermes-latest.db")
-        self.bridge = Bridge(home, cache_dir=home / "cache", watch=False)
+        self.bridge = Bridge(home, watch=False)
         self.addCleanup(self.bridge.close)
 
     def sent(self, message, bridge=None):

@@ -33,7 +33,7 @@ class PolicyFailures(unittest.TestCase):
         self.home = support.hermes_home(self.dir / "home", "hermes-latest.db")
 
     def bridge(self, variant):
-        return Bridge(self.home, policy=support.variant(variant), cache_dir=self.dir / "cache", watch=False)
+        return Bridge(self.home, policy=support.variant(variant), watch=False)
 
     def test_a_trap_a_loop_and_a_memory_hog_are_policy_failures_and_the_instance_recovers(self):
         cases = {
@@ -74,7 +74,7 @@ class PolicyFailures(unittest.TestCase):
     def test_reload_refuses_a_bad_file_and_keeps_the_old_policy(self):
         live = self.dir / "live.wasm"
         shutil.copyfile(support.variant("v2"), live)
-        bridge = Bridge(self.home, policy=live, cache_dir=self.dir / "cache", watch=False)
+        bridge = Bridge(self.home, policy=live, watch=False)
         self.assertEqual(bridge.version(), f"{BASE}-v2")
         self.assertIsNone(bridge.reload())  # unchanged bytes
         replace(b"\0asm garbage", live)
@@ -94,7 +94,7 @@ class HotSwapUnderThreads(unittest.TestCase):
         shutil.copyfile(support.component(), live)
         # The config names the file (relative to its folder); the binding watches it.
         home = support.hermes_home(d / "home", "hermes-0.19.0.db", policy="../policies/live.wasm")
-        bridge = Bridge(home, cache_dir=d / "cache")
+        bridge = Bridge(home)
         self.addCleanup(bridge.close)
         self.assertEqual(str(bridge.policy_file), str(home / "../policies/live.wasm"))
         stop = threading.Event()

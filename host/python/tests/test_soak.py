@@ -151,7 +151,7 @@ class _Soak:
         self.addCleanup(llm.stop)
         gw = Gateway(venv, home, llm)
         self.addCleanup(gw.stop)
-        cli = support.Cli(home, folder / "cache")
+        cli = support.Cli(home)
         # Hermes v31 imports its agent module (`run_agent`) inside the first
         # request's handler: concurrent first requests race on that import
         # and one may fail with "cannot import name 'AIAgent'" (Hermes's own

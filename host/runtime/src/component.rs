@@ -1,11 +1,10 @@
-//! A policy component, from bytes to ready: compiled (through the
-//! precompiled cache), refused unless it imports only our interfaces (no
+//! A policy component, from bytes to ready: compiled (or the embedded
+//! one's precompiled artifact loaded), refused unless it imports only our interfaces (no
 //! WASI), exports our `policy` interface and type-checks against the host's
 //! WIT, then probed in stores of its own — `version`, `self-check`, and
 //! `configure` when settings are given — before anyone calls it.
 
 use super::bindings::{SessionSwitchPre, Settings};
-use super::cache::{self, CacheUse};
 use super::call::{Live, NotReady, no_check, one_line, policy_failure};
 use super::engine::Runtime;
 use super::host_imports::NoImports;
@@ -71,9 +70,10 @@ pub struct LoadInfo {
     pub imports: Vec<String>,
     /// The component's exports (interface or function names), as declared.
     pub exports: Vec<String>,
-    /// Whether the precompiled cache was used.
-    pub cache: CacheUse,
-    /// Time to compile the component or load it from the cache.
+    /// Whether the host's precompiled artifact was used (nothing was
+    /// compiled); a component from a file is always compiled.
+    pub precompiled: bool,
+    /// Time to compile the component or to load the precompiled artifact.
     pub compile_time: Duration,
     /// Time to check it: imports/exports, type-check, instantiate, `version`
     /// and `self-check` (and `configure` for a hot swap).
@@ -181,12 +181,11 @@ pub(crate) fn prepare(
     self_check: bool,
 ) -> Result<Arc<Loaded>, Failure> {
     let started = Instant::now();
-    let (component, cache) = precompiled::compile(
+    let (component, precompiled) = precompiled::compile(
         &runtime.engine,
         bytes,
         sha,
         source == ComponentSource::Embedded,
-        &runtime.options.cache,
     )
     .map_err(|e| {
         Failure::policy(format!(
@@ -213,12 +212,12 @@ pub(crate) fn prepare(
         pre,
         info: LoadInfo {
             source,
-            sha256: cache::hex(sha),
+            sha256: hex(sha),
             size: bytes.len(),
             version,
             imports,
             exports,
-            cache,
+            precompiled,
             compile_time,
             check_time: started.elapsed(),
         },
@@ -293,4 +292,14 @@ pub(crate) fn read_component(path: &Path) -> Result<Vec<u8>, Failure> {
             path.display()
         ))
     })
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }

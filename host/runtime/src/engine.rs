@@ -3,7 +3,6 @@
 //! ticker), the linker (our host interface only, no WASI) and the options.
 
 use super::bindings::SessionSwitch;
-use super::cache::CacheMode;
 use super::engine_config;
 use super::imports::StoreData;
 use super::limits::{Limits, start_ticker};
@@ -16,8 +15,6 @@ use wasmtime::component::{HasSelf, Linker};
 pub struct PolicyOptions {
     /// Fuel, memory and guest-time budgets of every call.
     pub limits: Limits,
-    /// Where precompiled components are cached.
-    pub cache: CacheMode,
     /// Keep an instance's `Store` between calls that ended well (`true`,
     /// the default), or make a fresh store and instance, and run
     /// `configure` again, for every call. A `Store` is never reused after a
@@ -50,7 +47,6 @@ impl Default for PolicyOptions {
     fn default() -> Self {
         Self {
             limits: Limits::default(),
-            cache: CacheMode::Default,
             reuse_store: true,
             memo: true,
             self_check: true,
@@ -69,7 +65,7 @@ pub(crate) struct Runtime {
 
 impl Runtime {
     /// An engine with fuel metering and epoch interruption on (both are part
-    /// of the precompiled cache's key) and a ticker thread advancing the
+    /// of a precompiled artifact's compatibility key) and a ticker thread advancing the
     /// epoch ([`start_ticker`]); a linker with the host interface only.
     ///
     /// Errors (kind `policy`): wasmtime cannot be set up, the ticker thread

@@ -1,7 +1,7 @@
 //! The wasmtime settings of every engine the host runs policies on, and the
 //! header this engine writes on a precompiled artifact (its layout is
 //! `artifact_layout.rs`'s). Used by the runtime
-//! (`engine.rs`, `precompiled.rs`, `cache.rs`) and by
+//! (`engine.rs`, `precompiled.rs`) and by
 //! `precompiled::precompile_artifact`, which `examples/precompile.rs` runs
 //! at build time: a precompiled artifact is only usable by an engine of the
 //! same settings and wasmtime version, so both take them from here. (If an

@@ -20,7 +20,7 @@
 //! `row_edits` (summaries and edits), `memo` (decisions `resolve` may serve
 //! again), `tag_memo` (edits `tag` may serve again), `imports` (the store's
 //! data and the WIT host interface), `artifact_layout` (the precompiled
-//! artifact's layout), `engine_config` (the engine settings), `cache`,
+//! artifact's layout), `engine_config` (the engine settings),
 //! `call` (the one call path in a store), `answer_checks` (checks of the policy's
 //! answers), `engine` (engine, linker, options), `precompiled` (the
 //! embedded component precompiled at build time), `component` (compile,
@@ -31,7 +31,6 @@
 mod answer_checks;
 mod artifact_layout;
 pub mod bindings;
-mod cache;
 mod call;
 mod component;
 mod engine;
@@ -56,7 +55,6 @@ pub use bindings::{
     LoopGuard, Meeting, MeetingOverrides, Reason, Receipt, RecordStatus, ReplyTarget, Role,
     RoomMessage, RowEdit, RowSummaries, RowSummary, SendPlan, Sent, Settings,
 };
-pub use cache::{CacheMode, CacheUse, default_cache_dir};
 pub use component::{
     ComponentSource, EMBEDDED_COMPONENT, HOST_INTERFACE, LoadInfo, PACKAGE, PACKAGE_VERSION,
     POLICY_INTERFACE, TYPES_INTERFACE,

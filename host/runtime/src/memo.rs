@@ -179,8 +179,8 @@ impl Memo {
 mod tests {
     use crate::fake_host::{self, FakeHost, ImportCall, NOW, settings};
     use crate::{
-        CacheMode, DataVersion, Failure, HistoryRow, HostImports, Policy, PolicyInstance,
-        PolicyOptions, Reason, SendPlan, Sent,
+        DataVersion, Failure, HistoryRow, HostImports, Policy, PolicyInstance, PolicyOptions,
+        Reason, SendPlan, Sent,
     };
     use std::sync::{Arc, Mutex};
 
@@ -190,7 +190,6 @@ mod tests {
     /// written `age` seconds before [`NOW`], and the fake.
     fn instance(age: f64) -> (PolicyInstance, FakeHost) {
         let options = PolicyOptions {
-            cache: CacheMode::Off,
             ..PolicyOptions::default()
         };
         let policy = Policy::embedded(options).unwrap();
@@ -345,7 +344,6 @@ mod tests {
             versions: versions.clone(),
         };
         let options = PolicyOptions {
-            cache: CacheMode::Off,
             ..PolicyOptions::default()
         };
         let mut i = Policy::embedded(options).unwrap().instance(spy, settings());

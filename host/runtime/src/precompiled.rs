@@ -9,15 +9,14 @@
 //! the same engine with the baseline CPU, payload intact (SHA-256).
 //! Anything else — a build without the artifact, an artifact of an older
 //! component, a CPU without the features it was made for, an engine
-//! without signal traps — falls back to [`cache::compile`], as before. Only
-//! [`ComponentSource::Embedded`] uses it: a policy file goes through the cache.
+//! without signal traps — falls back to compiling the component. Only
+//! [`ComponentSource::Embedded`] uses it: a policy file is compiled.
 //!
 //! Trust: the artifact is native code made by this crate's own program at
 //! build time, from the component the binary embeds, and it lives inside
 //! the binary; it is exactly as trusted as the binary (docs/src/security.md).
 
 use super::artifact_layout::{ARTIFACT_HEADER_LEN, ARTIFACT_MAGIC, HeaderDigest, digest};
-use super::cache::{self, CacheMode, CacheUse};
 use super::engine_config::{Cpu, compatibility_key, config, encode_artifact, for_cpu};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
@@ -56,19 +55,17 @@ pub(crate) enum Unusable {
 /// Compile `bytes` (SHA-256 `sha256`) for `engine`: the embedded
 /// precompiled artifact when `embedded` (the source is the embedded
 /// component, `ComponentSource::Embedded`) and
-/// the artifact is usable ([`CacheUse::Embedded`]: nothing compiled, the
-/// cache not touched), else [`cache::compile`] through `mode`.
+/// the artifact is usable (`true`: nothing compiled), else the component
+/// compiled (`false`).
 ///
-/// Errors: those of [`cache::compile`] (the bytes are not a valid
-/// component); an unusable artifact is logged (`debug`, `warn` when
+/// Errors: the bytes are not a valid component; an unusable artifact is logged (`debug`, `warn` when
 /// corrupt) and compiled around, never an error.
 pub(crate) fn compile(
     engine: &Engine,
     bytes: &[u8],
     sha256: &[u8; 32],
     embedded: bool,
-    mode: &CacheMode,
-) -> wasmtime::Result<(Component, CacheUse)> {
+) -> wasmtime::Result<(Component, bool)> {
     if embedded {
         let (artifact, payload) = artifact();
         match load(engine, sha256, &artifact, payload) {
@@ -77,7 +74,7 @@ pub(crate) fn compile(
                     target: "session_switch::runtime",
                     "the embedded policy: precompiled in the host binary, nothing compiled"
                 );
-                return Ok((component, CacheUse::Embedded));
+                return Ok((component, true));
             }
             Err(Unusable::Corrupt(why)) => tracing::warn!(
                 target: "session_switch::runtime",
@@ -89,7 +86,7 @@ pub(crate) fn compile(
             ),
         }
     }
-    cache::compile(engine, bytes, sha256, mode)
+    Ok((Component::new(engine, bytes)?, false))
 }
 
 /// The component in `artifact`, when it was made from the component of
@@ -208,17 +205,10 @@ mod tests {
         Sha256::digest(EMBEDDED_COMPONENT).into()
     }
 
-    fn no_cache() -> PolicyOptions {
-        PolicyOptions {
-            cache: CacheMode::Off,
-            ..PolicyOptions::default()
-        }
-    }
-
     /// The version the component answers when compiled from its bytes.
     fn compiled_version() -> String {
-        let policy = Policy::from_bytes(EMBEDDED_COMPONENT, no_cache()).unwrap();
-        assert_eq!(policy.info().cache, CacheUse::Off, "compiled");
+        let policy = Policy::from_bytes(EMBEDDED_COMPONENT, PolicyOptions::default()).unwrap();
+        assert!(!policy.info().precompiled, "compiled");
         policy.version()
     }
 
@@ -238,8 +228,8 @@ mod tests {
         assert!(embedded_precompiled(), "no artifact was embedded");
         let engine = Engine::new(&config(true)).unwrap();
         assert!(load(&engine, &sha(), EMBEDDED_PRECOMPILED, Payload::Verify).is_ok());
-        let policy = Policy::embedded(no_cache()).unwrap();
-        assert_eq!(policy.info().cache, CacheUse::Embedded);
+        let policy = Policy::embedded(PolicyOptions::default()).unwrap();
+        assert!(policy.info().precompiled);
         assert!(policy.info().version.starts_with("session-switch-policy "));
         assert_eq!(policy.version(), compiled_version());
     }
@@ -294,8 +284,8 @@ mod tests {
         let baseline = precompile_artifact(EMBEDDED_COMPONENT, Cpu::Baseline).unwrap();
         let ours = Engine::new(&config(true)).unwrap();
         assert!(load(&ours, &sha(), &baseline, Payload::Verify).is_ok());
-        let policy = replaced(baseline, || Policy::embedded(no_cache())).unwrap();
-        assert_eq!(policy.info().cache, CacheUse::Embedded, "nothing compiled");
+        let policy = replaced(baseline, || Policy::embedded(PolicyOptions::default())).unwrap();
+        assert!(policy.info().precompiled, "nothing compiled");
         assert_eq!(policy.version(), want);
         // Baseline with other settings: compiled around, as any other engine's.
         let other = Engine::new(&for_cpu(&config(false), Cpu::Baseline)).unwrap();
@@ -330,20 +320,10 @@ mod tests {
             &other.precompile_component(EMBEDDED_COMPONENT).unwrap(),
         );
         for artifact in [Vec::new(), flipped, theirs] {
-            let policy = replaced(artifact, || Policy::embedded(no_cache())).unwrap();
-            assert_eq!(policy.info().cache, CacheUse::Off, "compiled");
+            let policy = replaced(artifact, || Policy::embedded(PolicyOptions::default())).unwrap();
+            assert!(!policy.info().precompiled, "compiled");
             assert_eq!(policy.info().source, ComponentSource::Embedded);
             assert_eq!(policy.version(), want);
         }
-        // Through a cache: compiled and stored, as without an embedded artifact.
-        let dir = std::env::temp_dir().join(format!("ssw-precompiled-test-{}", std::process::id()));
-        let options = PolicyOptions {
-            cache: CacheMode::Dir(dir.clone()),
-            ..PolicyOptions::default()
-        };
-        let policy = replaced(Vec::new(), || Policy::embedded(options.clone())).unwrap();
-        assert_eq!(policy.info().cache, CacheUse::Stored);
-        assert_eq!(policy.version(), want);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -66,7 +66,7 @@ impl Served {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CacheMode, Policy, PolicyOptions};
+    use crate::{Policy, PolicyOptions};
     use std::sync::Weak;
 
     /// A new `Loaded` of the embedded component (its compiled code shared).
@@ -81,7 +81,6 @@ mod tests {
     #[test]
     fn a_swapped_out_component_is_dropped_by_a_later_swap_once_unused() {
         let options = PolicyOptions {
-            cache: CacheMode::Off,
             ..PolicyOptions::default()
         };
         let policy = Policy::embedded(options).unwrap();

@@ -1,5 +1,5 @@
 //! Hot swap: replace the policy while callers keep running. The new
-//! component is compiled (through the cache), type-checked, instantiated
+//! component is compiled, type-checked, instantiated
 //! once and made to pass `self-check` and `configure` off the hot path;
 //! then one `Arc` is swapped. Calls in flight finish on the old component;
 //! each instance picks up the new one at its next call. Anything that fails
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub struct SwapReport {
     /// The component now serving (its compile and check times inside).
     pub info: LoadInfo,
-    /// Read + compile (or cache load) + check, all before the swap.
+    /// Read + compile + check, all before the swap.
     pub prepare_time: Duration,
     /// How long the swap held the lock callers read: the only pause they
     /// can see.
@@ -46,7 +46,7 @@ impl Policy {
         let started = Instant::now();
         let bytes = read_component(path)?;
         let sha: [u8; 32] = Sha256::digest(&bytes).into();
-        if super::cache::hex(&sha) == self.current.get().0.info.sha256 {
+        if super::component::hex(&sha) == self.current.get().0.info.sha256 {
             return Ok(None);
         }
         let loaded = prepare(
@@ -219,7 +219,7 @@ fn watch_loop(policy: &Policy, path: &Path, options: &WatchOptions, shared: &Wat
                     version = %report.info.version,
                     prepare_ms = report.prepare_time.as_secs_f64() * 1e3,
                     pause_us = report.pause.as_secs_f64() * 1e6,
-                    cache = ?report.info.cache,
+                    precompiled = report.info.precompiled,
                     "policy swapped"
                 );
                 let mut stats = shared.stats.lock().unwrap_or_else(|e| e.into_inner());

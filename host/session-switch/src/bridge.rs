@@ -11,8 +11,8 @@ use crate::reads::Reads;
 use session_switch_config::Config;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_runtime::{
-    Admission, CacheMode, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions,
-    Receipt, RecordStatus, RoomMessage, Settings,
+    Admission, ContextAnswer, Decision, Failure, Policy, PolicyInstance, PolicyOptions, Receipt,
+    RecordStatus, RoomMessage, Settings,
 };
 use session_switch_store::HermesStore;
 use std::path::{Path, PathBuf};
@@ -27,8 +27,6 @@ pub struct BridgeOptions {
     /// A policy component file instead of the embedded one (default: the
     /// config's `[policy] path`, else the embedded policy).
     pub policy: Option<PathBuf>,
-    /// Where precompiled components are cached.
-    pub cache: CacheMode,
 }
 
 /// The config, the database path and the loaded policy of one Hermes home.
@@ -52,10 +50,7 @@ impl Bridge {
     /// The database is not opened here: each instance opens it.
     pub fn open(options: BridgeOptions) -> Result<Self, Failure> {
         let config = Config::load(&options.config.unwrap_or_else(Config::default_path))?;
-        let policy_options = PolicyOptions {
-            cache: options.cache,
-            ..PolicyOptions::default()
-        };
+        let policy_options = PolicyOptions::default();
         let policy_file = options.policy.or_else(|| config.policy_path.clone());
         let policy = match &policy_file {
             Some(path) => Policy::load(path, policy_options)?,

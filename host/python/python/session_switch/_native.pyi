@@ -116,7 +116,6 @@ class Bridge:
         config: Optional[_Path] = None,
         db: Optional[_Path] = None,
         policy: Optional[_Path] = None,
-        cache_dir: Optional[_Path] = None,
         watch: bool = True,
     ) -> None: ...
     @property

@@ -4,7 +4,7 @@
 use super::*;
 use crate::Reason;
 use crate::fake_host::{self, FakeRow, settings};
-use crate::{CacheMode, EMBEDDED_COMPONENT, Policy, PolicyOptions};
+use crate::{EMBEDDED_COMPONENT, Policy, PolicyOptions};
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -90,7 +90,6 @@ fn row() -> HistoryRow {
 #[test]
 fn each_fallback_is_logged_under_its_own_call() {
     let options = PolicyOptions {
-        cache: CacheMode::Off,
         ..PolicyOptions::default()
     };
     let policy = Policy::from_bytes(EMBEDDED_COMPONENT, options).unwrap();

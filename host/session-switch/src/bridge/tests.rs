@@ -24,7 +24,6 @@ fn open(dir: &Path, policy: Option<PathBuf>) -> Result<Bridge, Failure> {
     Bridge::open(BridgeOptions {
         config: Some(dir.join("session-switch.toml")),
         policy,
-        cache: CacheMode::Off,
         ..BridgeOptions::default()
     })
 }
