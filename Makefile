@@ -152,11 +152,21 @@ python-test: test-wheel hermes-venvs variants
 	$(MAKE) --no-print-directory python-suite
 
 # The suite alone, on the wheel test-wheel built (no cargo: `make test` runs
-# it beside `cargo test`, which holds target/'s lock).
+# it beside `cargo test`, which holds target/'s lock). Three unittest
+# processes side by side, each test in one of them: most of a test's time
+# is a Hermes API server starting or answering, not this process's CPU.
 python-suite:
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(TEST_WHEELS)/session_switch-*.whl
-	SESSION_SWITCH_WHEEL=$$(ls $(TEST_WHEELS)/session_switch-*.whl) \
-	  $(VENV)/bin/python -m unittest discover -v -s host/python/tests -t host/python
+	@export SESSION_SWITCH_WHEEL=$$(ls $(TEST_WHEELS)/session_switch-*.whl); \
+	part() { name=$$1; shift; $(VENV)/bin/python -m unittest discover -v -s host/python/tests \
+	  -t host/python "$$@" > target/python-$$name.log 2>&1; }; \
+	part hermes-019-axisrow -p test_hermes.py -k Hermes019 -k HermesAxisrow & one=$$!; \
+	part hermes-v31-and-soaks -p 'test_[hs]*.py' -k HermesV31 -k Soak & two=$$!; \
+	part rest -p 'test_[!hs]*.py' & three=$$!; \
+	status=0; for pid in $$one $$two $$three; do wait $$pid || status=1; done; \
+	for name in hermes-019-axisrow hermes-v31-and-soaks rest; do \
+	  echo "== Python tests, $$name (target/python-$$name.log)"; cat target/python-$$name.log; done; \
+	exit $$status
 
 fixtures:
 	@test -f "$(HERMES_FIXTURES)/hermes-latest.db" || { \

@@ -9,7 +9,9 @@ ejabberd. Every process started here is stopped by its PID, also on failure.
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -82,19 +84,27 @@ SEAMS_USED = {
 def hermes_venv(version: str) -> Path:
     """The venv of Hermes `version` that `make hermes-venvs` builds from
     tests/hermes/requirements-VERSION.txt (0.19.0's and v31's are the
-    loader-fidelity test's too), with this checkout's wheel reinstalled
-    each run."""
+    loader-fidelity test's too), with this checkout's wheel in it: installed
+    when the venv's marker names another wheel. Under a lock, and only then:
+    the suite's processes run side by side, and a reinstall under a running
+    gateway would replace the files it imports."""
     venv = ROOT / "target" / "hermes-venv" / version
     if not (venv / ".requirements").is_file():
         raise AssertionError(f"{venv} is missing: run `make hermes-venvs`")
-    wheel = os.environ.get("SESSION_SWITCH_WHEEL") or max(
+    wheel = Path(os.environ.get("SESSION_SWITCH_WHEEL") or max(
         (ROOT / "target" / "wheels").glob("session_switch-*.whl"), key=lambda p: p.stat().st_mtime
-    )
-    subprocess.run(
-        [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
-        check=True,
-        timeout=300,
-    )
+    ))
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    marker = venv / ".session-switch-wheel"
+    with (venv / ".session-switch-wheel.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.is_file() or marker.read_text().strip() != digest:
+            subprocess.run(
+                [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+                check=True,
+                timeout=300,
+            )
+            marker.write_text(digest + "\n")
     return venv
 
 
