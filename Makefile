@@ -37,6 +37,9 @@ component: component-wasm ## build the policy component: target/policy/session_s
 	# cargo config moves it).
 	$(CARGO) build -q --workspace --example precompile --message-format=json-render-diagnostics > target/policy/precompile.json
 	"$$($(CARGO) run -q -p xtask -- executable precompile < target/policy/precompile.json)" $(COMPONENT) $(COMPONENT:.wasm=.cwasm)
+	# And for an engine without signal traps: the Python binding's.
+	"$$($(CARGO) run -q -p xtask -- executable precompile < target/policy/precompile.json)" \
+	  --without-signal-traps $(COMPONENT) $(COMPONENT:.wasm=.without-signals.cwasm)
 
 # Test builds of the policy, never shipped: `v2`/`v3` (the real guest with
 # another version), `wasi` (the real guest for wasm32-wasip2) and the test

@@ -16,6 +16,11 @@
 //! `$SESSION_SWITCH_POLICY_CWASM` to an artifact for the architecture's
 //! baseline CPU (`engine_config::Cpu::Baseline`), which any CPU of it loads.
 //!
+//! A second artifact for an engine without signal traps (the Python
+//! binding's, `disable_signal_traps`): `$SESSION_SWITCH_POLICY_CWASM_WITHOUT_SIGNALS`,
+//! else `target/policy/session_switch.without-signals.cwasm` when neither
+//! variable above is set (`make component` writes it too); none otherwise.
+//!
 //! Both SHA-256 digests a cold start needs are taken here, once per build,
 //! rather than at every start (hashing the component was a noticeable part of
 //! a CLI run, docs/src/performance.md): the component's (`component.sha256` in
@@ -34,22 +39,23 @@ mod artifact_layout;
 fn main() {
     const VAR: &str = "SESSION_SWITCH_POLICY_WASM";
     const CWASM: &str = "SESSION_SWITCH_POLICY_CWASM";
-    println!("cargo::rerun-if-env-changed={VAR}");
-    println!("cargo::rerun-if-env-changed={CWASM}");
+    const WITHOUT_SIGNALS: &str = "SESSION_SWITCH_POLICY_CWASM_WITHOUT_SIGNALS";
+    for var in [VAR, CWASM, WITHOUT_SIGNALS] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let policy_dir = manifest.join("../../target/policy");
-    let (path, artifact) = match std::env::var_os(VAR) {
-        Some(path) => (
-            PathBuf::from(path),
-            std::env::var_os(CWASM).map(PathBuf::from),
-        ),
+    let given = |var: &str| std::env::var_os(var).map(PathBuf::from);
+    let (path, artifact, without_signals) = match given(VAR) {
+        Some(path) => (path, given(CWASM), given(WITHOUT_SIGNALS)),
         None => (
             policy_dir.join("session_switch.wasm"),
-            Some(
-                std::env::var_os(CWASM)
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| policy_dir.join("session_switch.cwasm")),
-            ),
+            Some(given(CWASM).unwrap_or_else(|| policy_dir.join("session_switch.cwasm"))),
+            given(WITHOUT_SIGNALS).or_else(|| {
+                given(CWASM)
+                    .is_none()
+                    .then(|| policy_dir.join("session_switch.without-signals.cwasm"))
+            }),
         ),
     };
     // Watch the paths even while they are missing, so `make component`
@@ -73,28 +79,34 @@ fn main() {
     std::fs::write(out_dir.join("component.sha256"), component_sha)
         .expect("write the component's digest");
 
-    let embedded = match artifact {
-        Some(artifact) => {
-            println!("cargo::rerun-if-changed={}", artifact.display());
-            artifact
-                .is_file()
-                .then(|| artifact.canonicalize().unwrap())
-                .filter(|artifact| made_from(artifact, &component_sha))
-        }
-        None => None,
-    };
-    let embedded = embedded.unwrap_or_else(|| {
-        let empty = out_dir.join("none.cwasm");
-        std::fs::write(&empty, b"").expect("write an empty artifact");
-        empty
-    });
-    println!("cargo::rustc-env={CWASM}={}", embedded.display());
+    for (var, artifact) in [(CWASM, artifact), (WITHOUT_SIGNALS, without_signals)] {
+        let embedded = embed(artifact, &component_sha, &out_dir);
+        println!("cargo::rustc-env={var}={}", embedded.display());
+    }
     // The baseline engine (`engine_config::Cpu::Baseline`) names the target
     // explicitly, and this is the one the runtime is compiled for.
     println!(
         "cargo::rustc-env=SESSION_SWITCH_HOST_TARGET={}",
         std::env::var("TARGET").unwrap()
     );
+}
+
+/// The artifact to embed: `artifact` when it is there and made from the
+/// component of digest `component_sha`, else an empty file (the host then
+/// compiles at run time).
+fn embed(artifact: Option<PathBuf>, component_sha: &[u8; 32], out_dir: &Path) -> PathBuf {
+    let usable = artifact.and_then(|artifact| {
+        println!("cargo::rerun-if-changed={}", artifact.display());
+        artifact
+            .is_file()
+            .then(|| artifact.canonicalize().unwrap())
+            .filter(|artifact| made_from(artifact, component_sha))
+    });
+    usable.unwrap_or_else(|| {
+        let empty = out_dir.join("none.cwasm");
+        std::fs::write(&empty, b"").expect("write an empty artifact");
+        empty
+    })
 }
 
 /// Whether the artifact at `path` was made from the component of digest

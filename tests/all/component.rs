@@ -149,10 +149,13 @@ fn a_component_failing_its_self_check_is_refused_unless_the_check_is_skipped() {
 
 #[test]
 fn the_embedded_policy_starts_cold_from_the_hosts_precompiled_artifact() {
-    assert!(
-        embedded_precompiled(),
-        "`make component` precompiled the component and the host embeds it (host/runtime/build.rs)"
-    );
+    for signal_traps in [true, false] {
+        assert!(
+            embedded_precompiled(signal_traps),
+            "`make component` precompiled the component (signal traps: {signal_traps}) and the \
+             host embeds it (host/runtime/build.rs)"
+        );
+    }
     let embedded = Policy::embedded(PolicyOptions::default()).unwrap();
     assert!(embedded.info().precompiled, "nothing compiled");
     assert_eq!(embedded.info().source, ComponentSource::Embedded);

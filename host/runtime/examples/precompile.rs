@@ -3,9 +3,11 @@
 //! cold start need not compile it; `make deb` runs it with `--cpu baseline`
 //! for a binary meant for other machines.
 //!
-//! Usage: `precompile [--cpu native|baseline] COMPONENT.wasm OUT.cwasm`
-//! (default `native`: this machine's CPU features; `baseline`: the
-//! architecture's baseline, which every CPU of it runs). Writes `OUT.cwasm`
+//! Usage: `precompile [--cpu native|baseline] [--without-signal-traps]
+//! COMPONENT.wasm OUT.cwasm` (default `native`: this machine's CPU
+//! features; `baseline`: the architecture's baseline, which every CPU of it
+//! runs; `--without-signal-traps`: for an engine after
+//! `disable_signal_traps`, the Python binding's). Writes `OUT.cwasm`
 //! only when its bytes change: `build.rs` watches it, and an unchanged
 //! artifact must not rebuild the host. Exit status 1 with one line on
 //! stderr when the component cannot be read or compiled, 2 on bad
@@ -16,15 +18,16 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: precompile [--cpu native|baseline] COMPONENT.wasm OUT.cwasm";
+const USAGE: &str =
+    "usage: precompile [--cpu native|baseline] [--without-signal-traps] COMPONENT.wasm OUT.cwasm";
 
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
-    let Some((cpu, component, out)) = parse(&args) else {
+    let Some((cpu, signal_traps, component, out)) = parse(&args) else {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    match run(cpu, Path::new(component), Path::new(out)) {
+    match run(cpu, signal_traps, Path::new(component), Path::new(out)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
             eprintln!("precompile: {why}");
@@ -33,7 +36,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse(args: &[OsString]) -> Option<(Cpu, &OsString, &OsString)> {
+fn parse(args: &[OsString]) -> Option<(Cpu, bool, &OsString, &OsString)> {
     let (cpu, rest) = match args {
         [flag, cpu, rest @ ..] if flag == "--cpu" => match cpu.to_str()? {
             "native" => (Cpu::Native, rest),
@@ -42,17 +45,21 @@ fn parse(args: &[OsString]) -> Option<(Cpu, &OsString, &OsString)> {
         },
         rest => (Cpu::Native, rest),
     };
+    let (signal_traps, rest) = match rest {
+        [flag, rest @ ..] if flag == "--without-signal-traps" => (false, rest),
+        rest => (true, rest),
+    };
     match rest {
-        [component, out] => Some((cpu, component, out)),
+        [component, out] => Some((cpu, signal_traps, component, out)),
         _ => None,
     }
 }
 
-fn run(cpu: Cpu, component: &Path, out: &Path) -> Result<(), String> {
+fn run(cpu: Cpu, signal_traps: bool, component: &Path, out: &Path) -> Result<(), String> {
     let bytes = std::fs::read(component)
         .map_err(|e| format!("cannot read {}: {e}", component.display()))?;
-    let artifact =
-        session_switch_runtime::precompile_artifact(&bytes, cpu).map_err(|f| f.message)?;
+    let artifact = session_switch_runtime::precompile_artifact(&bytes, cpu, signal_traps)
+        .map_err(|f| f.message)?;
     if std::fs::read(out).ok().as_deref() == Some(artifact.as_slice()) {
         return Ok(());
     }
@@ -61,9 +68,14 @@ fn run(cpu: Cpu, component: &Path, out: &Path) -> Result<(), String> {
         .and_then(|()| std::fs::rename(&tmp, out))
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!(
-        "precompiled {} for the {} CPU -> {} ({} bytes)",
+        "precompiled {} for the {} CPU{} -> {} ({} bytes)",
         component.display(),
         format!("{cpu:?}").to_lowercase(),
+        if signal_traps {
+            ""
+        } else {
+            ", without signal traps"
+        },
         out.display(),
         artifact.len()
     );

@@ -185,7 +185,7 @@ pub(crate) fn prepare(
         &runtime.engine,
         bytes,
         sha,
-        source == ComponentSource::Embedded,
+        (source == ComponentSource::Embedded).then_some(runtime.signal_traps),
     )
     .map_err(|e| {
         Failure::policy(format!(

@@ -61,6 +61,10 @@ pub(crate) struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<StoreData>,
     pub(crate) options: PolicyOptions,
+    /// Whether the engine traps through signal handlers (the default), or
+    /// checks explicitly ([`disable_signal_traps`]): each has its own
+    /// embedded artifact.
+    pub(crate) signal_traps: bool,
 }
 
 impl Runtime {
@@ -73,7 +77,8 @@ impl Runtime {
     pub(crate) fn new(options: PolicyOptions) -> Result<Self, Failure> {
         // The settings `examples/precompile.rs` precompiles the embedded
         // component with.
-        let config = engine_config::config(SIGNAL_TRAPS.load(std::sync::atomic::Ordering::Relaxed));
+        let signal_traps = SIGNAL_TRAPS.load(std::sync::atomic::Ordering::Relaxed);
+        let config = engine_config::config(signal_traps);
         let engine = Engine::new(&config)
             .map_err(|e| Failure::policy(format!("cannot set up wasmtime: {e}")))?;
         start_ticker(&engine)?;
@@ -84,6 +89,7 @@ impl Runtime {
             engine,
             linker,
             options,
+            signal_traps,
         })
     }
 }

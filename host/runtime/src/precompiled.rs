@@ -28,6 +28,12 @@ use wasmtime::component::Component;
 /// them, or nothing when the build had no artifact.
 const EMBEDDED_PRECOMPILED: &[u8] = include_bytes!(env!("SESSION_SWITCH_POLICY_CWASM"));
 
+/// The same for an engine without signal traps (`disable_signal_traps`,
+/// the Python binding's): its code checks bounds itself, so it is other
+/// code, with another compatibility key.
+const EMBEDDED_PRECOMPILED_WITHOUT_SIGNALS: &[u8] =
+    include_bytes!(env!("SESSION_SWITCH_POLICY_CWASM_WITHOUT_SIGNALS"));
+
 /// Whether [`load`] checks the payload's SHA-256 against the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Payload {
@@ -53,10 +59,10 @@ pub(crate) enum Unusable {
 }
 
 /// Compile `bytes` (SHA-256 `sha256`) for `engine`: the embedded
-/// precompiled artifact when `embedded` (the source is the embedded
-/// component, `ComponentSource::Embedded`) and
-/// the artifact is usable (`true`: nothing compiled), else the component
-/// compiled (`false`).
+/// precompiled artifact of the engine's signal setting when `embedded` is
+/// `Some(signal_traps)` (the source is the embedded component,
+/// `ComponentSource::Embedded`) and the artifact is usable (`true`: nothing
+/// compiled), else the component compiled (`false`).
 ///
 /// Errors: the bytes are not a valid component; an unusable artifact is logged (`debug`, `warn` when
 /// corrupt) and compiled around, never an error.
@@ -64,10 +70,10 @@ pub(crate) fn compile(
     engine: &Engine,
     bytes: &[u8],
     sha256: &[u8; 32],
-    embedded: bool,
+    embedded: Option<bool>,
 ) -> wasmtime::Result<(Component, bool)> {
-    if embedded {
-        let (artifact, payload) = artifact();
+    if let Some(signal_traps) = embedded {
+        let (artifact, payload) = artifact(signal_traps);
         match load(engine, sha256, &artifact, payload) {
             Ok(component) => {
                 tracing::debug!(
@@ -151,29 +157,45 @@ fn baseline_key(engine: &Engine) -> [u8; 32] {
 
 /// The embedded artifact, or the one a unit test put in its place (whose
 /// payload nobody checked yet).
-fn artifact() -> (Cow<'static, [u8]>, Payload) {
+fn artifact(signal_traps: bool) -> (Cow<'static, [u8]>, Payload) {
     #[cfg(test)]
     if let Some(bytes) = tests::REPLACED.with(|r| r.borrow().clone()) {
         return (Cow::Owned(bytes), Payload::Verify);
     }
-    (Cow::Borrowed(EMBEDDED_PRECOMPILED), Payload::CheckedAtBuild)
+    (
+        Cow::Borrowed(embedded(signal_traps)),
+        Payload::CheckedAtBuild,
+    )
 }
 
-/// Whether this build carries a precompiled artifact (`make component`
-/// made one before the host was built).
-pub fn embedded_precompiled() -> bool {
-    !EMBEDDED_PRECOMPILED.is_empty()
+fn embedded(signal_traps: bool) -> &'static [u8] {
+    if signal_traps {
+        EMBEDDED_PRECOMPILED
+    } else {
+        EMBEDDED_PRECOMPILED_WITHOUT_SIGNALS
+    }
+}
+
+/// Whether this build carries a precompiled artifact for an engine with
+/// signal traps (`true`) or without (`false`): `make component` made it
+/// before the host was built.
+pub fn embedded_precompiled(signal_traps: bool) -> bool {
+    !embedded(signal_traps).is_empty()
 }
 
 /// The component `bytes` precompiled for `cpu` (this machine's, or the
 /// architecture's baseline) with the engine settings a
-/// [`Policy`](crate::Policy) uses by default (signal traps on), header
-/// included (`engine_config::encode_artifact`): what
+/// [`Policy`](crate::Policy) uses, with signal traps (the default) or
+/// without (after `disable_signal_traps`), header included (`engine_config::encode_artifact`): what
 /// `examples/precompile.rs` writes for `build.rs` to embed. Errors (kind
 /// `policy`): wasmtime cannot be set up, or `bytes` is not a valid
 /// component.
-pub fn precompile_artifact(bytes: &[u8], cpu: Cpu) -> Result<Vec<u8>, crate::Failure> {
-    let engine = Engine::new(&for_cpu(&config(true), cpu))
+pub fn precompile_artifact(
+    bytes: &[u8],
+    cpu: Cpu,
+    signal_traps: bool,
+) -> Result<Vec<u8>, crate::Failure> {
+    let engine = Engine::new(&for_cpu(&config(signal_traps), cpu))
         .map_err(|e| crate::Failure::policy(format!("cannot set up wasmtime: {e}")))?;
     let payload = engine
         .precompile_component(bytes)
@@ -212,6 +234,32 @@ mod tests {
         policy.version()
     }
 
+    /// An engine without signal traps (the Python binding's) takes its own
+    /// artifact, and nothing is compiled; the other artifact is refused.
+    #[test]
+    fn an_engine_without_signal_traps_loads_its_own_embedded_artifact() {
+        assert!(
+            embedded_precompiled(false),
+            "no artifact without signal traps was embedded"
+        );
+        let engine = Engine::new(&config(false)).unwrap();
+        let (_, precompiled) = compile(&engine, EMBEDDED_COMPONENT, &sha(), Some(false)).unwrap();
+        assert!(precompiled, "nothing compiled");
+        assert!(matches!(
+            load(&engine, &sha(), EMBEDDED_PRECOMPILED, Payload::Verify).unwrap_err(),
+            Unusable::Mismatch(why) if why.contains("other settings")
+        ));
+        assert!(
+            load(
+                &engine,
+                &sha(),
+                EMBEDDED_PRECOMPILED_WITHOUT_SIGNALS,
+                Payload::Verify
+            )
+            .is_ok()
+        );
+    }
+
     #[test]
     fn the_digests_taken_at_build_time_are_those_of_the_embedded_bytes() {
         assert_eq!(crate::component::EMBEDDED_SHA256, sha());
@@ -225,7 +273,7 @@ mod tests {
     #[test]
     fn a_native_build_embeds_an_artifact_for_this_engine() {
         // `make component` precompiled it before `cargo test` built the host.
-        assert!(embedded_precompiled(), "no artifact was embedded");
+        assert!(embedded_precompiled(true), "no artifact was embedded");
         let engine = Engine::new(&config(true)).unwrap();
         assert!(load(&engine, &sha(), EMBEDDED_PRECOMPILED, Payload::Verify).is_ok());
         let policy = Policy::embedded(PolicyOptions::default()).unwrap();
@@ -281,7 +329,7 @@ mod tests {
     #[test]
     fn a_baseline_artifact_loads_into_this_cpus_engine_and_answers_the_same() {
         let want = compiled_version();
-        let baseline = precompile_artifact(EMBEDDED_COMPONENT, Cpu::Baseline).unwrap();
+        let baseline = precompile_artifact(EMBEDDED_COMPONENT, Cpu::Baseline, true).unwrap();
         let ours = Engine::new(&config(true)).unwrap();
         assert!(load(&ours, &sha(), &baseline, Payload::Verify).is_ok());
         let policy = replaced(baseline, || Policy::embedded(PolicyOptions::default())).unwrap();
