@@ -570,7 +570,11 @@ def bot_share(path, start, end):
             replied.append(t)
         elif m := re.match(rf"{re.escape(AGENT)}'s message decided in (\d+) µs", text):
             echoes.append(int(m.group(1)))
-    n = min(map(len, (handed, decided, admits, resolves, hermes, forgets, replied)))
+    # A bot that forgets the lines after handing the reply on logs no
+    # forget inside its share.
+    parts = (handed, decided, admits, resolves, hermes, replied) + ((forgets,) if forgets else ())
+    forgets = forgets or [0] * len(handed)
+    n = min(map(len, parts))
     rows = []
     for i in range(n):
         back, rtt = hermes[i]

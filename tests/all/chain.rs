@@ -313,6 +313,32 @@ fn children_of_a_configured_xmpp_session_are_the_agents_xmpp_sessions() {
     );
 }
 
+/// The room bot keeps one instance from message to message: a compression
+/// Hermes makes after it opened still makes the new child one of the
+/// agent's XMPP sessions, never a record's target.
+#[test]
+fn a_kept_instance_learns_of_a_compression_made_after_it_opened() {
+    let home = Home::written_by_hermes(None);
+    let bridge = home.bridge();
+    let kept = &mut session_switch::KeptInstance::default();
+    let plain = home.id("plain");
+    home.record(&plain);
+    let decision = bridge.resolve_kept(kept, "mohe", "xmpp-mohe-v2").unwrap();
+    assert_eq!(decision.session_id, plain, "{decision:?}");
+    let child = home.id("xmpp_child");
+    let grandchild = hermes("v31", &["compress", &child], &home.db)["child"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    home.record(&grandchild);
+    let decision = bridge.resolve_kept(kept, "mohe", "xmpp-mohe-v2").unwrap();
+    assert_eq!(decision.reason.as_str(), "malformed-record", "{decision:?}");
+    assert!(
+        decision.detail.contains("an XMPP session of mohe"),
+        "{decision:?}"
+    );
+}
+
 /// Whether `detail` names the fork of `forked` into `a` and `b`.
 fn names_the_fork(detail: &str, forked: &str, a: &str, b: &str) -> bool {
     detail.contains(&format!("not redirecting to or recording session {forked}"))

@@ -38,6 +38,7 @@ fn hearing<'a>(line: &'a str, ordering: i64, cursor: Option<&'a str>) -> Hearing
         ordering,
         at: 1_800_000_000.0 + ordering as f64,
         cursor,
+        forget: &[],
     }
 }
 

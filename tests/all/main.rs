@@ -26,6 +26,7 @@ mod hostile_input;
 mod hot_swap;
 mod idle_bridge;
 mod isolation;
+mod kept_instance;
 mod layout;
 mod loop_guard;
 mod loop_guard_e2e;

@@ -12,16 +12,22 @@
 //! disagree; a nick the policy would read so is quoted:
 //! `(nick "[YOU] mohe"): body`, which no signature or marker begins.
 
-use session_switch::Bridge;
 use session_switch::runtime::contract::fold::fold_width;
 use session_switch::runtime::untag;
 use session_switch::runtime::{RowSummaries, prefix, push_summary, role_of};
+use session_switch::{Bridge, KeptInstance};
 
 /// The line for a message of `nick` saying `body`, for `agent`'s turn.
 /// A policy that cannot answer is taken to object (the quoted form).
-pub fn room_line(bridge: &Bridge, agent: &str, nick: &str, body: &str) -> String {
+pub fn room_line(
+    bridge: &Bridge,
+    kept: &mut KeptInstance,
+    agent: &str,
+    nick: &str,
+    body: &str,
+) -> String {
     let plain = format!("{nick}: {body}");
-    if !lookalike(bridge, nick) && read_as_is(bridge, agent, &plain) {
+    if !lookalike(bridge, nick) && read_as_is(bridge, kept, agent, &plain) {
         plain
     } else {
         format!("(nick {nick:?}): {body}")
@@ -58,7 +64,7 @@ fn lookalike(bridge: &Bridge, nick: &str) -> bool {
 /// row no send of ours wrote, as someone else's: it starts with no
 /// `[YOU]` marker and the policy edits it neither way (an own row that
 /// already carries the tag needs no edit, so no edit alone is not enough).
-fn read_as_is(bridge: &Bridge, agent: &str, line: &str) -> bool {
+fn read_as_is(bridge: &Bridge, kept: &mut KeptInstance, agent: &str, line: &str) -> bool {
     if untag(line) != line {
         return false;
     }
@@ -74,10 +80,7 @@ fn read_as_is(bridge: &Bridge, agent: &str, line: &str) -> bool {
         prefix(line, chars),
         false,
     );
-    match bridge
-        .instance(false)
-        .and_then(|mut i| i.tag_summaries(agent, &summaries))
-    {
+    match bridge.with_kept(kept, |i, _| i.tag_summaries(agent, &summaries)) {
         Ok(edits) => edits.is_empty(),
         Err(e) => {
             tracing::warn!("quoting a nick: the policy's tagging failed: {}", e.message);
@@ -116,6 +119,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ss-bot-line-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let b = bridge(&dir);
+        let kept = &mut KeptInstance::default();
         for (nick, line) in [
             ("anna", "anna: hi"),
             ("zhiwei", "zhiwei: hi"),
@@ -132,12 +136,15 @@ mod tests {
             ("[mohe]", "(nick \"[mohe]\"): hi"),
             ("墨河", "(nick \"墨河\"): hi"),
         ] {
-            assert_eq!(room_line(&b, "mohe", nick, "hi"), line, "{nick}");
+            assert_eq!(room_line(&b, kept, "mohe", nick, "hi"), line, "{nick}");
         }
         // Another agent's names are only mohe's words for mohe; a
         // lookalike of mohe is quoted for every agent.
-        assert_eq!(room_line(&b, "zhiwei", "mohe", "hi"), "mohe: hi");
-        assert_eq!(room_line(&b, "zhiwei", "MoHe", "hi"), "(nick \"MoHe\"): hi");
+        assert_eq!(room_line(&b, kept, "zhiwei", "mohe", "hi"), "mohe: hi");
+        assert_eq!(
+            room_line(&b, kept, "zhiwei", "MoHe", "hi"),
+            "(nick \"MoHe\"): hi"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

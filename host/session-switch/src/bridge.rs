@@ -163,7 +163,7 @@ impl Bridge {
 
     /// [`Bridge::instance`], with the notes of its chain walk
     /// ([`HermesImports::reporting`]).
-    fn instance_noting(
+    pub(crate) fn instance_noting(
         &self,
         sends: bool,
         report: bool,

@@ -5,8 +5,8 @@
 
 use crate::Bridge;
 use crate::hermes_imports::HermesImports;
-use session_switch_runtime::{Admission, Failure, RoomMessage};
-use session_switch_store::{HeardLine, cursor_key};
+use session_switch_runtime::{Admission, Failure, PolicyInstance, RoomMessage};
+use session_switch_store::{HeardLine, HermesStore, cursor_key};
 use std::any::Any;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,9 @@ pub struct Hearing<'a> {
     /// The room cursor to store with the decision (JSON, see
     /// `host/store/src/heard.rs`), if the bot moves it.
     pub cursor: Option<&'a str>,
+    /// Stored lines Hermes has taken since, forgotten in the decision's
+    /// transaction.
+    pub forget: &'a [i64],
 }
 
 /// A decision and what it kept.
@@ -40,14 +43,27 @@ pub struct Heard {
 
 impl Bridge {
     /// [`Bridge::admit`], and in the same brief write transaction: the
-    /// line of `hearing` stored when the policy says the message is heard
-    /// or answered (not for the agent's own line, a repeat or history),
-    /// and the cursor moved. Either the guard's state, the line and the
-    /// cursor are all written, or none.
+    /// lines `hearing.forget` deleted, the line of `hearing` stored when
+    /// the policy says the message is heard or answered (not for the
+    /// agent's own line, a repeat or history), and the cursor moved. Either
+    /// the guard's state, the lines and the cursor are all written, or
+    /// none.
     ///
     /// Errors: those of [`Bridge::admit`]; the store's (`busy`, `store`).
     pub fn admit_hearing(
         &self,
+        agent: &str,
+        message: &RoomMessage,
+        hearing: &Hearing<'_>,
+    ) -> Result<Heard, Failure> {
+        self.admit_hearing_on(&mut self.instance(false)?, agent, message, hearing)
+    }
+
+    /// [`Bridge::admit_hearing`] on `instance` (one [`Bridge::instance`]
+    /// or [`Bridge::with_kept`] made).
+    pub fn admit_hearing_on(
+        &self,
+        instance: &mut PolicyInstance,
         agent: &str,
         message: &RoomMessage,
         hearing: &Hearing<'_>,
@@ -57,7 +73,6 @@ impl Bridge {
         let mut dropped = Vec::new();
         let started = Instant::now();
         let mut written = None;
-        let mut instance = self.instance(false)?;
         let admission = instance.admit_then(agent, message, &mut |admission, imports| {
             written = Some(Instant::now());
             kept = None;
@@ -69,6 +84,10 @@ impl Bridge {
                 ));
             };
             let store = imports.store();
+            // Before the insert: the cap counts only the lines still waiting.
+            if !hearing.forget.is_empty() {
+                store.heard_forget_in_tx(hearing.forget)?;
+            }
             if admission.heard || admission.reply {
                 let (id, gone) = store.heard_insert_in_tx(&HeardLine {
                     id: 0,
@@ -126,6 +145,38 @@ impl Bridge {
         assign: &[(i64, Option<String>)],
         add: &[(i64, Option<String>, String, f64)],
     ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
+        self.heard_change_in(&mut self.store()?, agent, forget, assign, add)
+    }
+
+    /// [`Bridge::heard_change`] on `instance`'s connection (one
+    /// [`Bridge::instance`] or [`Bridge::with_kept`] made).
+    ///
+    /// Errors: those of [`Bridge::heard_change`]; kind `policy` for an
+    /// instance without a Hermes store.
+    pub fn heard_change_on(
+        &self,
+        instance: &mut PolicyInstance,
+        agent: &str,
+        forget: &[i64],
+        assign: &[(i64, Option<String>)],
+        add: &[(i64, Option<String>, String, f64)],
+    ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
+        let Some(store) = HermesImports::store_mut_of(instance) else {
+            return Err(Failure::policy(
+                "this instance has no Hermes store to keep the lines in",
+            ));
+        };
+        self.heard_change_in(store, agent, forget, assign, add)
+    }
+
+    fn heard_change_in(
+        &self,
+        store: &mut HermesStore,
+        agent: &str,
+        forget: &[i64],
+        assign: &[(i64, Option<String>)],
+        add: &[(i64, Option<String>, String, f64)],
+    ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
         let room = &self.config().xmpp.room;
         let add: Vec<HeardLine> = add
             .iter()
@@ -141,7 +192,7 @@ impl Bridge {
                 answer: false,
             })
             .collect();
-        let (ids, dropped) = self.store()?.heard_change(forget, assign, &add)?;
+        let (ids, dropped) = store.heard_change(forget, assign, &add)?;
         Ok((ids, dropped))
     }
 

@@ -20,12 +20,14 @@ mod heard;
 pub mod hermes_imports;
 mod hot_swap;
 pub mod json;
+mod kept;
 mod pending_report;
 pub mod reads;
 pub mod server_checks;
 
 pub use bridge::{Bridge, BridgeOptions, db_schema, default_db_path, init_db, refuse_unusable};
 pub use heard::{Heard, Hearing};
+pub use kept::KeptInstance;
 pub use pending_report::{PendingReport, PendingStatus};
 pub use reads::Reads;
 /// The config's types: a face reads the config and hands it to [`Bridge`].

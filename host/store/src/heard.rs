@@ -112,6 +112,26 @@ impl HermesStore {
         Ok((id, dropped))
     }
 
+    /// Delete the lines `ids` (Hermes took them) inside the open write
+    /// transaction. SQL: `CREATE TABLE IF NOT EXISTS session_switch_heard
+    /// …`, a `DELETE` per id. Errors as [`HermesStore::heard_insert_in_tx`].
+    pub fn heard_forget_in_tx(&self, ids: &[i64]) -> Result<(), Failure> {
+        if self.conn.is_autocommit() {
+            return Err(Failure::bad_input(
+                "refusing to forget heard lines outside a write transaction",
+            ));
+        }
+        let doing = "forget the heard lines Hermes took";
+        let fail = |e| self.fail(doing, e);
+        self.conn.execute_batch(CREATE_HEARD).map_err(fail)?;
+        for id in ids {
+            self.conn
+                .execute("DELETE FROM session_switch_heard WHERE id = ?1", [id])
+                .map_err(fail)?;
+        }
+        Ok(())
+    }
+
     /// Set the cursor of `agent` in `room` inside the open write
     /// transaction (`CREATE TABLE IF NOT EXISTS state_meta`, then an
     /// upsert of [`cursor_key`]). Errors as [`HermesStore::heard_insert_in_tx`].

@@ -30,7 +30,10 @@ impl Decider {
         let m = &turn;
         let default_session = self.settings.sessions[0].clone();
         let resolving = Instant::now();
-        let decision = match self.bridge.resolve(agent, &default_session) {
+        let decision = match self
+            .bridge
+            .resolve_kept(&mut self.kept, agent, &default_session)
+        {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!("not answering {}: resolve failed: {}", m.nick, e.message);
@@ -101,12 +104,7 @@ impl Decider {
         match answer {
             Ok(reply) => {
                 self.backlog.retain(|k| !taken(k));
-                let forgetting = Instant::now();
-                self.forget(&passed);
-                tracing::debug!(
-                    "lines Hermes took forgotten in {} µs",
-                    forgetting.elapsed().as_micros()
-                );
+                self.taken.extend(passed);
                 let body = normalise(&reply, self.settings.max_body_chars);
                 if body.is_empty() {
                     tracing::warn!(
@@ -164,11 +162,12 @@ impl Decider {
     /// it in) since `started`, although the turn failed: a broken
     /// connection leaves that open. A read that fails says no (the line is
     /// kept: seen twice rather than lost).
-    pub(super) fn stored_meanwhile(&self, session: &str, line: &str, started: f64) -> bool {
+    pub(super) fn stored_meanwhile(&mut self, session: &str, line: &str, started: f64) -> bool {
         // Hermes stamps the row with its own clock: a second's leeway.
         let since = started - 1.0;
-        let found = self.bridge.instance(false).and_then(|mut instance| {
-            self.bridge.reads(&mut instance, |reads| {
+        let bridge = &self.bridge;
+        let found = bridge.with_kept(&mut self.kept, |instance, _| {
+            bridge.reads(instance, |reads| {
                 reads.holds_user_line(session, line, since)
             })
         });

@@ -66,11 +66,11 @@ impl Decider {
     /// Forget the stored lines Hermes took (`ids`), in one brief
     /// transaction. A failure is logged: a restart would pass them again
     /// (seen twice rather than lost).
-    pub(super) fn forget(&self, ids: &[i64]) {
-        if let Err(e) = self
-            .bridge
-            .heard_change(&self.settings.agent, ids, &[], &[])
-        {
+    pub(super) fn forget(&mut self, ids: &[i64]) {
+        let (bridge, agent) = (&self.bridge, &self.settings.agent);
+        if let Err(e) = bridge.with_kept(&mut self.kept, |i, _| {
+            bridge.heard_change_on(i, agent, ids, &[], &[])
+        }) {
             tracing::warn!(
                 "could not forget the {} lines Hermes took: {}; a restart passes them again",
                 ids.len(),
@@ -81,11 +81,11 @@ impl Decider {
 
     /// Keep row `id` as a line for a later turn (in `session`, or any):
     /// no longer a turn to answer after a restart. A failure is logged.
-    pub(super) fn store_session(&self, id: i64, session: Option<String>) {
-        if let Err(e) = self
-            .bridge
-            .heard_change(&self.settings.agent, &[], &[(id, session)], &[])
-        {
+    pub(super) fn store_session(&mut self, id: i64, session: Option<String>) {
+        let (bridge, agent) = (&self.bridge, &self.settings.agent);
+        if let Err(e) = bridge.with_kept(&mut self.kept, |i, _| {
+            bridge.heard_change_on(i, agent, &[], &[(id, session)], &[])
+        }) {
             tracing::warn!(
                 "could not keep the line for a later turn: {}; after a restart it is answered",
                 e.message

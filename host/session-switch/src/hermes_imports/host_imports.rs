@@ -79,6 +79,14 @@ impl HermesImports {
             .map(|imports| &imports.store)
     }
 
+    /// [`HermesImports::store_of`], for a write between policy calls.
+    pub(crate) fn store_mut_of(instance: &mut PolicyInstance) -> Option<&mut HermesStore> {
+        let imports: &mut dyn Any = instance.imports_mut();
+        imports
+            .downcast_mut::<HermesImports>()
+            .map(|imports| &mut imports.store)
+    }
+
     /// The store these imports read and write.
     pub(crate) fn store(&self) -> &HermesStore {
         &self.store
