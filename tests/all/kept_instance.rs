@@ -5,7 +5,7 @@
 //! next, and a hot swap reaches it.
 
 use rusqlite::Connection;
-use session_switch::runtime::{CacheMode, RoomMessage};
+use session_switch::runtime::{RoomMessage};
 use session_switch::{Bridge, BridgeOptions, FailureKind, Hearing, KeptInstance};
 use session_switch_tests::sample::{ROOM, room_message, sample_config_text};
 use session_switch_tests::{component_path, fixture_copy, variant_path};
@@ -22,7 +22,6 @@ fn bridge(db: &Path, policy: Option<&Path>) -> Bridge {
         config: Some(config),
         db: Some(db.to_path_buf()),
         policy: policy.map(Path::to_path_buf),
-        cache: CacheMode::Off,
     })
     .unwrap()
 }
