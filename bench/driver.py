@@ -195,7 +195,7 @@ def whole_process(manifest, run_dir, quick):
     # Cold: the binary and the database read from disk again (the page cache
     # dropped before each run), as the first command after a boot.
     cold = hyperfine([q(resolve)], max(5, runs // 3), 1,
-                     prepare="sync; echo 3 > /proc/sys/vm/drop_caches")
+                     prepare="sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches'")
     return {"resolve_warm": warm_res[0], "context_1k_warm": warm_res[1],
             "seed_resolve_process": warm_res[2], "resolve_policy_file": warm_res[3],
             "resolve_cold": cold[0]}
@@ -387,6 +387,9 @@ def main():
     res["sends"] = sends(manifest, run_dir, args.quick)
     res["room"] = room(manifest, run_dir, args.quick)
     res["load_after"] = os.getloadavg()
+    # The measurements first: a report that fails to render keeps them.
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, ensure_ascii=False)
     text, checks = report(res)
     res["targets"] = [{"target": n, "met": ok, "measured": g} for n, ok, g in checks]
     with open(os.path.join(args.out, "results.json"), "w") as f:
