@@ -5,7 +5,7 @@
 //! next, and a hot swap reaches it.
 
 use rusqlite::Connection;
-use session_switch::runtime::{RoomMessage};
+use session_switch::runtime::RoomMessage;
 use session_switch::{Bridge, BridgeOptions, FailureKind, Hearing, KeptInstance};
 use session_switch_tests::sample::{ROOM, room_message, sample_config_text};
 use session_switch_tests::{component_path, fixture_copy, variant_path};
