@@ -6,26 +6,14 @@
 
 use rusqlite::Connection;
 use session_switch::runtime::RoomMessage;
-use session_switch::{Bridge, BridgeOptions, FailureKind, HEARD_CAP, Hearing};
+use session_switch::{FailureKind, HEARD_CAP, Hearing};
 use session_switch_store::{HeardLine, HermesStore};
 use session_switch_tests::fixture_copy;
-use session_switch_tests::sample::{ROOM, room_message, sample_config_text};
+use session_switch_tests::sample::{ROOM, room_message, sample_bridge};
 use std::path::Path;
 use std::time::Duration;
 
 const FIXTURES: [&str; 3] = ["hermes-early.db", "hermes-0.19.0.db", "hermes-latest.db"];
-
-fn bridge(db: &Path) -> Bridge {
-    let config = db.with_file_name("session-switch.toml");
-    let text = sample_config_text(ROOM, &|n| format!("{n}@example.org"), "", "");
-    std::fs::write(&config, text).unwrap();
-    Bridge::open(BridgeOptions {
-        config: Some(config),
-        db: Some(db.to_path_buf()),
-        policy: None,
-    })
-    .unwrap()
-}
 
 fn person(body: &str) -> RoomMessage {
     room_message("anna", Some("anna@example.org"), body)
@@ -63,7 +51,7 @@ fn a_decided_line_and_the_cursor_are_written_with_the_decision() {
             return;
         };
         assert!(!table_exists(&db, "session_switch_heard"), "{name}");
-        let b = bridge(&db);
+        let b = sample_bridge(&db, None);
         // Not addressed: heard, kept, and the cursor moved.
         let heard = b
             .admit_hearing(
@@ -150,7 +138,7 @@ fn the_cap_drops_the_oldest_and_says_which() {
     let Some((_dir, db)) = fixture_copy("hermes-0.19.0.db") else {
         return;
     };
-    let b = bridge(&db);
+    let b = sample_bridge(&db, None);
     let mut dropped = Vec::new();
     for i in 1..=(HEARD_CAP as i64 + 3) {
         let body = format!("@zhiwei line {i}");
@@ -222,7 +210,7 @@ fn a_decision_the_store_refuses_writes_neither_the_state_nor_the_line() {
     let Some((_dir, db)) = fixture_copy("hermes-0.19.0.db") else {
         return;
     };
-    let b = bridge(&db);
+    let b = sample_bridge(&db, None);
     // The table exists but cannot take the line (a column it lacks): the
     // admission's write fails after the policy decided, and is rolled back.
     let conn = Connection::open(&db).unwrap();

@@ -6,25 +6,13 @@
 
 use rusqlite::Connection;
 use session_switch::runtime::RoomMessage;
-use session_switch::{Bridge, BridgeOptions, FailureKind, Hearing, KeptInstance};
-use session_switch_tests::sample::{ROOM, room_message, sample_config_text};
+use session_switch::{Bridge, FailureKind, Hearing, KeptInstance};
+use session_switch_tests::sample::{ROOM, room_message, sample_bridge};
 use session_switch_tests::{component_path, fixture_copy, variant_path};
 use std::path::Path;
 use std::time::Duration;
 
 const FIXTURES: [&str; 3] = ["hermes-early.db", "hermes-0.19.0.db", "hermes-latest.db"];
-
-fn bridge(db: &Path, policy: Option<&Path>) -> Bridge {
-    let config = db.with_file_name("session-switch.toml");
-    let text = sample_config_text(ROOM, &|n| format!("{n}@example.org"), "", "");
-    std::fs::write(&config, text).unwrap();
-    Bridge::open(BridgeOptions {
-        config: Some(config),
-        db: Some(db.to_path_buf()),
-        policy: policy.map(Path::to_path_buf),
-    })
-    .unwrap()
-}
 
 fn person(body: &str) -> RoomMessage {
     room_message("anna", Some("anna@example.org"), body)
@@ -64,7 +52,7 @@ fn a_kept_connection_holds_no_lock_between_calls() {
         let Some((_dir, db)) = fixture_copy(name) else {
             return;
         };
-        let b = bridge(&db, None);
+        let b = sample_bridge(&db, None);
         let kept = &mut KeptInstance::default();
         let id = hear(&b, kept, "@mohe hi", 1).unwrap();
         b.resolve_kept(kept, "mohe", "xmpp-mohe-v2").unwrap();
@@ -89,7 +77,7 @@ fn a_locked_database_is_busy_and_the_kept_instance_serves_after() {
     let Some((_dir, db)) = fixture_copy("hermes-latest.db") else {
         return;
     };
-    let b = bridge(&db, None);
+    let b = sample_bridge(&db, None);
     let kept = &mut KeptInstance::default();
     hear(&b, kept, "@mohe one", 1).unwrap();
     let other = Connection::open(&db).unwrap();
@@ -113,7 +101,7 @@ fn a_replaced_database_file_is_the_one_written_next() {
         let Some((dir, db)) = fixture_copy(name) else {
             return;
         };
-        let b = bridge(&db, None);
+        let b = sample_bridge(&db, None);
         let kept = &mut KeptInstance::default();
         hear(&b, kept, "@mohe before", 1).unwrap();
         assert_eq!(heard_rows(&db), 1, "{name}");
@@ -172,7 +160,7 @@ fn a_hot_swap_reaches_the_kept_instance() {
     };
     let live = dir.path().join("live.wasm");
     std::fs::copy(component_path(), &live).unwrap();
-    let b = bridge(&db, Some(&live));
+    let b = sample_bridge(&db, Some(&live));
     let kept = &mut KeptInstance::default();
     let before = b.with_kept(kept, |i, _| i.version()).unwrap();
     let tmp = dir.path().join("live.wasm.tmp");

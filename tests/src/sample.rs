@@ -10,6 +10,8 @@
 
 use session_switch::config::Config;
 use session_switch::runtime::{RoomMessage, Settings};
+use session_switch::{Bridge, BridgeOptions};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The samples' room (the legacy tool's `coregroup`).
@@ -76,6 +78,23 @@ pub fn sample_config_in(room: &str, domain: &str, legacy: bool) -> Config {
     };
     let text = sample_config_text(room, &|name| format!("{name}@{domain}"), "", redirect);
     Config::parse(&text, "sample.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// A [`Bridge`] on `db` with the sample config written beside it, and
+/// `policy` instead of the embedded one when given.
+///
+/// # Panics
+/// When the config cannot be written or the bridge does not open.
+pub fn sample_bridge(db: &Path, policy: Option<&Path>) -> Bridge {
+    let config = db.with_file_name("session-switch.toml");
+    let text = sample_config_text(ROOM, &|n| format!("{n}@{DOMAIN}"), "", "");
+    std::fs::write(&config, text).unwrap();
+    Bridge::open(BridgeOptions {
+        config: Some(config),
+        db: Some(db.to_path_buf()),
+        policy: policy.map(Path::to_path_buf),
+    })
+    .unwrap()
 }
 
 /// The sample config: [`ROOM`], JIDs at [`DOMAIN`], mohe the legacy agent.

@@ -112,7 +112,7 @@ impl HermesStore {
         Ok((id, dropped))
     }
 
-    /// Delete the lines `ids` (Hermes took them) inside the open write
+    /// Delete the lines `ids` inside the open write
     /// transaction. SQL: `CREATE TABLE IF NOT EXISTS session_switch_heard
     /// …`, a `DELETE` per id. Errors as [`HermesStore::heard_insert_in_tx`].
     pub fn heard_forget_in_tx(&self, ids: &[i64]) -> Result<(), Failure> {
@@ -121,13 +121,15 @@ impl HermesStore {
                 "refusing to forget heard lines outside a write transaction",
             ));
         }
-        let doing = "forget the heard lines Hermes took";
+        let doing = "forget heard lines";
         let fail = |e| self.fail(doing, e);
         self.conn.execute_batch(CREATE_HEARD).map_err(fail)?;
+        let mut delete = self
+            .conn
+            .prepare_cached("DELETE FROM session_switch_heard WHERE id = ?1")
+            .map_err(fail)?;
         for id in ids {
-            self.conn
-                .execute("DELETE FROM session_switch_heard WHERE id = ?1", [id])
-                .map_err(fail)?;
+            delete.execute([id]).map_err(fail)?;
         }
         Ok(())
     }
@@ -211,14 +213,7 @@ impl HermesStore {
         add: &[HeardLine],
     ) -> Result<(Vec<i64>, Vec<HeardLine>), Failure> {
         let doing = "change the heard lines";
-        self.conn
-            .execute_batch(CREATE_HEARD)
-            .map_err(|e| self.fail(doing, e))?;
-        for id in forget {
-            self.conn
-                .execute("DELETE FROM session_switch_heard WHERE id = ?1", [id])
-                .map_err(|e| self.fail(doing, e))?;
-        }
+        self.heard_forget_in_tx(forget)?;
         for (id, session) in assign {
             self.conn
                 .execute(
