@@ -5,6 +5,8 @@
 //! stops that hold, and who said the recent agent messages.
 
 use super::GuardSettings;
+use serde::{Deserialize, Serialize, Serializer};
+use std::borrow::Cow;
 
 /// A recently seen message, for the duplicate rule.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,82 +44,62 @@ const MAX_SEEN: usize = 128;
 const MAX_SAID: usize = 64;
 
 impl GuardState {
-    /// The state as stored: `{"v":1,"hops":N,"window":[t,…],"seen":[[sender,digest,t],…]}`.
+    /// The state as stored: `{"v":1,"hops":N,"window":[t,…],"seen":[[sender,digest,t],…]}`,
+    /// keys in byte order. Written through typed fields, not a JSON value
+    /// tree: the state is read and written on every `admit`, and a tree
+    /// of it was most of the call.
     pub fn to_json(&self) -> String {
-        let seen: Vec<serde_json::Value> = self
+        let seen: Vec<(&str, Digest, f64)> = self
             .seen
             .iter()
-            .map(|s| serde_json::json!([s.sender, format!("{:016x}", s.digest), s.at]))
+            .map(|s| (s.sender.as_str(), Digest(s.digest), s.at))
             .collect();
-        let mut value =
-            serde_json::json!({"v": 1, "hops": self.hops, "window": self.window, "seen": seen});
         // Absent keys read as their defaults, so a state without a stop or
         // ids is stored as before.
-        if self.stopped {
-            value["stopped"] = true.into();
-        }
-        if self.quiet {
-            value["quiet"] = true.into();
-        }
-        if !self.said.is_empty() {
-            value["said"] = serde_json::json!(self.said);
-        }
-        value.to_string()
+        let stored = Stored {
+            hops: self.hops,
+            quiet: self.quiet,
+            said: &self.said,
+            seen,
+            stopped: self.stopped,
+            v: 1,
+            window: &self.window,
+        };
+        serde_json::to_string(&stored).expect("a state of strings and finite numbers serialises")
     }
 
     /// The stored state; `None` for text that is not a state of ours (the
     /// caller starts afresh and says so: a malformed state never blocks a
     /// human, and resets at the next human message anyway).
     pub fn from_json(text: &str) -> Option<Self> {
-        let value: serde_json::Value = serde_json::from_str(text).ok()?;
-        if value.get("v")?.as_u64()? != 1 {
+        let read: Read<'_> = serde_json::from_str(text).ok()?;
+        if read.v != 1 {
             return None;
         }
-        let hops = u32::try_from(value.get("hops")?.as_u64()?).ok()?;
-        let window = value
-            .get("window")?
-            .as_array()?
-            .iter()
-            .map(|t| t.as_f64().filter(|t| t.is_finite()))
+        let finite = |t: f64| t.is_finite().then_some(t);
+        let window = read
+            .window
+            .into_iter()
+            .map(finite)
             .collect::<Option<Vec<f64>>>()?;
-        let seen = value
-            .get("seen")?
-            .as_array()?
-            .iter()
-            .map(|s| {
-                let s = s.as_array()?;
+        let seen = read
+            .seen
+            .into_iter()
+            .map(|(sender, digest, at)| {
                 Some(Seen {
-                    sender: s.first()?.as_str()?.to_owned(),
-                    digest: u64::from_str_radix(s.get(1)?.as_str()?, 16).ok()?,
-                    at: s.get(2)?.as_f64().filter(|t| t.is_finite())?,
+                    sender: sender.into_owned(),
+                    digest: u64::from_str_radix(&digest, 16).ok()?,
+                    at: finite(at)?,
                 })
             })
             .collect::<Option<Vec<Seen>>>()?;
-        let flag = |key: &str| match value.get(key) {
-            None => Some(false),
-            Some(v) => v.as_bool(),
-        };
-        let said = match value.get("said") {
-            None => Vec::new(),
-            Some(said) => said
-                .as_array()?
-                .iter()
-                .map(|pair| {
-                    let pair = pair.as_array()?;
-                    Some((
-                        pair.first()?.as_str()?.to_owned(),
-                        pair.get(1)?.as_str()?.to_owned(),
-                    ))
-                })
-                .collect::<Option<Vec<_>>>()?,
-        };
         Some(Self {
-            hops,
+            hops: read.hops,
             window,
             seen,
-            stopped: flag("stopped")?,
-            quiet: flag("quiet")?,
-            said,
+            stopped: read.stopped,
+            quiet: read.quiet,
+            said: read.said,
         })
     }
 
@@ -182,5 +164,132 @@ impl GuardState {
             });
         }
         seen
+    }
+}
+
+/// The stored state as written, its keys in byte order (as a JSON object
+/// without `preserve_order` writes them).
+#[derive(Serialize)]
+struct Stored<'a> {
+    hops: u32,
+    #[serde(skip_serializing_if = "is_false")]
+    quiet: bool,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    said: &'a [(String, String)],
+    seen: Vec<(&'a str, Digest, f64)>,
+    #[serde(skip_serializing_if = "is_false")]
+    stopped: bool,
+    v: u32,
+    window: &'a [f64],
+}
+
+/// The stored state as read: other keys are ignored, a missing flag or
+/// `said` reads as its default.
+#[derive(Deserialize)]
+struct Read<'a> {
+    v: u64,
+    hops: u32,
+    window: Vec<f64>,
+    #[serde(borrow)]
+    seen: Vec<(Cow<'a, str>, Cow<'a, str>, f64)>,
+    #[serde(default)]
+    stopped: bool,
+    #[serde(default)]
+    quiet: bool,
+    #[serde(default)]
+    said: Vec<(String, String)>,
+}
+
+/// A digest as stored: 16 hexadecimal digits.
+struct Digest(u64);
+
+impl Serialize for Digest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{:016x}", self.0))
+    }
+}
+
+fn is_false(flag: &bool) -> bool {
+    !flag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// The state as a JSON value tree, the way it was first written: what
+    /// earlier bots left in `state_meta`.
+    fn as_value(state: &GuardState) -> Value {
+        let seen: Vec<Value> = state
+            .seen
+            .iter()
+            .map(|s| json!([s.sender, format!("{:016x}", s.digest), s.at]))
+            .collect();
+        let mut value = json!({"v": 1, "hops": state.hops, "window": state.window, "seen": seen});
+        if state.stopped {
+            value["stopped"] = true.into();
+        }
+        if state.quiet {
+            value["quiet"] = true.into();
+        }
+        if !state.said.is_empty() {
+            value["said"] = json!(state.said);
+        }
+        value
+    }
+
+    fn sample(flags: bool) -> GuardState {
+        GuardState {
+            hops: 7,
+            window: vec![1_796_578_172.25, 1_796_578_173.5, 3.0],
+            seen: vec![
+                Seen {
+                    sender: "anna".into(),
+                    digest: 0x0123_4567_89ab_cdef,
+                    at: 1_796_578_172.971_34,
+                },
+                Seen {
+                    sender: "\"墨河\"\n".into(),
+                    digest: 5,
+                    at: 0.1,
+                },
+            ],
+            stopped: flags,
+            quiet: flags,
+            said: if flags {
+                vec![("1796578172971340".into(), "mohe".into())]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[test]
+    fn the_state_is_written_byte_for_byte_as_the_value_tree_wrote_it() {
+        for flags in [false, true] {
+            let state = sample(flags);
+            let written = state.to_json();
+            assert_eq!(written, as_value(&state).to_string());
+            assert_eq!(GuardState::from_json(&written), Some(state));
+        }
+    }
+
+    #[test]
+    fn a_state_is_read_with_unknown_keys_and_refused_when_a_field_is_wrong() {
+        let state = sample(true);
+        let mut value = as_value(&state);
+        value["later"] = json!({"x": [1, 2]});
+        assert_eq!(GuardState::from_json(&value.to_string()), Some(state));
+        for bad in [
+            r#"{"v":1,"hops":1,"window":[null],"seen":[]}"#,
+            r#"{"v":1,"hops":1,"window":[],"seen":[["a","zz",1.0]]}"#,
+            r#"{"v":1,"hops":1,"window":[],"seen":[["a","5"]]}"#,
+            r#"{"v":1,"hops":4294967296,"window":[],"seen":[]}"#,
+            r#"{"v":1,"hops":1,"window":[],"seen":[],"stopped":null}"#,
+            r#"{"v":1,"hops":1,"window":[],"seen":[],"said":[["1"]]}"#,
+        ] {
+            assert_eq!(GuardState::from_json(bad), None, "{bad}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! rejoin.
 
 use crate::room::Incoming;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// How many decided messages are remembered for a rejoin: more than a
@@ -18,12 +18,23 @@ const RECENT: usize = 32;
 pub const SAME_TIME_SECONDS: f64 = 3.0;
 
 /// One decided message, as a rejoin compares it.
-#[derive(Clone, Debug, PartialEq)]
+/// A message decided, as stored (its keys in byte order, as they were
+/// first written); written with every decision, so through typed fields
+/// rather than a JSON value tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Recent {
-    stanza_id: Option<String>,
-    nick: String,
-    body: String,
     at: f64,
+    body: String,
+    nick: String,
+    stanza_id: Option<String>,
+}
+
+/// The cursor as read.
+#[derive(Deserialize)]
+struct Stored {
+    at: f64,
+    recent: VecDeque<Recent>,
+    stanza_id: Option<String>,
 }
 
 /// Where the bot is in the room.
@@ -40,37 +51,28 @@ impl Cursor {
     /// The cursor stored as `text`; `None` for text that is not one of
     /// ours (the bot then starts as on a first start, and says so).
     pub fn from_json(text: &str) -> Option<Self> {
-        let v: Value = serde_json::from_str(text).ok()?;
-        let at = v.get("at")?.as_f64()?;
-        let stanza_id = match v.get("stanza_id")? {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            _ => return None,
-        };
-        let mut recent = VecDeque::new();
-        for r in v.get("recent")?.as_array()? {
-            recent.push_back(Recent {
-                stanza_id: r.get("stanza_id")?.as_str().map(str::to_owned),
-                nick: r.get("nick")?.as_str()?.to_owned(),
-                body: r.get("body")?.as_str()?.to_owned(),
-                at: r.get("at")?.as_f64()?,
-            });
-        }
+        let read: Stored = serde_json::from_str(text).ok()?;
         Some(Self {
-            stanza_id,
-            at,
-            recent,
+            stanza_id: read.stanza_id,
+            at: read.at,
+            recent: read.recent,
         })
     }
 
     /// The cursor as stored.
     pub fn to_json(&self) -> String {
-        let recent: Vec<Value> = self
-            .recent
-            .iter()
-            .map(|r| json!({"stanza_id": r.stanza_id, "nick": r.nick, "body": r.body, "at": r.at}))
-            .collect();
-        json!({"stanza_id": self.stanza_id, "at": self.at, "recent": recent}).to_string()
+        #[derive(Serialize)]
+        struct Written<'a> {
+            at: f64,
+            recent: &'a VecDeque<Recent>,
+            stanza_id: &'a Option<String>,
+        }
+        let written = Written {
+            at: self.at,
+            recent: &self.recent,
+            stanza_id: &self.stanza_id,
+        };
+        serde_json::to_string(&written).expect("strings and finite numbers serialise")
     }
 
     /// The cursor once `m` is decided.
@@ -148,5 +150,22 @@ mod tests {
         }
         assert!(!many.decided(&message("anna", "0", Some("0"), 1.0)));
         assert!(many.decided(&message("anna", "99", Some("99"), 1.0)));
+    }
+
+    #[test]
+    fn the_cursor_is_written_as_the_first_bots_wrote_it() {
+        let c = Cursor::default()
+            .after(&message("anna", "say \"hi\"\n", Some("s1"), 100.5))
+            .after(&message("墨河", "yo", None, 101.0));
+        let first = serde_json::json!({
+            "stanza_id": null,
+            "at": 101.0,
+            "recent": [
+                {"stanza_id": "s1", "nick": "anna", "body": "say \"hi\"\n", "at": 100.5},
+                {"stanza_id": null, "nick": "墨河", "body": "yo", "at": 101.0},
+            ],
+        });
+        assert_eq!(c.to_json(), first.to_string());
+        assert_eq!(Cursor::from_json(&first.to_string()), Some(c));
     }
 }

@@ -36,9 +36,13 @@ use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage};
 use session_switch::{Bridge, Hearing, KeptInstance};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::mpsc::Receiver;
-use std::time::Instant;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
+
+/// How long the lines Hermes took wait for the next decision to be
+/// forgotten with, before a write of their own.
+const FORGET_AFTER: Duration = Duration::from_millis(200);
 
 /// The decision thread's state: the façade, the Hermes client, the room
 /// lines Hermes has not seen yet (oldest first) and the turns waiting.
@@ -50,8 +54,8 @@ pub struct Decider {
     settings: BotSettings,
     backlog: VecDeque<Kept>,
     queue: VecDeque<Turn>,
-    /// Stored lines Hermes took in the last turn, forgotten once its reply
-    /// is on its way (or with the next decision, whichever comes first).
+    /// Stored lines Hermes took in the last turns, forgotten with the next
+    /// decision, or on their own once the room is quiet for a moment.
     taken: Vec<i64>,
     /// Counts heard messages, to order lines and turns.
     heard: u64,
@@ -109,7 +113,17 @@ impl Decider {
     pub fn run(mut self, inbox: Receiver<Incoming>, replies: UnboundedSender<Reply>) {
         loop {
             if self.queue.is_empty() {
-                match inbox.recv() {
+                // The lines Hermes took go with the next decision's
+                // transaction (the room's echo of the reply is usually it);
+                // in a quiet room, in one of their own a moment later.
+                let next = match inbox.recv_timeout(FORGET_AFTER) {
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.forget_taken();
+                        inbox.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                    }
+                    next => next,
+                };
+                match next {
                     Ok(m) => self.hear(&m),
                     Err(_) => return self.forget_taken(),
                 }
@@ -127,12 +141,10 @@ impl Decider {
             while let Ok(m) = inbox.try_recv() {
                 self.hear(&m);
             }
-            let handed = self.hand_on(reply, stops, &replies);
-            // The write is kept off the reply's way: a restart before it
-            // finds Hermes holding the line (`stored_meanwhile`).
-            self.forget_taken();
-            if !handed {
-                return;
+            // Forgetting the lines is kept off the reply's way: a restart
+            // before it finds Hermes holding the line (`stored_meanwhile`).
+            if !self.hand_on(reply, stops, &replies) {
+                return self.forget_taken();
             }
         }
     }
@@ -164,7 +176,7 @@ impl Decider {
         self.forget(&taken);
         // The bench leaves this write out of the bot's share per message.
         tracing::debug!(
-            "lines Hermes took forgotten after the reply in {} µs",
+            "lines Hermes took forgotten on their own in {} µs",
             forgetting.elapsed().as_micros()
         );
     }
@@ -203,7 +215,12 @@ impl Decider {
                 return;
             }
         };
-        let line = room_line(&self.bridge, &mut self.kept, agent, &m.nick, &m.body);
+        // An own line is not kept (the policy hears it only to count it).
+        let line = if own {
+            format!("{}: {}", m.nick, m.body)
+        } else {
+            room_line(&self.bridge, &mut self.kept, agent, &m.nick, &m.body)
+        };
         let order = self.heard + 1;
         let cursor = self.cursor.after(m);
         let cursor_json = cursor.to_json();

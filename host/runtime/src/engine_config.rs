@@ -21,6 +21,11 @@ pub fn config(signal_traps: bool) -> wasmtime::Config {
     let mut config = wasmtime::Config::new();
     config.consume_fuel(true);
     config.epoch_interruption(true);
+    // `perf` names the policy's functions only from a map wasmtime writes
+    // (/tmp/perf-PID.map); off by default, for profiling a running host.
+    if std::env::var_os("SESSION_SWITCH_PERF_MAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     if !signal_traps {
         config.signals_based_traps(false);
         // SAFETY: both are documented Cranelift settings; wasmtime requires

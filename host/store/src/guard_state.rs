@@ -45,7 +45,7 @@ impl HermesStore {
         loop {
             attempts += 1;
             let _ = self.conn.busy_timeout(Duration::ZERO);
-            match self.conn.execute_batch("BEGIN IMMEDIATE") {
+            match self.run_cached("BEGIN IMMEDIATE") {
                 Ok(()) => {
                     let _ = self.conn.busy_timeout(BRIEF_BUSY);
                     return Ok(());
@@ -108,18 +108,23 @@ impl HermesStore {
             return Ok(());
         }
         let ended = if commit {
-            self.conn.execute_batch("COMMIT").map_err(|e| {
+            self.run_cached("COMMIT").map_err(|e| {
                 let failure = self.fail("commit the loop guard's state", e);
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = self.run_cached("ROLLBACK");
                 failure
             })
         } else {
-            self.conn
-                .execute_batch("ROLLBACK")
+            self.run_cached("ROLLBACK")
                 .map_err(|e| self.fail("roll back the loop guard's write", e))
         };
         self.restore_busy_timeout();
         ended
+    }
+
+    /// A statement without parameters or rows, through the statement cache
+    /// (the transaction's own statements run with every decision).
+    fn run_cached(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(|_| ())
     }
 
     fn restore_busy_timeout(&self) {

@@ -28,12 +28,17 @@ use session_switch_contract::failure::Failure;
 use session_switch_contract::keys::OUR_KEY_PREFIX;
 use session_switch_contract::limits::HEARD_CAP;
 
-const CREATE_HEARD: &str = "CREATE TABLE IF NOT EXISTS session_switch_heard (\
+/// The table and its index, each one statement: run through the
+/// connection's statement cache on every write (a batch is parsed again
+/// each time), a no-op once they exist.
+const CREATE_HEARD: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS session_switch_heard (\
      id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, room TEXT NOT NULL, \
      ordering INTEGER NOT NULL, session TEXT, line TEXT NOT NULL, heard_at REAL NOT NULL, \
-     nick TEXT NOT NULL, answer INTEGER NOT NULL); \
-     CREATE INDEX IF NOT EXISTS session_switch_heard_agent \
-     ON session_switch_heard (agent, room, ordering);";
+     nick TEXT NOT NULL, answer INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS session_switch_heard_agent \
+     ON session_switch_heard (agent, room, ordering)",
+];
 
 /// One line waiting for a turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,13 +85,15 @@ impl HermesStore {
         }
         let doing = "store a heard line";
         let fail = |e| self.fail(doing, e);
-        self.conn.execute_batch(CREATE_HEARD).map_err(fail)?;
+        self.create_heard().map_err(fail)?;
         self.conn
-            .execute(
+            .prepare_cached(
                 "INSERT INTO session_switch_heard \
                  (agent, room, ordering, session, line, heard_at, nick, answer) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
+            )
+            .and_then(|mut insert| {
+                insert.execute(params![
                     line.agent,
                     line.room,
                     line.ordering,
@@ -95,19 +102,24 @@ impl HermesStore {
                     line.heard_at,
                     line.nick,
                     line.answer
-                ],
-            )
+                ])
+            })
             .map_err(fail)?;
         let id = self.conn.last_insert_rowid();
-        let all = self.heard_rows(&line.agent, &line.room)?;
+        // Counted first: the lines themselves are read only past the cap.
+        let count: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM session_switch_heard WHERE agent = ?1 AND room = ?2",
+            )
+            .and_then(|mut count| count.query_row([&line.agent, &line.room], |row| row.get(0)))
+            .map_err(fail)?;
         let mut dropped = Vec::new();
-        if all.len() > HEARD_CAP {
-            for old in &all[..all.len() - HEARD_CAP] {
-                self.conn
-                    .execute("DELETE FROM session_switch_heard WHERE id = ?1", [old.id])
-                    .map_err(fail)?;
-                dropped.push(old.clone());
-            }
+        if usize::try_from(count).unwrap_or(0) > HEARD_CAP {
+            let all = self.heard_rows(&line.agent, &line.room)?;
+            let over = &all[..all.len().saturating_sub(HEARD_CAP)];
+            self.heard_forget_in_tx(&over.iter().map(|old| old.id).collect::<Vec<_>>())?;
+            dropped.extend_from_slice(over);
         }
         Ok((id, dropped))
     }
@@ -123,7 +135,7 @@ impl HermesStore {
         }
         let doing = "forget heard lines";
         let fail = |e| self.fail(doing, e);
-        self.conn.execute_batch(CREATE_HEARD).map_err(fail)?;
+        self.create_heard().map_err(fail)?;
         let mut delete = self
             .conn
             .prepare_cached("DELETE FROM session_switch_heard WHERE id = ?1")
@@ -153,18 +165,17 @@ impl HermesStore {
     /// SQL (read only): `SELECT … FROM session_switch_heard WHERE agent =
     /// ?1 AND room = ?2 ORDER BY ordering, id`. `SQLITE_BUSY`: kind `busy`.
     pub fn heard_rows(&self, agent: &str, room: &str) -> Result<Vec<HeardLine>, Failure> {
-        if !self.table_exists("session_switch_heard")? {
-            return Ok(Vec::new());
-        }
         let doing = "read the heard lines";
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT id, ordering, session, line, heard_at, nick, answer \
-                 FROM session_switch_heard \
-                 WHERE agent = ?1 AND room = ?2 ORDER BY ordering, id",
-            )
-            .map_err(|e| self.fail(doing, e))?;
+        let Some(mut stmt) = self.prepare_reading(
+            "session_switch_heard",
+            "SELECT id, ordering, session, line, heard_at, nick, answer \
+             FROM session_switch_heard \
+             WHERE agent = ?1 AND room = ?2 ORDER BY ordering, id",
+            doing,
+        )?
+        else {
+            return Ok(Vec::new());
+        };
         stmt.query_map([agent, room], |row| {
             Ok(HeardLine {
                 id: row.get(0)?,
@@ -216,10 +227,10 @@ impl HermesStore {
         self.heard_forget_in_tx(forget)?;
         for (id, session) in assign {
             self.conn
-                .execute(
+                .prepare_cached(
                     "UPDATE session_switch_heard SET session = ?2, answer = 0 WHERE id = ?1",
-                    params![id, session],
                 )
+                .and_then(|mut update| update.execute(params![id, session]))
                 .map_err(|e| self.fail(doing, e))?;
         }
         let mut ids = Vec::new();
@@ -230,5 +241,13 @@ impl HermesStore {
             dropped.extend(gone);
         }
         Ok((ids, dropped))
+    }
+
+    /// `session_switch_heard` and its index, where they are missing.
+    fn create_heard(&self) -> rusqlite::Result<()> {
+        for sql in CREATE_HEARD {
+            self.conn.prepare_cached(sql)?.execute([])?;
+        }
+        Ok(())
     }
 }

@@ -314,6 +314,26 @@ impl HermesStore {
         schema::table_exists(&self.conn, name).map_err(|e| self.fail("read the schema", e))
     }
 
+    /// `sql`, a statement that reads `table`, from the statement cache;
+    /// `None` when `table` does not exist. The table is looked for only
+    /// when the statement cannot be prepared: a statement of the cache is
+    /// checked against the schema by SQLite itself, and a look of our own
+    /// with every read of the bot's decisions was a visible share of them.
+    ///
+    /// Errors: kind `store` (`busy`), `doing` naming what was read.
+    pub(super) fn prepare_reading(
+        &self,
+        table: &str,
+        sql: &str,
+        doing: &str,
+    ) -> Result<Option<rusqlite::CachedStatement<'_>>, Failure> {
+        match self.conn.prepare_cached(sql) {
+            Ok(statement) => Ok(Some(statement)),
+            Err(_) if !self.table_exists(table)? => Ok(None),
+            Err(e) => Err(self.fail(doing, e)),
+        }
+    }
+
     /// Map a SQLite error raised while `doing` to a [`Failure`].
     pub(super) fn fail(&self, doing: &str, error: rusqlite::Error) -> Failure {
         sqlite_failure(&self.path, self.busy_timeout, doing, error)

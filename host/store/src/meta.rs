@@ -23,12 +23,15 @@ impl HermesStore {
     /// state_meta WHERE key = ?1`. On `SQLITE_BUSY` past the busy timeout
     /// (a DELETE-mode writer mid-commit): kind `busy`.
     pub fn meta_get(&self, key: &str) -> Result<Option<String>, Failure> {
-        if !self.table_exists("state_meta")? {
+        let Some(mut stmt) = self.prepare_reading(
+            "state_meta",
+            "SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1",
+            "read state_meta",
+        )?
+        else {
             return Ok(None);
-        }
-        self.conn
-            .prepare_cached("SELECT CAST(value AS TEXT) FROM state_meta WHERE key = ?1")
-            .and_then(|mut stmt| stmt.query_row([key], |row| lossy_text(row, 0)))
+        };
+        stmt.query_row([key], |row| lossy_text(row, 0))
             .optional()
             .map(Option::flatten)
             .map_err(|e| self.fail(&format!("read state_meta key {key:?}"), e))
@@ -111,14 +114,17 @@ impl HermesStore {
     /// SQL: `CREATE TABLE IF NOT EXISTS state_meta …`, then `INSERT …
     /// ON CONFLICT(key) DO UPDATE`. Errors as the caller's statements.
     pub(super) fn meta_upsert_in_tx(&self, key: &str, value: &str) -> Result<(), Failure> {
+        // Both through the statement cache: this runs with every decision.
         self.conn
-            .execute_batch(CREATE_STATE_META)
-            .and_then(|()| {
-                self.conn.execute(
-                    "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
-                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [key, value],
-                )
+            .prepare_cached(CREATE_STATE_META)
+            .and_then(|mut create| create.execute([]))
+            .and_then(|_| {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
+                         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    )?
+                    .execute([key, value])
             })
             .map(|_| ())
             .map_err(|e| self.fail(&format!("set state_meta key {key:?}"), e))
