@@ -269,7 +269,7 @@ sessions = ["{SESSION}", "xmpp-mohe"]
             cmd = ["strace", "-f", "--seccomp-bpf", "-ttt", "-T", "-e", "trace=fsync,fdatasync",
                    "-o", strace, *cmd]
             name += "-strace"
-        env = {**os.environ, "HERMES_HOME": home, "XDG_RUNTIME_DIR": os.path.join(home, "run"),
+        env = {**os.environ, "HERMES_HOME": home, "HERMES_GATEWAY_LOCK_DIR": os.path.join(home, "run"),
                "SESSION_SWITCH_BOT_HOST": f"bench-{os.getpid()}", "SSW_BENCH_API_KEY": API_KEY,
                # Info, and the debug lines of the bot and the façade that time each step.
                "RUST_LOG": "info,session_switch_bot=debug,session_switch=debug"}

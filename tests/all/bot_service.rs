@@ -6,7 +6,7 @@
 //! STARTTLS with the test CA through `[bot] ca_file`.
 //!
 //! A second "machine" is the same host with another lock folder
-//! (`XDG_RUNTIME_DIR`) and another host name in the resource
+//! (`HERMES_GATEWAY_LOCK_DIR`) and another host name in the resource
 //! (`SESSION_SWITCH_BOT_HOST`).
 
 use session_switch_tests::hermes_world;
@@ -77,7 +77,11 @@ fn a_second_bot_of_an_agent_on_this_machine_is_refused_naming_the_holders_pid() 
     };
     let mut first = world.bot("mohe");
     let mut cmd = world.cli();
-    cmd.args(["bot", "--agent", "mohe"]);
+    // Started as from a login shell beside a service: another runtime
+    // folder and another HERMES_HOME do not move the lock.
+    cmd.env("XDG_RUNTIME_DIR", world.home.join("shell-run"))
+        .env("HERMES_HOME", world.home.join("other-profile"))
+        .args(["bot", "--agent", "mohe"]);
     let (second, code, took) = exits(&world, cmd);
     let log = second.log();
     assert_eq!(code, Some(2), "the second bot exits 2:\n{log}");
@@ -153,9 +157,12 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
     let first = world.bot("mohe");
     let other_machine = |host: &str| {
         let mut cmd = world.cli();
-        cmd.env("XDG_RUNTIME_DIR", world.home.join(format!("run-{host}")))
-            .env("SESSION_SWITCH_BOT_HOST", host)
-            .args(["bot", "--agent", "mohe"]);
+        cmd.env(
+            "HERMES_GATEWAY_LOCK_DIR",
+            world.home.join(format!("run-{host}")),
+        )
+        .env("SESSION_SWITCH_BOT_HOST", host)
+        .args(["bot", "--agent", "mohe"]);
         cmd
     };
     let jid = world.ej.jid("mohe");
@@ -197,9 +204,12 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
         )],
     );
     let mut cmd = world.cli_with(&relayed);
-    cmd.env("XDG_RUNTIME_DIR", world.home.join("run-dead-machine"))
-        .env("SESSION_SWITCH_BOT_HOST", "dead-machine")
-        .args(["bot", "--agent", "mohe"]);
+    cmd.env(
+        "HERMES_GATEWAY_LOCK_DIR",
+        world.home.join("run-dead-machine"),
+    )
+    .env("SESSION_SWITCH_BOT_HOST", "dead-machine")
+    .args(["bot", "--agent", "mohe"]);
     let mut dead = world.seated(cmd, "mohe");
     // Killed once its check is done, its seat raised to the priority of a
     // seated bot.

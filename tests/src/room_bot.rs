@@ -110,7 +110,7 @@ impl BotWorld {
         self.cli_with(&self.config)
     }
 
-    /// The folder of this world's bots' locks (`XDG_RUNTIME_DIR`): each
+    /// The folder of this world's bots' locks (`HERMES_GATEWAY_LOCK_DIR`): each
     /// world is a machine of its own.
     pub fn lock_dir(&self) -> PathBuf {
         self.home.join("run")
@@ -128,7 +128,7 @@ impl BotWorld {
     pub fn cli_with(&self, config: &std::path::Path) -> Command {
         let mut cmd = crate::cli(config, &self.db);
         cmd.env("HERMES_HOME", &self.home)
-            .env("XDG_RUNTIME_DIR", self.lock_dir())
+            .env("HERMES_GATEWAY_LOCK_DIR", self.lock_dir())
             .env("SESSION_SWITCH_BOT_HOST", self.host())
             .env("ZHIWEI_XMPP_PASSWORD", self.ej.password("zhiwei"))
             .stdin(Stdio::null());

@@ -7,6 +7,7 @@
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use session_switch::{Failure, FailureKind};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -18,21 +19,52 @@ pub struct BotLock {
     pub path: PathBuf,
 }
 
-/// The folder of the bots' lock files: `$XDG_RUNTIME_DIR/session-switch`
-/// (per user, emptied at logout or boot) when set, else
-/// `HERMES_HOME/session-switch`.
-pub fn lock_dir(xdg_runtime_dir: Option<&str>, hermes_home: &Path) -> PathBuf {
-    match xdg_runtime_dir {
-        Some(dir) if !dir.is_empty() => Path::new(dir).join("session-switch"),
-        _ => hermes_home.join("session-switch"),
+/// The folder of the bots' lock files: Hermes's own folder of machine-local
+/// gateway locks, by Hermes's rule — `HERMES_GATEWAY_LOCK_DIR`, else
+/// `$XDG_STATE_HOME/hermes/gateway-locks` (an absolute `XDG_STATE_HOME`
+/// only), else `~/.local/state/hermes/gateway-locks`. One folder per OS
+/// user whatever the session, `HERMES_HOME` or service, so a bot started
+/// from a shell and one started by systemd find each other's lock, as two
+/// Hermes gateways of one credential do. `None` without any of them.
+pub fn lock_dir(
+    gateway_lock_dir: Option<&OsStr>,
+    xdg_state_home: Option<&OsStr>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(dir) = gateway_lock_dir.filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
     }
+    let state_home = match xdg_state_home.map(Path::new) {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        _ => home?.join(".local").join("state"),
+    };
+    Some(state_home.join("hermes").join("gateway-locks"))
 }
 
-/// The lock file of the agent whose bare JID is `jid`: `bot-JID.lock`, the
-/// JID in lower case (XMPP compares local parts and domains without case),
-/// so two spellings of one account share one lock.
+/// [`lock_dir`] of this process's environment.
+///
+/// Errors: no variable names a folder and the user has no home (kind
+/// `bad-input`).
+pub fn lock_dir_here() -> Result<PathBuf, Failure> {
+    lock_dir(
+        std::env::var_os("HERMES_GATEWAY_LOCK_DIR").as_deref(),
+        std::env::var_os("XDG_STATE_HOME").as_deref(),
+        std::env::home_dir().as_deref(),
+    )
+    .ok_or_else(|| {
+        Failure::bad_input(
+            "no folder for the bot's lock: the user has no home folder; set \
+             HERMES_GATEWAY_LOCK_DIR (as for Hermes's gateway)",
+        )
+    })
+}
+
+/// The lock file of the agent whose bare JID is `jid`:
+/// `session-switch-bot-JID.lock`, the JID in lower case (XMPP compares
+/// local parts and domains without case), so two spellings of one account
+/// share one lock.
 pub fn lock_path(dir: &Path, jid: &str) -> PathBuf {
-    dir.join(format!("bot-{}.lock", jid.to_lowercase()))
+    dir.join(format!("session-switch-bot-{}.lock", jid.to_lowercase()))
 }
 
 /// Take `agent`'s lock at `path`, creating the file and its folder, and
@@ -124,17 +156,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lock_lives_in_the_runtime_dir_else_the_hermes_home_named_by_the_jid() {
-        let home = Path::new("/home/a/.hermes");
+    fn the_lock_lives_where_hermes_keeps_its_gateway_locks_named_by_the_jid() {
+        let home = Some(Path::new("/home/a"));
+        let os = |s: &'static str| Some(OsStr::new(s));
         assert_eq!(
-            lock_dir(Some("/run/user/1000"), home),
-            PathBuf::from("/run/user/1000/session-switch")
+            lock_dir(os("/locks"), os("/state"), home),
+            Some(PathBuf::from("/locks"))
         );
-        assert_eq!(lock_dir(Some(""), home), home.join("session-switch"));
-        assert_eq!(lock_dir(None, home), home.join("session-switch"));
+        assert_eq!(
+            lock_dir(os(""), os("/state"), home),
+            Some(PathBuf::from("/state/hermes/gateway-locks"))
+        );
+        // A relative XDG_STATE_HOME is invalid by the XDG spec: ignored.
+        assert_eq!(
+            lock_dir(None, os("state"), home),
+            Some(PathBuf::from("/home/a/.local/state/hermes/gateway-locks"))
+        );
+        assert_eq!(
+            lock_dir(None, None, home),
+            Some(PathBuf::from("/home/a/.local/state/hermes/gateway-locks"))
+        );
+        assert_eq!(lock_dir(None, None, None), None);
         assert_eq!(
             lock_path(Path::new("/l"), "MoHe@Example.org"),
-            PathBuf::from("/l/bot-mohe@example.org.lock")
+            PathBuf::from("/l/session-switch-bot-mohe@example.org.lock")
         );
     }
 

@@ -50,10 +50,7 @@ const HELD_CHECK: Duration = Duration::from_millis(20);
 /// a certificate the roots do not trust, no STARTTLS (kind `bad-input`); a
 /// runtime that cannot start or signals that cannot be watched.
 pub fn run(bridge: Arc<Bridge>, settings: BotSettings) -> Result<(), Failure> {
-    let dir = lock::lock_dir(
-        std::env::var("XDG_RUNTIME_DIR").ok().as_deref(),
-        &session_switch::hermes_home(),
-    );
+    let dir = lock::lock_dir_here()?;
     let held = lock::take(&lock::lock_path(&dir, &settings.jid), &settings.agent)?;
     tracing::info!(
         "holding {} (one bot of {} on this machine)",

@@ -55,7 +55,7 @@ class ConsoleScript(unittest.TestCase):
         env.update(
             PATH=self.path,
             HERMES_HOME=str(self.home),
-            XDG_RUNTIME_DIR=str(self.home / "run"),
+            HERMES_GATEWAY_LOCK_DIR=str(self.home / "run"),
             SESSION_SWITCH_BOT_HOST=f"console-script-{os.getpid()}",
         )
         return env

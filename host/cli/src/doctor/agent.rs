@@ -101,37 +101,7 @@ pub fn links(
         Some(s) => login_link(s, path, report),
     }
 
-    let dir = lock::lock_dir(std::env::var("XDG_RUNTIME_DIR").ok().as_deref(), home);
-    let lock_path = lock::lock_path(&dir, &a.jid);
-    match lock::check(&lock_path, agent) {
-        Ok(()) => report.ok(
-            "lock",
-            Some(agent),
-            format!(
-                "no bot of {agent} runs on this machine ({} is free)",
-                lock_path.display()
-            ),
-        ),
-        Err(e) if e.kind == FailureKind::Busy => report.failed(
-            "lock",
-            Some(agent),
-            e.message,
-            format!(
-                "a second `bot --agent {agent}` would be refused: stop that bot first (its \
-                 service, or kill the PID) if it should not run; `bot --agent {agent} --once` \
-                 checks it without stopping it"
-            ),
-        ),
-        Err(e) => report.failed(
-            "lock",
-            Some(agent),
-            e.message,
-            format!(
-                "let the user the bot runs as create and lock files in {}",
-                dir.display()
-            ),
-        ),
-    }
+    lock_link(agent, &a.jid, report);
 
     match &settings {
         None => report.skipped("hermes-api", Some(agent), because),
@@ -242,5 +212,52 @@ fn hermes_link(config: &Config, s: &BotSettings, home: &Path, report: &mut Repor
                 fix,
             );
         }
+    }
+}
+
+/// The `lock` link: whether a bot of `agent` runs on this machine. A bot
+/// that runs passes (doctor is run beside a working bot); the link fails
+/// only when the lock cannot be looked at.
+fn lock_link(agent: &str, jid: &str, report: &mut Report) {
+    let dir = match lock::lock_dir_here() {
+        Ok(dir) => dir,
+        Err(e) => {
+            return report.failed(
+                "lock",
+                Some(agent),
+                e.message,
+                "set HERMES_GATEWAY_LOCK_DIR to a folder the bot's user can write".to_owned(),
+            );
+        }
+    };
+    let lock_path = lock::lock_path(&dir, jid);
+    match lock::check(&lock_path, agent) {
+        Ok(()) => report.ok(
+            "lock",
+            Some(agent),
+            format!(
+                "no bot of {agent} runs on this machine ({} is free)",
+                lock_path.display()
+            ),
+        ),
+        Err(e) if e.kind == FailureKind::Busy => report.ok(
+            "lock",
+            Some(agent),
+            format!(
+                "{}: a second `bot --agent {agent}` would be refused (`bot --agent {agent} \
+                 --once` checks the chain beside it)",
+                e.message
+            ),
+        ),
+        Err(e) => report.failed(
+            "lock",
+            Some(agent),
+            e.message,
+            format!(
+                "let the user the bot runs as create and lock files in {} (or set \
+                 HERMES_GATEWAY_LOCK_DIR)",
+                dir.display()
+            ),
+        ),
     }
 }
