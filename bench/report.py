@@ -338,7 +338,7 @@ def room_report(room):
     lines.append("The bots' own share per message (median, µs), from their logs' timestamps: stanza in → "
                  "turn request out, plus reply in → stanza out; the bot's split from its debug lines "
                  "(the policy's decisions: `is-own`, `admit` and `resolve`; the durable write: the "
-                 "decision's line, cursor and commit, and forgetting the line once Hermes took it; the "
+                 "decision's line, cursor and commit (the lines Hermes took are forgotten in the next decision's transaction, the echo's); the "
                  "rest: parsing, queues, the HTTP request, the reply's stanza); its fsyncs inside its own "
                  "share from the `strace -T` run (each fsync's start against the log's spans); beside it, "
                  "the decision the bot makes on the room's echo of its own reply (`is-own`, `admit`, the "
