@@ -12,6 +12,7 @@
 //! with a Hermes world of their own [`session_switch_tests::hermes_world`],
 //! so few run at once.
 
+mod admit_together;
 mod bot;
 mod bot_rejoin;
 mod bot_service;

@@ -17,12 +17,15 @@
 //! in-memory backlog mirrors them, so a restarted bot passes on what it
 //! heard before; the room cursor moves with each decision.
 //!
-//! Here: hearing and deciding. A turn is in `decide/turn.rs`, the lines
-//! waiting for one in `decide/waiting.rs`.
+//! Here: hearing and deciding. The messages that waited while the thread
+//! was busy are decided together in `decide/batch.rs`, a turn is in
+//! `decide/turn.rs`, the lines waiting for one in `decide/waiting.rs`.
 
+mod batch;
 mod turn;
 mod waiting;
 
+use batch::{Prepared, waiting};
 use turn::Turn;
 use waiting::Kept;
 
@@ -33,7 +36,7 @@ use crate::room::Incoming;
 use crate::room_line::room_line;
 use crate::settings::BotSettings;
 use session_switch::runtime::{AdmitReason, ReplyTarget, RoomMessage};
-use session_switch::{Bridge, Hearing, KeptInstance};
+use session_switch::{Bridge, Heard, KeptInstance};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -124,12 +127,12 @@ impl Decider {
                     next => next,
                 };
                 match next {
-                    Ok(m) => self.hear(&m),
+                    Ok(m) => self.hear_all(waiting(m, &inbox)),
                     Err(_) => return self.forget_taken(),
                 }
             }
-            while let Ok(m) = inbox.try_recv() {
-                self.hear(&m);
+            if let Ok(m) = inbox.try_recv() {
+                self.hear_all(waiting(m, &inbox));
             }
             let Some(turn) = self.queue.pop_front() else {
                 continue;
@@ -138,8 +141,8 @@ impl Decider {
             let reply = self.turn(turn);
             // What the room said meanwhile is heard before the reply goes
             // out: a person's stop among it keeps the reply from the room.
-            while let Ok(m) = inbox.try_recv() {
-                self.hear(&m);
+            if let Ok(m) = inbox.try_recv() {
+                self.hear_all(waiting(m, &inbox));
             }
             // Forgetting the lines is kept off the reply's way: a restart
             // before it finds Hermes holding the line (`stored_meanwhile`).
@@ -185,10 +188,7 @@ impl Decider {
     /// heard line kept, a stop acted on. An own echo logs at debug only.
     pub fn hear(&mut self, m: &Incoming) {
         if m.caught_up && self.cursor.decided(m) {
-            tracing::info!(
-                "{}'s message from while the bot was away was decided before it went: skipped",
-                m.nick
-            );
+            skipped(m);
         } else {
             let started = Instant::now();
             self.decide(m);
@@ -203,6 +203,34 @@ impl Decider {
     }
 
     fn decide(&mut self, m: &Incoming) {
+        let Some(prepared) = self.prepare(m, self.heard + 1, &self.cursor.clone()) else {
+            return;
+        };
+        let agent = self.settings.agent.clone();
+        // The guard sees every live message, the bot's own included: its
+        // own lines count as hops, and a send made for a person
+        // (the human-origin marker) resets the counter (docs/src/design/loop-guard.md). The
+        // line is stored with the decision, so a restart does not lose it.
+        let hearing = prepared.hearing(&self.taken);
+        let bridge = &self.bridge;
+        let message = room_message(m);
+        let heard = match bridge.with_kept(&mut self.kept, |i, _| {
+            bridge.admit_hearing_on(i, &agent, &message, &hearing)
+        }) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!("not answering {}: admit failed: {}", m.nick, e.message);
+                return;
+            }
+        };
+        self.taken.clear();
+        self.settle(m, prepared, heard);
+    }
+
+    /// What the policy is asked about `m` besides the message: whether it
+    /// is the agent's own, its line, its place `order` and the cursor
+    /// after it; `None` (logged) when `is-own` failed.
+    fn prepare(&mut self, m: &Incoming, order: u64, cursor: &Cursor) -> Option<Prepared> {
         let agent = self.settings.agent.clone();
         let agent = agent.as_str();
         let own = match self
@@ -212,7 +240,7 @@ impl Decider {
             Ok(own) => own,
             Err(e) => {
                 tracing::warn!("not answering {}: is-own failed: {}", m.nick, e.message);
-                return;
+                return None;
             }
         };
         // An own line is not kept (the policy hears it only to count it).
@@ -221,33 +249,28 @@ impl Decider {
         } else {
             room_line(&self.bridge, &mut self.kept, agent, &m.nick, &m.body)
         };
-        let order = self.heard + 1;
-        let cursor = self.cursor.after(m);
-        let cursor_json = cursor.to_json();
-        // The guard sees every live message, the bot's own included: its
-        // own lines count as hops, and a send made for a person
-        // (the human-origin marker) resets the counter (docs/src/design/loop-guard.md). The
-        // line is stored with the decision, so a restart does not lose it.
-        let hearing = Hearing {
-            nick: &m.nick,
-            line: &line,
-            ordering: i64::try_from(order).unwrap_or(i64::MAX),
+        let cursor = cursor.after(m);
+        Some(Prepared {
+            own,
+            line,
+            order,
+            cursor_json: cursor.to_json(),
+            cursor,
+            nick: m.nick.clone(),
             at: m.at,
-            cursor: Some(&cursor_json),
-            forget: &self.taken,
-        };
-        let bridge = &self.bridge;
-        let message = room_message(m);
-        let heard = match bridge.with_kept(&mut self.kept, |i, _| {
-            bridge.admit_hearing_on(i, agent, &message, &hearing)
-        }) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::warn!("not answering {}: admit failed: {}", m.nick, e.message);
-                return;
-            }
-        };
-        self.taken.clear();
+        })
+    }
+
+    /// Act on the decision `heard` on `m`, stored with the cursor and
+    /// order of `prepared`.
+    fn settle(&mut self, m: &Incoming, prepared: Prepared, heard: Heard) {
+        let Prepared {
+            own,
+            line,
+            order,
+            cursor,
+            ..
+        } = prepared;
         self.cursor = cursor;
         self.heard = order;
         self.forget_dropped(&heard.dropped);
@@ -327,6 +350,14 @@ pub fn cursor_of(bridge: &Bridge, agent: &str) -> Option<Cursor> {
             None
         }
     }
+}
+
+/// Log that `m`, caught up across a rejoin, was decided before.
+fn skipped(m: &Incoming) {
+    tracing::info!(
+        "{}'s message from while the bot was away was decided before it went: skipped",
+        m.nick
+    );
 }
 
 /// The policy's view of `m`.

@@ -25,6 +25,12 @@ use session_switch_contract::keys::guard_key;
 /// past the brief busy timeout).
 pub const ADMIT_ATTEMPTS: u32 = 3;
 
+/// What [`PolicyInstance::admit_all_then`] runs after the policy's call on
+/// each message: its index, its admission and the imports, inside the
+/// write transaction.
+pub type ThenEach<'a> =
+    dyn FnMut(usize, &Admission, &mut dyn HostImports) -> Result<(), Failure> + 'a;
+
 /// What [`PolicyInstance::context`] answers: the decision and the chosen
 /// session's history, as Hermes's loader returns it (`role`, `content`,
 /// `tool_calls`, `tool_call_id`, `tool_name` of each row, in id order), with
@@ -267,25 +273,38 @@ impl PolicyInstance {
         message: &RoomMessage,
         then: &mut dyn FnMut(&Admission, &mut dyn HostImports) -> Result<(), Failure>,
     ) -> Result<Admission, Failure> {
+        let mut admissions = self.admit_all_then(
+            agent,
+            std::slice::from_ref(message),
+            &mut |_, admission, imports| then(admission, imports),
+        )?;
+        Ok(admissions.remove(0))
+    }
+
+    /// [`PolicyInstance::admit_then`] for `messages` in order, inside one
+    /// write transaction: `then` gets each message's index and admission
+    /// after the policy's call on it, and the next call sees what the one
+    /// before wrote. One commit for them all (a bot that fell behind writes
+    /// the messages waiting with one set of fsyncs); all are written or
+    /// none, and a failure of any call or of `then` rolls all back and is
+    /// returned. Busy commits are retried as [`PolicyInstance::admit`]'s.
+    /// An empty `messages` does nothing.
+    pub fn admit_all_then(
+        &mut self,
+        agent: &str,
+        messages: &[RoomMessage],
+        then: &mut ThenEach<'_>,
+    ) -> Result<Vec<Admission>, Failure> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
         let key = guard_key(agent, &self.settings().room);
         let mut attempt = 1;
         loop {
             // Configure (and compile) before taking the write lock.
             self.ready()?;
             self.imports_mut().begin_write()?;
-            self.set_admit_key(key.clone());
-            let answer = self
-                .call_wit(
-                    Call::Admit,
-                    None,
-                    |g, s| g.call_admit(s, agent, message),
-                    no_check,
-                )
-                .map(|(admission, _)| admission)
-                .and_then(|admission| {
-                    then(&admission, self.imports_mut())?;
-                    Ok(admission)
-                });
+            let answer = self.admit_each(agent, &key, messages, then);
             let ended = self.imports_mut().end_write(answer.is_ok());
             match (answer, ended) {
                 (Err(failure), _) => return Err(failure),
@@ -295,9 +314,33 @@ impl PolicyInstance {
                     attempt += 1;
                 }
                 (Ok(_), Err(failure)) => return Err(failure),
-                (Ok(admission), Ok(())) => return Ok(admission),
+                (Ok(admissions), Ok(())) => return Ok(admissions),
             }
         }
+    }
+
+    /// The policy's `admit` on each of `messages` in the open write
+    /// transaction, `then` after each; stops at the first failure.
+    fn admit_each(
+        &mut self,
+        agent: &str,
+        key: &str,
+        messages: &[RoomMessage],
+        then: &mut ThenEach<'_>,
+    ) -> Result<Vec<Admission>, Failure> {
+        let mut admissions = Vec::with_capacity(messages.len());
+        for (i, message) in messages.iter().enumerate() {
+            self.set_admit_key(key.to_owned());
+            let (admission, _) = self.call_wit(
+                Call::Admit,
+                None,
+                |g, s| g.call_admit(s, agent, message),
+                no_check,
+            )?;
+            then(i, &admission, self.imports_mut())?;
+            admissions.push(admission);
+        }
+        Ok(admissions)
     }
 
     /// [`PolicyInstance::is_own_message`], or `false` on a failure

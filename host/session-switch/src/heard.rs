@@ -8,7 +8,7 @@ use crate::hermes_imports::HermesImports;
 use session_switch_runtime::{Admission, Failure, PolicyInstance, RoomMessage};
 use session_switch_store::{HeardLine, HermesStore, cursor_key};
 use std::any::Any;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What the bot keeps of a message, should the policy say it is heard or
 /// answered.
@@ -68,60 +68,106 @@ impl Bridge {
         message: &RoomMessage,
         hearing: &Hearing<'_>,
     ) -> Result<Heard, Failure> {
+        let mut heard = self.admit_hearings_on(
+            instance,
+            agent,
+            std::slice::from_ref(message),
+            std::slice::from_ref(hearing),
+        )?;
+        Ok(heard.remove(0))
+    }
+
+    /// [`Bridge::admit_hearing_on`] for `messages` in order (each with the
+    /// hearing of the same index), in one write transaction
+    /// ([`PolicyInstance::admit_all_then`]): a bot that fell behind the room
+    /// decides the messages waiting with one commit. All are written or
+    /// none. Errors as [`Bridge::admit_hearing`]; kind `bad-input` when
+    /// the two lists differ in length.
+    pub fn admit_hearings_on(
+        &self,
+        instance: &mut PolicyInstance,
+        agent: &str,
+        messages: &[RoomMessage],
+        hearings: &[Hearing<'_>],
+    ) -> Result<Vec<Heard>, Failure> {
+        if messages.len() != hearings.len() {
+            return Err(Failure::bad_input(format!(
+                "{} messages but {} hearings to admit",
+                messages.len(),
+                hearings.len()
+            )));
+        }
         let room = self.config().xmpp.room.clone();
-        let mut kept = None;
-        let mut dropped = Vec::new();
-        let started = Instant::now();
-        let mut written = None;
-        let admission = instance.admit_then(agent, message, &mut |admission, imports| {
-            written = Some(Instant::now());
-            kept = None;
-            dropped.clear();
-            let imports: &mut dyn Any = imports;
-            let Some(imports) = imports.downcast_mut::<HermesImports>() else {
-                return Err(Failure::policy(
-                    "this Bridge has no Hermes store to keep the line in",
-                ));
-            };
-            let store = imports.store();
-            // Before the insert: the cap counts only the lines still waiting.
-            if !hearing.forget.is_empty() {
-                store.heard_forget_in_tx(hearing.forget)?;
-            }
-            if admission.heard || admission.reply {
-                let (id, gone) = store.heard_insert_in_tx(&HeardLine {
-                    id: 0,
-                    agent: agent.to_owned(),
-                    room: room.clone(),
-                    ordering: hearing.ordering,
-                    session: None,
-                    line: hearing.line.to_owned(),
-                    heard_at: hearing.at,
-                    nick: hearing.nick.to_owned(),
-                    answer: admission.reply,
-                })?;
-                kept = Some(id);
-                dropped = gone;
-            }
-            if let Some(cursor) = hearing.cursor {
-                store.cursor_set_in_tx(agent, &room, cursor)?;
-            }
-            Ok(())
-        })?;
+        let mut kept = vec![None; messages.len()];
+        let mut dropped = vec![Vec::new(); messages.len()];
+        // When each call began and its write began, for the log's split.
+        let mut marks: Vec<(Instant, Instant)> = Vec::with_capacity(messages.len());
+        let mut started = Instant::now();
+        let admissions =
+            instance.admit_all_then(agent, messages, &mut |i, admission, imports| {
+                if i == 0 {
+                    // A retried transaction begins again from the first message.
+                    marks.clear();
+                }
+                marks.push((started, Instant::now()));
+                let hearing = &hearings[i];
+                kept[i] = None;
+                dropped[i].clear();
+                let imports: &mut dyn Any = imports;
+                let Some(imports) = imports.downcast_mut::<HermesImports>() else {
+                    return Err(Failure::policy(
+                        "this Bridge has no Hermes store to keep the line in",
+                    ));
+                };
+                let store = imports.store();
+                // Before the insert: the cap counts only the lines still waiting.
+                if !hearing.forget.is_empty() {
+                    store.heard_forget_in_tx(hearing.forget)?;
+                }
+                if admission.heard || admission.reply {
+                    let (id, gone) = store.heard_insert_in_tx(&HeardLine {
+                        id: 0,
+                        agent: agent.to_owned(),
+                        room: room.clone(),
+                        ordering: hearing.ordering,
+                        session: None,
+                        line: hearing.line.to_owned(),
+                        heard_at: hearing.at,
+                        nick: hearing.nick.to_owned(),
+                        answer: admission.reply,
+                    })?;
+                    kept[i] = Some(id);
+                    dropped[i] = gone;
+                }
+                if let Some(cursor) = hearing.cursor {
+                    store.cursor_set_in_tx(agent, &room, cursor)?;
+                }
+                started = Instant::now();
+                Ok(())
+            })?;
+        let committed = Instant::now();
         // The bench splits a decision's time into the policy's and the
-        // durable write's (the line, the cursor and the commit) from this.
-        let policy = written.map_or(Duration::ZERO, |at| at - started);
-        tracing::debug!(
-            "admit of {}'s message: policy {} µs, write and commit {} µs",
-            hearing.nick,
-            policy.as_micros(),
-            (started.elapsed() - policy).as_micros()
-        );
-        Ok(Heard {
-            admission,
-            kept,
-            dropped,
-        })
+        // durable write's (the line, the cursor and the commit) from this;
+        // the commit is the last message's.
+        for (i, (began, written)) in marks.iter().enumerate() {
+            let ended = marks.get(i + 1).map_or(committed, |(next, _)| *next);
+            tracing::debug!(
+                "admit of {}'s message: policy {} µs, write and commit {} µs",
+                hearings[i].nick,
+                (*written - *began).as_micros(),
+                ended.saturating_duration_since(*written).as_micros()
+            );
+        }
+        Ok(admissions
+            .into_iter()
+            .zip(kept)
+            .zip(dropped)
+            .map(|((admission, kept), dropped)| Heard {
+                admission,
+                kept,
+                dropped,
+            })
+            .collect())
     }
 
     /// The lines waiting for `agent`'s next turn in the configured room,
