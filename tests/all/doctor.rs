@@ -330,8 +330,21 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     );
     let run = doctor(&world, &unreached, &db, &[]);
     run.failed("ejabberd", &format!("127.0.0.1:{port}"), "[xmpp] api_url");
-    run.skipped("room", "ejabberd was not reached");
-    run.skipped("subscriber", "ejabberd was not reached");
+    run.skipped("room", "the ejabberd link failed");
+    run.skipped("subscriber", "the ejabberd link failed");
+    run.others_ok(&["ejabberd", "room", "subscriber"]);
+
+    // ejabberd's HTTP listener at a path that is not its API: reached, but
+    // the detail names what answered, and the room is skipped as above.
+    let wrong_path = config_with(
+        &world,
+        "wrong-path.toml",
+        &api,
+        &api.replace("/api", "/not-the-api"),
+    );
+    let run = doctor(&world, &wrong_path, &db, &[]);
+    run.failed("ejabberd", "/not-the-api", "[xmpp] api_url");
+    run.skipped("room", "the ejabberd link failed");
     run.others_ok(&["ejabberd", "room", "subscriber"]);
 
     // The same through ejabberdctl: whole, then a command that is not there.
@@ -353,7 +366,7 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     );
     let run = doctor(&world, &no_ctl, &db, &[]);
     run.failed("ejabberd", "command not found", "[xmpp] ejabberdctl");
-    run.skipped("room", "ejabberd was not reached");
+    run.skipped("room", "the ejabberd link failed");
 
     // An HTTP API password variable that is not set: nothing is asked.
     let no_secret = config_with(
@@ -372,7 +385,7 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
         "api_password_env names DOCTOR_TEST_UNSET",
         "[xmpp]",
     );
-    run.skipped("subscriber", "ejabberd was not reached");
+    run.skipped("subscriber", "the ejabberd link failed");
 
     // No XMPP server at [bot] server: the login says where it looked.
     let server = format!("{}:{}", world.ej.c2s_host, world.ej.c2s_port);

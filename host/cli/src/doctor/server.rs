@@ -11,7 +11,8 @@ use session_switch::config::{Config, TransportKind};
 pub enum Room {
     /// The room exists (anonymous or not): its subscribers can be asked.
     Exists,
-    /// ejabberd was not reached through the transport.
+    /// ejabberd was not reached through the transport, or did not answer
+    /// it (a wrong URL, a refused account).
     NotReached,
     /// ejabberd answered that the room does not exist.
     Missing,
@@ -22,7 +23,7 @@ impl Room {
     pub fn unusable(self) -> Option<&'static str> {
         match self {
             Room::Exists => None,
-            Room::NotReached => Some("ejabberd was not reached"),
+            Room::NotReached => Some("the ejabberd link failed"),
             Room::Missing => Some("the room does not exist"),
         }
     }
@@ -47,7 +48,7 @@ pub fn links(config: &Config, path: &str, report: &mut Report) -> Room {
                 unreached_fix(config, path)
             };
             report.failed("ejabberd", None, e.message, fix);
-            report.skipped("room", None, "ejabberd was not reached");
+            report.skipped("room", None, "the ejabberd link failed");
             return Room::NotReached;
         }
     };
