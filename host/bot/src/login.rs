@@ -181,7 +181,7 @@ fn certificate_problem(problem: &rustls::CertificateError) -> String {
             "a CA certificate (basicConstraints CA:TRUE, what `openssl req -x509` makes \
              by default) serving as the server's own: make the server's certificate with \
              basicConstraints CA:FALSE, or sign it with a CA of its own and name that CA in \
-             [bot] ca_file (docs/src/operator/ejabberd.md)"
+             [bot] ca_file (the book's ejabberd chapter, TLS)"
                 .into()
         }
         other => format!("refused ({other:?}); {CA_FILE}"),

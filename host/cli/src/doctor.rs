@@ -98,7 +98,7 @@ fn config_link(
             let fix = if path.exists() {
                 format!(
                     "correct what the line above names in {shown} (every key: \
-                     docs/src/reference/config.md)"
+                     the book's configuration reference)"
                 )
             } else {
                 format!(

@@ -151,7 +151,7 @@ fn login_link(s: &BotSettings, path: &str, report: &mut Report) {
             Some(agent),
             e.message,
             "as the line above says ([bot] ca_file, tls, or ejabberd's certificate: \
-             docs/src/operator/ejabberd.md#tls)",
+             the book's ejabberd chapter, TLS)",
         ),
     }
 }

@@ -70,7 +70,7 @@ pub fn links(config: &Config, path: &str, report: &mut Report) -> Room {
             format!("room {room} does not exist on the server"),
             format!(
                 "create it: ejabberdctl create_room {name} {service} {host}, then {}, \
-                 {}, {} and {} (docs/src/operator/ejabberd.md#the-room); or correct \
+                 {}, {} and {}; or correct \
                  [xmpp] room in {path}",
                 change("persistent", "true"),
                 change("anonymous", "false"),
