@@ -45,9 +45,9 @@ const MAX_SAID: usize = 64;
 
 impl GuardState {
     /// The state as stored: `{"v":1,"hops":N,"window":[t,…],"seen":[[sender,digest,t],…]}`,
-    /// keys in byte order. Written through typed fields, not a JSON value
-    /// tree: the state is read and written on every `admit`, and a tree
-    /// of it was most of the call.
+    /// keys in byte order. Written through typed fields rather than a JSON
+    /// value tree: it is read and written on every `admit`, twice per
+    /// answered message, and a tree costs an allocation per value.
     pub fn to_json(&self) -> String {
         let seen: Vec<(&str, Digest, f64)> = self
             .seen

@@ -121,12 +121,6 @@ impl HermesStore {
         ended
     }
 
-    /// A statement without parameters or rows, through the statement cache
-    /// (the transaction's own statements run with every decision).
-    fn run_cached(&self, sql: &str) -> rusqlite::Result<()> {
-        self.conn.prepare_cached(sql)?.execute([]).map(|_| ())
-    }
-
     fn restore_busy_timeout(&self) {
         let _ = self.conn.busy_timeout(self.busy_timeout);
     }

@@ -28,9 +28,9 @@ use session_switch_contract::failure::Failure;
 use session_switch_contract::keys::OUR_KEY_PREFIX;
 use session_switch_contract::limits::HEARD_CAP;
 
-/// The table and its index, each one statement: run through the
-/// connection's statement cache on every write (a batch is parsed again
-/// each time), a no-op once they exist.
+/// The table and its index, each one statement for the statement cache
+/// ([`HermesStore::run_cached`]): run before every write, a no-op once
+/// they exist.
 const CREATE_HEARD: [&str; 2] = [
     "CREATE TABLE IF NOT EXISTS session_switch_heard (\
      id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, room TEXT NOT NULL, \
@@ -78,14 +78,9 @@ impl HermesStore {
     /// `DELETE … WHERE id IN (the oldest beyond the cap)`. A call outside a
     /// transaction is kind `bad-input`; SQLite errors kind `store` (`busy`).
     pub fn heard_insert_in_tx(&self, line: &HeardLine) -> Result<(i64, Vec<HeardLine>), Failure> {
-        if self.conn.is_autocommit() {
-            return Err(Failure::bad_input(
-                "refusing to store a heard line outside a write transaction",
-            ));
-        }
         let doing = "store a heard line";
         let fail = |e| self.fail(doing, e);
-        self.create_heard().map_err(fail)?;
+        self.heard_write(doing)?;
         self.conn
             .prepare_cached(
                 "INSERT INTO session_switch_heard \
@@ -128,14 +123,9 @@ impl HermesStore {
     /// transaction. SQL: `CREATE TABLE IF NOT EXISTS session_switch_heard
     /// …`, a `DELETE` per id. Errors as [`HermesStore::heard_insert_in_tx`].
     pub fn heard_forget_in_tx(&self, ids: &[i64]) -> Result<(), Failure> {
-        if self.conn.is_autocommit() {
-            return Err(Failure::bad_input(
-                "refusing to forget heard lines outside a write transaction",
-            ));
-        }
         let doing = "forget heard lines";
         let fail = |e| self.fail(doing, e);
-        self.create_heard().map_err(fail)?;
+        self.heard_write(doing)?;
         let mut delete = self
             .conn
             .prepare_cached("DELETE FROM session_switch_heard WHERE id = ?1")
@@ -243,11 +233,17 @@ impl HermesStore {
         Ok((ids, dropped))
     }
 
-    /// `session_switch_heard` and its index, where they are missing.
-    fn create_heard(&self) -> rusqlite::Result<()> {
-        for sql in CREATE_HEARD {
-            self.conn.prepare_cached(sql)?.execute([])?;
+    /// Refuse to `doing` outside a write transaction (kind `bad-input`);
+    /// else create `session_switch_heard` and its index where missing.
+    fn heard_write(&self, doing: &str) -> Result<(), Failure> {
+        if self.conn.is_autocommit() {
+            return Err(Failure::bad_input(format!(
+                "refusing to {doing} outside a write transaction"
+            )));
         }
-        Ok(())
+        CREATE_HEARD
+            .iter()
+            .try_for_each(|sql| self.run_cached(sql))
+            .map_err(|e| self.fail(doing, e))
     }
 }

@@ -314,11 +314,19 @@ impl HermesStore {
         schema::table_exists(&self.conn, name).map_err(|e| self.fail("read the schema", e))
     }
 
+    /// `sql`, a statement without parameters or rows, run through the
+    /// statement cache: for the statements of every decision's transaction
+    /// (`BEGIN IMMEDIATE`, `CREATE TABLE IF NOT EXISTS` of a table of ours),
+    /// which a batch would parse again each time.
+    pub(super) fn run_cached(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(|_| ())
+    }
+
     /// `sql`, a statement that reads `table`, from the statement cache;
     /// `None` when `table` does not exist. The table is looked for only
     /// when the statement cannot be prepared: a statement of the cache is
-    /// checked against the schema by SQLite itself, and a look of our own
-    /// with every read of the bot's decisions was a visible share of them.
+    /// checked against the schema by SQLite itself, while a look of our own
+    /// (`pragma_table_info`) prepares a statement on every read.
     ///
     /// Errors: kind `store` (`busy`), `doing` naming what was read.
     pub(super) fn prepare_reading(

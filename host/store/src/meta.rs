@@ -115,10 +115,8 @@ impl HermesStore {
     /// ON CONFLICT(key) DO UPDATE`. Errors as the caller's statements.
     pub(super) fn meta_upsert_in_tx(&self, key: &str, value: &str) -> Result<(), Failure> {
         // Both through the statement cache: this runs with every decision.
-        self.conn
-            .prepare_cached(CREATE_STATE_META)
-            .and_then(|mut create| create.execute([]))
-            .and_then(|_| {
+        self.run_cached(CREATE_STATE_META)
+            .and_then(|()| {
                 self.conn
                     .prepare_cached(
                         "INSERT INTO state_meta (key, value) VALUES (?1, ?2) \
