@@ -41,25 +41,18 @@ component: component-wasm ## build the policy component: target/policy/session_s
 	"$$($(CARGO) run -q -p xtask -- executable precompile < target/policy/precompile.json)" \
 	  --without-signal-traps $(COMPONENT) $(COMPONENT:.wasm=.without-signals.cwasm)
 
-# Test builds of the policy, never shipped: `v2`/`v3` (the real guest with
-# another version), `wasi` (the real guest for wasm32-wasip2) and the test
-# policies of tests/policies (each the real policy with one behaviour
-# changed, a cdylib example of that crate). Their own target dir: `cargo
-# test` holds the lock of target/, so a nested cargo there would wait for it.
+# Test builds of the policy, never shipped: the test policies of
+# tests/policies (each the real policy with one behaviour changed, a cdylib
+# example of that crate: `v2`/`v3` only its version) and `wasi` (the real
+# guest for wasm32-wasip2). Their own target dir: `cargo test` holds the
+# lock of target/, so a nested cargo there would wait for it.
 VARIANTS_TARGET := target/variants
-VARIANT_CORE := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/session_switch_policy.wasm
-TEST_POLICIES := panic loop alloc bad-self-check bad-edits other-interface old-version meddle memcopy chase reach spy hijack
+TEST_POLICIES := v2 v3 panic loop alloc bad-self-check bad-edits other-interface old-version meddle memcopy chase reach spy hijack
 TEST_POLICY_DIR := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/examples
-POLICY_BASE_VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
-GUEST_BUILD_V := $(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET)
 COMPONENTIZE := $(CARGO) run -q -p xtask -- componentize
 
 variants: toolchain ## build the policy's test variants: target/policy/variants/*.wasm
 	@mkdir -p $(VARIANTS_DIR)
-	for v in v2 v3; do \
-	  POLICY_VERSION=$(POLICY_BASE_VERSION)-$$v $(GUEST_BUILD_V) --target wasm32-unknown-unknown; \
-	  $(COMPONENTIZE) $(VARIANT_CORE) $(VARIANTS_DIR)/$$v.wasm; \
-	done
 	# One cargo call for every test policy (a cdylib's file name has `_`
 	# for the `-` of its example name).
 	$(CARGO) build -q -p session-switch-test-policies --examples --profile guest \
@@ -68,7 +61,7 @@ variants: toolchain ## build the policy's test variants: target/policy/variants/
 	  $(COMPONENTIZE) $(TEST_POLICY_DIR)/$${p//-/_}.wasm $(VARIANTS_DIR)/$$p.wasm; \
 	done
 	# wasm32-wasip2 links a component directly, one that imports WASI.
-	$(GUEST_BUILD_V) --target wasm32-wasip2
+	$(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET) --target wasm32-wasip2
 	cp $(VARIANTS_TARGET)/wasm32-wasip2/guest/session_switch_policy.wasm $(VARIANTS_DIR)/wasi.wasm.tmp
 	mv $(VARIANTS_DIR)/wasi.wasm.tmp $(VARIANTS_DIR)/wasi.wasm
 

@@ -1,10 +1,6 @@
 //! Build identity of the policy.
 
-/// `session-switch-policy <version>`; `POLICY_VERSION` at build time replaces
-/// the crate version (test builds use it to tell swapped components apart).
+/// `session-switch-policy <crate version>`.
 pub fn version() -> String {
-    format!(
-        "session-switch-policy {}",
-        option_env!("POLICY_VERSION").unwrap_or(env!("CARGO_PKG_VERSION"))
-    )
+    format!("session-switch-policy {}", env!("CARGO_PKG_VERSION"))
 }
