@@ -216,6 +216,14 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
     dead.expect_log("no other bot of mohe", 1, Duration::from_secs(10));
     dead.kill();
     let mut third = world.seated(other_machine("third-machine"), "mohe");
+    // Both seats while the third bot's ping waits: the stale seat is
+    // there to be found. After the ping has timed out ejabberd may drop
+    // that silent seat at any moment, so only the third bot's is sure.
+    let mut seats = seats_of(&world, &jid);
+    seats.sort();
+    let dead_seat = format!("{jid}/session-switch-bot-dead-machine");
+    let third_seat = format!("{jid}/session-switch-bot-third-machine");
+    assert_eq!(seats, vec![dead_seat, third_seat.clone()]);
     third.expect_log(
         "did not answer a ping within 10 s",
         1,
@@ -223,14 +231,10 @@ fn a_bot_of_the_agent_on_another_machine_is_found_by_ping_and_the_newer_one_exit
     );
     std::thread::sleep(Duration::from_secs(1));
     assert!(third.running(), "the bot stays:\n{}", third.log());
-    let mut seats = seats_of(&world, &jid);
-    seats.sort();
-    assert_eq!(
-        seats,
-        vec![
-            format!("{jid}/session-switch-bot-dead-machine"),
-            format!("{jid}/session-switch-bot-third-machine"),
-        ]
+    assert!(
+        seats_of(&world, &jid).contains(&third_seat),
+        "the third bot keeps its seat:\n{}",
+        third.log()
     );
     drop(relay);
 }

@@ -25,8 +25,9 @@ pub mod xmpp;
 
 /// How many tests with a Hermes world of their own (an API server, bots,
 /// a fake LLM; [`hermes_world`]) run at once: each mostly waits on its
-/// turns, but its Hermes start-up takes a core for seconds.
-const HERMES_WORLDS_AT_ONCE: usize = 2;
+/// turns and its bots' timeouts, so more at once keep two cores busy; a
+/// Hermes start-up takes a core for a second or three.
+const HERMES_WORLDS_AT_ONCE: usize = 4;
 
 /// Which tests run now: one that loads the whole machine, or up to
 /// [`HERMES_WORLDS_AT_ONCE`] Hermes worlds; `machine_waiting` keeps new
