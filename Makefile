@@ -13,7 +13,7 @@ VENV := target/venv
 HERMES_FIXTURES ?= $(abspath ../shared/fixtures/hermes)
 export HERMES_FIXTURES
 
-.PHONY: help toolchain component-wasm component variants build test demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test python-suite reference docs workspace-hack deb deb-test
+.PHONY: help toolchain component-wasm component variants build test test-build demo lint venv hermes-venvs clean bench bench-room fuzz soak fixtures wheel test-wheel python-test python-suite reference docs workspace-hack deb deb-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -175,12 +175,14 @@ fixtures:
 # that finds no ejabberd fails instead of skipping.
 # One build of every target first: `cargo test` then reuses it (building the
 # CLI alone resolves other features and compiles wasmtime a second time).
+# The builds and the venvs side by side (pip mostly waits on downloads
+# while cargo takes the cores), each one's output in one piece.
 # The Rust tests and the Python tests run side by side, each suite on
 # TEST_THREADS threads: most tests wait on ejabberd or Hermes, not on the
 # CPU. The Python suite's output follows the Rust one's (target/python-test.log).
 TEST_THREADS ?= 8
-test: fixtures component variants venv hermes-venvs ## run every test (starts and stops an isolated ejabberd)
-	$(CARGO) build --workspace --all-targets
+test: fixtures ## run every test (starts and stops an isolated ejabberd)
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-build variants venv hermes-venvs
 	$(MAKE) --no-print-directory test-wheel
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh bash -c '\
 	  $(MAKE) --no-print-directory python-suite > target/python-test.log 2>&1 & python=$$!; \
@@ -189,6 +191,10 @@ test: fixtures component variants venv hermes-venvs ## run every test (starts an
 	  echo "== the Python tests (target/python-test.log)"; cat target/python-test.log; \
 	  echo "== Rust tests: exit $$rust; Python tests: exit $$python"; \
 	  [ $$rust = 0 ] && [ $$python = 0 ]'
+
+# Every cargo target of the workspace, the component embedded (`make test`).
+test-build: component
+	$(CARGO) build --workspace --all-targets
 
 demo: build venv ## the whole flow against a real ejabberd it starts and stops
 	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh
