@@ -48,21 +48,21 @@ component: component-wasm ## build the policy component: target/policy/session_s
 # lock of target/, so a nested cargo there would wait for it.
 VARIANTS_TARGET := target/variants
 TEST_POLICIES := v2 v3 panic loop alloc bad-self-check bad-edits other-interface old-version meddle memcopy chase reach spy hijack
-TEST_POLICY_DIR := $(VARIANTS_TARGET)/wasm32-unknown-unknown/guest/examples
+TEST_POLICY_DIR := $(VARIANTS_TARGET)/wasm32-unknown-unknown/test-guest/examples
 COMPONENTIZE := $(CARGO) run -q -p xtask -- componentize
 
 variants: toolchain ## build the policy's test variants: target/policy/variants/*.wasm
 	@mkdir -p $(VARIANTS_DIR)
 	# One cargo call for every test policy (a cdylib's file name has `_`
 	# for the `-` of its example name).
-	$(CARGO) build -q -p session-switch-test-policies --examples --profile guest \
+	$(CARGO) build -q -p session-switch-test-policies --examples --profile test-guest \
 	  --target wasm32-unknown-unknown --target-dir $(VARIANTS_TARGET)
 	for p in $(TEST_POLICIES); do \
 	  $(COMPONENTIZE) $(TEST_POLICY_DIR)/$${p//-/_}.wasm $(VARIANTS_DIR)/$$p.wasm; \
 	done
 	# wasm32-wasip2 links a component directly, one that imports WASI.
-	$(CARGO) build -q -p session-switch-policy --profile guest --target-dir $(VARIANTS_TARGET) --target wasm32-wasip2
-	cp $(VARIANTS_TARGET)/wasm32-wasip2/guest/session_switch_policy.wasm $(VARIANTS_DIR)/wasi.wasm.tmp
+	$(CARGO) build -q -p session-switch-policy --profile test-guest --target-dir $(VARIANTS_TARGET) --target wasm32-wasip2
+	cp $(VARIANTS_TARGET)/wasm32-wasip2/test-guest/session_switch_policy.wasm $(VARIANTS_DIR)/wasi.wasm.tmp
 	mv $(VARIANTS_DIR)/wasi.wasm.tmp $(VARIANTS_DIR)/wasi.wasm
 
 build: component ## build the CLI (embeds the component)
@@ -173,8 +173,9 @@ fixtures:
 # removed on exit, also on failure or Ctrl-C (tests/ejabberd/with-ejabberd.sh;
 # it installs the Debian package when missing). With the variable set, a test
 # that finds no ejabberd fails instead of skipping.
-# One build of every target first: `cargo test` then reuses it (building the
-# CLI alone resolves other features and compiles wasmtime a second time).
+# One build of every target `cargo test` runs first: it then reuses it
+# (building the CLI alone resolves other features and compiles wasmtime a
+# second time). The benches are `make bench`'s and `make lint`'s.
 # The builds and the venvs side by side (pip mostly waits on downloads
 # while cargo takes the cores), each one's output in one piece.
 # The Rust tests and the Python tests run side by side, each suite on
@@ -194,7 +195,7 @@ test: fixtures ## run every test (starts and stops an isolated ejabberd)
 
 # Every cargo target of the workspace, the component embedded (`make test`).
 test-build: component
-	$(CARGO) build --workspace --all-targets
+	$(CARGO) build --workspace --lib --bins --tests --examples
 
 demo: build venv ## the whole flow against a real ejabberd it starts and stops
 	bash tests/ejabberd/with-ejabberd.sh bash examples/demo/story.sh
