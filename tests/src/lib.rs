@@ -27,7 +27,7 @@ pub mod xmpp;
 /// a fake LLM; [`hermes_world`]) run at once: each mostly waits on its
 /// turns and its bots' timeouts, so more at once keep two cores busy; a
 /// Hermes start-up takes a core for a second or three.
-const HERMES_WORLDS_AT_ONCE: usize = 4;
+const HERMES_WORLDS_AT_ONCE: usize = 3;
 
 /// Which tests run now: one that loads the whole machine, or up to
 /// [`HERMES_WORLDS_AT_ONCE`] Hermes worlds; `machine_waiting` keeps new
