@@ -66,10 +66,7 @@ impl Decider {
     /// that fail, each again alone (its failure then logged for it).
     pub fn hear_all(&mut self, messages: Vec<Incoming>) {
         if messages.len() < 2 {
-            for m in &messages {
-                self.hear(m);
-            }
-            return;
+            return self.hear_each(&messages);
         }
         let started = Instant::now();
         let mut cursor = self.cursor.clone();
@@ -90,12 +87,24 @@ impl Decider {
                 None => return self.hear_each(&messages),
             }
         }
-        if prepared.is_empty() {
-            for _ in &messages {
-                self.progress.heard_one(self.stops);
-            }
-            return;
+        if !prepared.is_empty() && !self.decide_together(prepared, started, messages.len()) {
+            return self.hear_each(&messages);
         }
+        for _ in &messages {
+            self.progress.heard_one(self.stops);
+        }
+    }
+
+    /// Decide `prepared` in one transaction and act on each decision;
+    /// `false` (logged, nothing written) when the transaction failed.
+    /// `heard`: how many messages were heard, for each one's share of the
+    /// time since `started`.
+    fn decide_together(
+        &mut self,
+        prepared: Vec<(&Incoming, Prepared)>,
+        started: Instant,
+        heard: usize,
+    ) -> bool {
         let forget = std::mem::take(&mut self.taken);
         let hearings: Vec<Hearing<'_>> = prepared
             .iter()
@@ -105,12 +114,12 @@ impl Decider {
         let asked: Vec<_> = prepared.iter().map(|(m, _)| room_message(m)).collect();
         let agent = self.settings.agent.clone();
         let bridge = &self.bridge;
-        let heard = bridge.with_kept(&mut self.kept, |i, _| {
+        let decided = bridge.with_kept(&mut self.kept, |i, _| {
             bridge.admit_hearings_on(i, &agent, &asked, &hearings)
         });
         drop(hearings);
-        let heard = match heard {
-            Ok(heard) => heard,
+        let decided = match decided {
+            Ok(decided) => decided,
             Err(e) => {
                 tracing::warn!(
                     "{} messages not decided together ({}): deciding each alone",
@@ -118,18 +127,16 @@ impl Decider {
                     e.message
                 );
                 self.taken = forget;
-                return self.hear_each(&messages);
+                return false;
             }
         };
         // The bench reads each message's share of the decision.
-        let each = started.elapsed().as_micros() / messages.len() as u128;
-        for ((m, p), heard) in prepared.into_iter().zip(heard) {
-            self.settle(m, p, heard);
+        let each = started.elapsed().as_micros() / heard as u128;
+        for ((m, p), decision) in prepared.into_iter().zip(decided) {
+            self.settle(m, p, decision);
             tracing::debug!("{}'s message decided in {each} µs", m.nick);
         }
-        for _ in &messages {
-            self.progress.heard_one(self.stops);
-        }
+        true
     }
 
     fn hear_each(&mut self, messages: &[Incoming]) {
