@@ -620,18 +620,15 @@ fn a_banned_bot_keeps_asking_and_takes_its_seat_again_once_let_in() {
     };
     let bot = world.bot("mohe");
     let affiliation = |what: &str| {
-        let out = std::process::Command::new(&world.ej.ctl)
-            .args([
-                "set_room_affiliation",
-                &world.ej.room_name,
-                &world.ej.muc_service,
-            ])
-            .arg(world.ej.jid("mohe"))
-            .arg(what)
-            .env("LC_ALL", "C.UTF-8")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "set_room_affiliation {what}: {out:?}");
+        world.ej.api(
+            "set_room_affiliation",
+            &serde_json::json!({
+                "name": world.ej.room_name,
+                "service": world.ej.muc_service,
+                "jid": world.ej.jid("mohe"),
+                "affiliation": what,
+            }),
+        );
     };
     affiliation("outcast");
     bot.expect_log("banned (301)", 1, ANSWER);

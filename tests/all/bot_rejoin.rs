@@ -10,24 +10,20 @@
 use session_switch_tests::fake_llm::{LOOP, REPLY};
 use session_switch_tests::hermes_world;
 use session_switch_tests::room_bot::{ANSWER, BotWorld, unique, wait_from};
-use std::process::Command;
 use std::time::Duration;
 
 /// A world whose room archives (`mam`) or not.
 fn world(mam: bool) -> Option<BotWorld> {
     let world = BotWorld::new(6)?;
-    let out = Command::new(&world.ej.ctl)
-        .args([
-            "change_room_option",
-            &world.ej.room_name,
-            &world.ej.muc_service,
-            "mam",
-            if mam { "true" } else { "false" },
-        ])
-        .env("LC_ALL", "C.UTF-8")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "change_room_option mam: {out:?}");
+    world.ej.api(
+        "change_room_option",
+        &serde_json::json!({
+            "name": world.ej.room_name,
+            "service": world.ej.muc_service,
+            "option": "mam",
+            "value": if mam { "true" } else { "false" },
+        }),
+    );
     Some(world)
 }
 

@@ -339,18 +339,15 @@ fn in_a_semi_anonymous_room_the_check_for_another_bot_is_skipped_with_a_warning(
     let Some(world) = BotWorld::new(6) else {
         return;
     };
-    let out = std::process::Command::new(&world.ej.ctl)
-        .args([
-            "change_room_option",
-            &world.ej.room_name,
-            &world.ej.muc_service,
-            "anonymous",
-            "true",
-        ])
-        .env("LC_ALL", "C.UTF-8")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "change_room_option: {out:?}");
+    world.ej.api(
+        "change_room_option",
+        &serde_json::json!({
+            "name": world.ej.room_name,
+            "service": world.ej.muc_service,
+            "option": "anonymous",
+            "value": "true",
+        }),
+    );
     let bot = world.bot("mohe");
     bot.expect_log("does not show real JIDs", 1, Duration::from_secs(10));
     assert!(!bot.log().contains("no other bot"), "{}", bot.log());

@@ -3,7 +3,7 @@
 //! MUC/Sub subscribers (the bridge's sender check); destroyed on drop.
 
 use crate::xmpp::Ejabberd;
-use std::process::Command;
+use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The room; `ej` is the instance with `room` and `room_name` this room's.
@@ -16,7 +16,7 @@ impl OwnRoom {
     /// subscribed.
     ///
     /// # Panics
-    /// When an `ejabberdctl` command fails (its output in the message).
+    /// When ejabberd refuses a command (its answer in the message).
     pub fn new(ej: &Ejabberd, prefix: &str, agents: &[&str]) -> OwnRoom {
         static N: AtomicU32 = AtomicU32::new(0);
         let name = format!(
@@ -24,27 +24,28 @@ impl OwnRoom {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        let ctl = |args: &[&str]| {
-            let out = Command::new(&ej.ctl)
-                .args(args)
-                .env("LC_ALL", "C.UTF-8")
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "ejabberdctl {args:?}: {out:?}");
-        };
-        ctl(&["create_room", &name, &ej.muc_service, &ej.domain]);
+        let service = &ej.muc_service;
+        ej.api(
+            "create_room",
+            &json!({"name": name, "service": service, "host": ej.domain}),
+        );
         for (option, value) in [("anonymous", "false"), ("allow_subscription", "true")] {
-            ctl(&["change_room_option", &name, &ej.muc_service, option, value]);
+            ej.api(
+                "change_room_option",
+                &json!({"name": name, "service": service, "option": option, "value": value}),
+            );
         }
-        let room = format!("{name}@{}", ej.muc_service);
+        let room = format!("{name}@{service}");
         for agent in agents {
-            ctl(&[
+            ej.api(
                 "subscribe_room",
-                &ej.jid(agent),
-                agent,
-                &room,
-                "urn:xmpp:mucsub:nodes:messages",
-            ]);
+                &json!({
+                    "user": ej.jid(agent),
+                    "nick": agent,
+                    "room": room,
+                    "nodes": ["urn:xmpp:mucsub:nodes:messages"],
+                }),
+            );
         }
         let mut own = ej.clone();
         own.room = room;
@@ -55,8 +56,11 @@ impl OwnRoom {
 
 impl Drop for OwnRoom {
     fn drop(&mut self) {
-        let _ = Command::new(&self.ej.ctl)
-            .args(["destroy_room", &self.ej.room_name, &self.ej.muc_service])
-            .output();
+        // Not `Ejabberd::api`: a drop during a panic must not panic again.
+        let _ = ureq::post(format!(
+            "{}/destroy_room",
+            self.ej.api_url.trim_end_matches('/')
+        ))
+        .send_json(json!({"name": self.ej.room_name, "service": self.ej.muc_service}));
     }
 }

@@ -185,21 +185,20 @@ impl BotWorld {
 
     /// The room's occupants as ejabberd lists them: `(real JID, nick)`.
     pub fn occupants(&self) -> Vec<(String, String)> {
-        let out = Command::new(&self.ej.ctl)
-            .args([
-                "get_room_occupants",
-                &self.ej.room_name,
-                &self.ej.muc_service,
-            ])
-            .env("LC_ALL", "C.UTF-8")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "get_room_occupants: {out:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| {
-                let mut cols = l.split('\t');
-                Some((cols.next()?.to_owned(), cols.next()?.to_owned()))
+        let answer = self.ej.api(
+            "get_room_occupants",
+            &serde_json::json!({"name": self.ej.room_name, "service": self.ej.muc_service}),
+        );
+        let occupants = answer
+            .as_array()
+            .expect("get_room_occupants answers a list");
+        occupants
+            .iter()
+            .map(|o| {
+                (
+                    o["jid"].as_str().unwrap_or_default().to_owned(),
+                    o["nick"].as_str().unwrap_or_default().to_owned(),
+                )
             })
             .collect()
     }

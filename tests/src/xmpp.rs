@@ -158,6 +158,31 @@ impl Ejabberd {
             .expect("the instance has no registered non-subscriber (EJ_OUTSIDERS is empty)")
     }
 
+    /// `POST {api_url}/{command}` with `args` (`mod_http_api`, which the
+    /// test config opens to loopback for every command): the answer's JSON.
+    /// Tests set rooms up this way rather than with `ejabberdctl`, whose
+    /// every call boots an Erlang VM.
+    ///
+    /// # Panics
+    /// When the request fails or ejabberd refuses the command (its answer
+    /// in the message).
+    pub fn api(&self, command: &str, args: &serde_json::Value) -> serde_json::Value {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        let url = format!("{}/{command}", self.api_url.trim_end_matches('/'));
+        let mut answer = agent
+            .post(&url)
+            .send_json(args)
+            .unwrap_or_else(|e| panic!("POST {url} {args}: {e}"));
+        let status = answer.status();
+        let text = answer.body_mut().read_to_string().unwrap_or_default();
+        assert!(status.is_success(), "POST {url} {args}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("POST {url}: {e} in {text:?}"))
+    }
+
     /// `[EJ_CTL]`: the config's `ejabberdctl` list for this instance.
     pub fn ctl_argv(&self) -> Vec<String> {
         vec![self.ctl.display().to_string()]
