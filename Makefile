@@ -180,27 +180,18 @@ fixtures:
 # while cargo takes the cores), each one's output in one piece.
 # The Rust tests and the Python tests run side by side, each suite on
 # TEST_THREADS threads: most tests wait on ejabberd or Hermes, not on the
-# CPU. The integration tests (`tests/all`, the longest part) start at once,
-# run from their binary as cargo runs it (in the package's folder), beside
-# the crates' unit tests: `cargo test --workspace` would run them only after
-# every unit test binary. Each suite's output follows in one piece
-# (target/rust-all.log, target/python-test.log).
+# CPU. The Python suite's output follows the Rust one's (target/python-test.log).
 TEST_THREADS ?= 8
 test: fixtures ## run every test (starts and stops an isolated ejabberd)
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-build variants venv hermes-venvs
 	$(MAKE) --no-print-directory test-wheel
-	$(CARGO) test -q -p session-switch-tests --test all --no-run --message-format=json-render-diagnostics > target/rust-all.json
 	SESSION_SWITCH_REQUIRE_EJABBERD=1 bash tests/ejabberd/with-ejabberd.sh bash -c '\
 	  $(MAKE) --no-print-directory python-suite > target/python-test.log 2>&1 & python=$$!; \
-	  all=$$($(CARGO) run -q -p xtask -- executable all < target/rust-all.json); \
-	  (cd tests && "$$all" --test-threads $(TEST_THREADS)) > target/rust-all.log 2>&1 & all=$$!; \
-	  $(CARGO) test --workspace --lib --bins -- --test-threads $(TEST_THREADS); units=$$?; \
-	  wait $$all; all=$$?; \
-	  echo "== the integration tests, tests/all (target/rust-all.log)"; cat target/rust-all.log; \
+	  $(CARGO) test --workspace -- --test-threads $(TEST_THREADS); rust=$$?; \
 	  wait $$python; python=$$?; \
 	  echo "== the Python tests (target/python-test.log)"; cat target/python-test.log; \
-	  echo "== Rust unit tests: exit $$units; Rust integration tests: exit $$all; Python tests: exit $$python"; \
-	  [ $$units = 0 ] && [ $$all = 0 ] && [ $$python = 0 ]'
+	  echo "== Rust tests: exit $$rust; Python tests: exit $$python"; \
+	  [ $$rust = 0 ] && [ $$python = 0 ]'
 
 # Every cargo target of the workspace, the component embedded (`make test`).
 test-build: component
