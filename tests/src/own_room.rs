@@ -56,11 +56,10 @@ impl OwnRoom {
 
 impl Drop for OwnRoom {
     fn drop(&mut self) {
-        // Not `Ejabberd::api`: a drop during a panic must not panic again.
-        let _ = ureq::post(format!(
-            "{}/destroy_room",
-            self.ej.api_url.trim_end_matches('/')
-        ))
-        .send_json(json!({"name": self.ej.room_name, "service": self.ej.muc_service}));
+        // A drop during a panic must not panic again.
+        let _ = self.ej.try_api(
+            "destroy_room",
+            &json!({"name": self.ej.room_name, "service": self.ej.muc_service}),
+        );
     }
 }

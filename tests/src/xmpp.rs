@@ -167,6 +167,16 @@ impl Ejabberd {
     /// When the request fails or ejabberd refuses the command (its answer
     /// in the message).
     pub fn api(&self, command: &str, args: &serde_json::Value) -> serde_json::Value {
+        self.try_api(command, args)
+            .unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// [`Ejabberd::api`], the failure as a message instead of a panic.
+    pub fn try_api(
+        &self,
+        command: &str,
+        args: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(30)))
@@ -176,11 +186,13 @@ impl Ejabberd {
         let mut answer = agent
             .post(&url)
             .send_json(args)
-            .unwrap_or_else(|e| panic!("POST {url} {args}: {e}"));
+            .map_err(|e| format!("POST {url} {args}: {e}"))?;
         let status = answer.status();
         let text = answer.body_mut().read_to_string().unwrap_or_default();
-        assert!(status.is_success(), "POST {url} {args}: {status} {text}");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("POST {url}: {e} in {text:?}"))
+        if !status.is_success() {
+            return Err(format!("POST {url} {args}: {status} {text}"));
+        }
+        serde_json::from_str(&text).map_err(|e| format!("POST {url}: {e} in {text:?}"))
     }
 
     /// `[EJ_CTL]`: the config's `ejabberdctl` list for this instance.
