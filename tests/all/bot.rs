@@ -123,25 +123,10 @@ fn after_a_lost_connection_the_bot_rejoins_and_answers_nothing_twice() {
 
     // The server ends every session of mohe's account (as a restart or a
     // network cut would): the bot reconnects and rejoins by itself.
-    let kicked = std::process::Command::new("curl")
-        .args([
-            "-sS",
-            "-m",
-            "10",
-            "-X",
-            "POST",
-            "-H",
-            "Content-Type: application/json",
-        ])
-        .arg("-d")
-        .arg(format!(
-            "{{\"user\":\"mohe\",\"host\":\"{}\"}}",
-            world.ej.domain
-        ))
-        .arg(format!("{}/kick_user", world.ej.api_url))
-        .output()
-        .unwrap();
-    assert!(kicked.status.success(), "kick_user: {kicked:?}");
+    world.ej.api(
+        "kick_user",
+        &serde_json::json!({"user": "mohe", "host": world.ej.domain}),
+    );
     bot.expect_log("reconnected", 1, ANSWER);
     bot.expect_log("joined", 2, ANSWER);
     std::thread::sleep(Duration::from_secs(3));

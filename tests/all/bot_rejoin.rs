@@ -15,15 +15,9 @@ use std::time::Duration;
 /// A world whose room archives (`mam`) or not.
 fn world(mam: bool) -> Option<BotWorld> {
     let world = BotWorld::new(6)?;
-    world.ej.api(
-        "change_room_option",
-        &serde_json::json!({
-            "name": world.ej.room_name,
-            "service": world.ej.muc_service,
-            "option": "mam",
-            "value": if mam { "true" } else { "false" },
-        }),
-    );
+    world
+        .ej
+        .set_room_option("mam", if mam { "true" } else { "false" });
     Some(world)
 }
 

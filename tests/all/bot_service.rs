@@ -339,15 +339,7 @@ fn in_a_semi_anonymous_room_the_check_for_another_bot_is_skipped_with_a_warning(
     let Some(world) = BotWorld::new(6) else {
         return;
     };
-    world.ej.api(
-        "change_room_option",
-        &serde_json::json!({
-            "name": world.ej.room_name,
-            "service": world.ej.muc_service,
-            "option": "anonymous",
-            "value": "true",
-        }),
-    );
+    world.ej.set_room_option("anonymous", "true");
     let bot = world.bot("mohe");
     bot.expect_log("does not show real JIDs", 1, Duration::from_secs(10));
     assert!(!bot.log().contains("no other bot"), "{}", bot.log());

@@ -154,16 +154,6 @@ fn config_with(world: &BotWorld, name: &str, from: &str, to: &str) -> PathBuf {
     path
 }
 
-/// `ejabberdctl ARGS` on the world's instance.
-fn ctl(world: &BotWorld, args: &[&str]) {
-    let out = Command::new(&world.ej.ctl)
-        .args(args)
-        .env("LC_ALL", "C.UTF-8")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "ejabberdctl {args:?}: {out:?}");
-}
-
 #[test]
 fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     let _world = hermes_world();
@@ -423,15 +413,9 @@ fn each_link_is_checked_and_a_broken_one_says_what_fixes_it() {
     run.others_ok(&["room", "subscriber"]);
 
     // A semi-anonymous room: it exists, so the subscription is checked.
-    ctl(
-        &world,
-        &["change_room_option", name, service, "anonymous", "true"],
-    );
+    world.ej.set_room_option("anonymous", "true");
     let run = doctor(&world, &config, &db, &[]);
-    ctl(
-        &world,
-        &["change_room_option", name, service, "anonymous", "false"],
-    );
+    world.ej.set_room_option("anonymous", "false");
     run.failed(
         "room",
         "is semi-anonymous (anonymous true)",

@@ -3,8 +3,9 @@
 //! XMPP occupant watches the room for every body.
 
 use serde_json::Value;
+use session_switch_tests::room_observer::RoomObserver;
 use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
-use session_switch_tests::xmpp::{Ejabberd, RoomObserver, unused_port};
+use session_switch_tests::xmpp::{Ejabberd, unused_port};
 use session_switch_tests::{bin_path, cli, fixture_copy, pending_sends, table_snapshot};
 use std::io::Write;
 use std::path::{Path, PathBuf};

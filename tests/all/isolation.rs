@@ -20,10 +20,11 @@ use session_switch_contract::keys::{LEGACY_KEY, record_key};
 use session_switch_store::{HermesStore, SendWrite};
 use session_switch_tests::fixture_copy;
 use session_switch_tests::hostile::starts_with_tag;
+use session_switch_tests::room_observer::RoomObserver;
 use session_switch_tests::sample::{
     DOMAIN, ROOM, SAMPLE_CLI, record, sample_settings_in, unix_now,
 };
-use session_switch_tests::xmpp::{Ejabberd, RoomObserver};
+use session_switch_tests::xmpp::Ejabberd;
 use session_switch_transport::{HttpApi, Transport};
 use std::path::PathBuf;
 use std::time::Duration;

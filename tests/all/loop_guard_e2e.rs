@@ -13,8 +13,9 @@
 
 use serde_json::Value;
 use session_switch_tests::own_room::OwnRoom;
+use session_switch_tests::room_observer::{RoomMessage, RoomObserver};
 use session_switch_tests::sample::SAMPLE_CLI;
-use session_switch_tests::xmpp::{Ejabberd, RoomMessage, RoomObserver};
+use session_switch_tests::xmpp::Ejabberd;
 use session_switch_tests::{bin_path, fixture_copy, hermes_world, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

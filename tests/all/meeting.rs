@@ -7,7 +7,7 @@
 use session_switch_tests::fake_llm::LOOP;
 use session_switch_tests::hermes_world;
 use session_switch_tests::room_bot::{ANSWER, BotProcess, BotWorld, quiet, unique, wait_from};
-use session_switch_tests::xmpp::RoomObserver;
+use session_switch_tests::room_observer::RoomObserver;
 use std::time::{Duration, Instant};
 
 const AGENTS: [&str; 3] = ["mohe", "zhiwei", "xiaoguo"];

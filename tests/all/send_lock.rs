@@ -240,8 +240,9 @@ fn a_failed_post_leaves_no_intent() {
 
 // ------------------------------------------------ the CLI against ejabberd
 
+use session_switch_tests::room_observer::RoomObserver;
 use session_switch_tests::sample::{SAMPLE_CLI, sample_config_text};
-use session_switch_tests::xmpp::{Ejabberd, RoomObserver};
+use session_switch_tests::xmpp::Ejabberd;
 use session_switch_tests::{bin_path, pending_sends, workspace_root};
 use std::path::{Path, PathBuf};
 

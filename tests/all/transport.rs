@@ -15,8 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use session_switch::{Failure, FailureKind};
+use session_switch_tests::room_observer::RoomObserver;
 use session_switch_tests::workspace_root;
-use session_switch_tests::xmpp::{Ejabberd, REQUIRE_ENV, RoomObserver, unused_port};
+use session_switch_tests::xmpp::{Ejabberd, REQUIRE_ENV, unused_port};
 use session_switch_transport::{
     EJABBERDCTL_TIMEOUT, EjabberdCtl, HTTP_TIMEOUT, HttpApi, Transport,
 };

@@ -3,7 +3,8 @@
 //! across a restart of ejabberd (the archive lives in Mnesia on disk),
 //! where a live observer would have been disconnected.
 
-use crate::xmpp::{Ejabberd, RoomMessage};
+use crate::room_observer::RoomMessage;
+use crate::xmpp::Ejabberd;
 use crate::{venv_python, workspace_root};
 use std::process::Command;
 

@@ -149,7 +149,7 @@ impl HermesGateway {
 
     /// Whether `/health` answers 200 now.
     pub fn healthy(&self) -> bool {
-        ureq_get(&format!("http://127.0.0.1:{}/health", self.port))
+        answers_ok(&format!("http://127.0.0.1:{}/health", self.port))
     }
 
     /// The base URL of its API server.
@@ -201,28 +201,13 @@ impl Drop for HermesGateway {
     }
 }
 
-/// A GET that says whether the answer was 200 (std only: one request).
-fn ureq_get(url: &str) -> bool {
-    use std::io::{Read, Write};
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let Ok(mut stream) = std::net::TcpStream::connect(host) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if write!(
-        stream,
-        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .is_err()
-    {
-        return false;
-    }
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+/// Whether a GET of `url` answers 200 within two seconds.
+fn answers_ok(url: &str) -> bool {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .build()
+        .into();
+    agent.get(url).call().is_ok_and(|r| r.status() == 200)
 }
 
 /// What v31's gateway logs when its boot warm-up ends

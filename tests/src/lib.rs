@@ -18,6 +18,7 @@ pub mod hostile;
 pub mod instance;
 pub mod own_room;
 pub mod room_bot;
+pub mod room_observer;
 pub mod sample;
 pub mod tcp_relay;
 pub mod wit_convert;

@@ -24,32 +24,26 @@ impl OwnRoom {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        let service = &ej.muc_service;
         ej.api(
             "create_room",
-            &json!({"name": name, "service": service, "host": ej.domain}),
+            &json!({"name": name, "service": ej.muc_service, "host": ej.domain}),
         );
-        for (option, value) in [("anonymous", "false"), ("allow_subscription", "true")] {
-            ej.api(
-                "change_room_option",
-                &json!({"name": name, "service": service, "option": option, "value": value}),
-            );
-        }
-        let room = format!("{name}@{service}");
+        let mut own = ej.clone();
+        own.room = format!("{name}@{}", ej.muc_service);
+        own.room_name = name;
+        own.set_room_option("anonymous", "false");
+        own.set_room_option("allow_subscription", "true");
         for agent in agents {
-            ej.api(
+            own.api(
                 "subscribe_room",
                 &json!({
-                    "user": ej.jid(agent),
+                    "user": own.jid(agent),
                     "nick": agent,
-                    "room": room,
+                    "room": own.room,
                     "nodes": ["urn:xmpp:mucsub:nodes:messages"],
                 }),
             );
         }
-        let mut own = ej.clone();
-        own.room = room;
-        own.room_name = name;
         OwnRoom { ej: own }
     }
 }

@@ -7,7 +7,8 @@
 use crate::fake_llm::FakeLlm;
 use crate::hermes_gateway::{HermesGateway, hermes_venv};
 use crate::own_room::OwnRoom;
-use crate::xmpp::{Ejabberd, RoomMessage, RoomObserver};
+use crate::room_observer::{RoomMessage, RoomObserver};
+use crate::xmpp::Ejabberd;
 use crate::{fixture_copy, venv_python, workspace_root};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
