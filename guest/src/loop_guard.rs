@@ -84,7 +84,7 @@ pub fn admit(
     settings: &ValidSettings,
     receiver: &AgentEntry,
     message: &RoomMessage<'_>,
-    state: &mut GuardState,
+    state: &mut GuardState<'_>,
     now: f64,
 ) -> Admission {
     let guard = settings.loop_guard();
@@ -277,9 +277,10 @@ pub fn admit_message(
     let guard = settings.loop_guard();
     let key = guard_key(agent, settings.room());
     let mut malformed = false;
-    let mut state = match host.meta_get(&key)? {
+    let stored = host.meta_get(&key)?;
+    let mut state = match stored.as_deref() {
         None => GuardState::default(),
-        Some(text) => GuardState::from_json(&text).unwrap_or_else(|| {
+        Some(text) => GuardState::from_json(text).unwrap_or_else(|| {
             malformed = true;
             host.log(
                 crate::LogLevel::Warn,

@@ -31,7 +31,7 @@ impl<'a> Addressing<'a> {
         receiver: &AgentEntry,
         sender: Option<&AgentEntry>,
         message: &RoomMessage<'_>,
-        state: &GuardState,
+        state: &GuardState<'_>,
     ) -> Self {
         let replied = replied_agent(agents, message, state);
         let mut here = false;
@@ -84,7 +84,7 @@ fn addresses_agent(agent: &AgentEntry, body: &str, narrow: &str, replied: Option
 fn replied_agent<'s>(
     agents: &'s [AgentEntry],
     message: &RoomMessage<'_>,
-    state: &'s GuardState,
+    state: &'s GuardState<'_>,
 ) -> Option<&'s str> {
     let reply = message.reply_to?;
     reply

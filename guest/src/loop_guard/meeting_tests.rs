@@ -11,7 +11,7 @@ const ALICE: &str = "alice@example.org";
 
 struct Room {
     settings: ValidSettings,
-    states: Vec<GuardState>,
+    states: Vec<GuardState<'static>>,
     now: f64,
 }
 
@@ -267,7 +267,7 @@ fn a_room_wide_stop_holds_until_a_person_writes_again() {
     room.states = room
         .states
         .iter()
-        .map(|s| GuardState::from_json(&s.to_json()).unwrap())
+        .map(|s| GuardState::from_json(&s.to_json()).unwrap().into_owned())
         .collect();
     assert_eq!(
         who(&room.deliver(&agent("zhiwei", "mohe!", None))),

@@ -18,7 +18,7 @@ pub(super) fn person(
     settings: &ValidSettings,
     receiver: &AgentEntry,
     message: &RoomMessage<'_>,
-    state: &mut GuardState,
+    state: &mut GuardState<'_>,
     now: f64,
     sender: &str,
     own: bool,

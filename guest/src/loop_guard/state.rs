@@ -10,21 +10,24 @@ use std::borrow::Cow;
 
 /// A recently seen message, for the duplicate rule.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Seen {
-    sender: String,
+pub(super) struct Seen<'a> {
+    sender: Cow<'a, str>,
     digest: u64,
     at: f64,
 }
 
-/// What the guard remembers per agent and room (in `state_meta`).
+/// What the guard remembers per agent and room (in `state_meta`). Its
+/// strings borrow from the stored text where they can: `admit` reads and
+/// writes the whole state for every room message, and copying each of its
+/// strings was a large part of that.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct GuardState {
+pub struct GuardState<'a> {
     /// Agent messages since the last human one.
     pub hops: u32,
     /// Unix seconds of the agent messages inside the room window.
     pub(super) window: Vec<f64>,
     /// Messages inside the duplicate window.
-    pub(super) seen: Vec<Seen>,
+    pub(super) seen: Vec<Seen<'a>>,
     /// A person's room-wide stop holds: no agent message is answered
     /// until a person writes something that is not a stop.
     pub stopped: bool,
@@ -34,7 +37,7 @@ pub struct GuardState {
     /// `(stanza-id, agent name)` of the recent agent messages, oldest
     /// first: a reply that names a message by its id alone addresses the
     /// agent who said it.
-    pub(super) said: Vec<(String, String)>,
+    pub(super) said: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
 /// At most this many remembered messages: a flood cannot grow the record.
@@ -43,7 +46,7 @@ const MAX_SEEN: usize = 128;
 /// At most this many agent messages' ids are remembered for replies.
 const MAX_SAID: usize = 64;
 
-impl GuardState {
+impl<'a> GuardState<'a> {
     /// The state as stored: `{"v":1,"hops":N,"window":[t,…],"seen":[[sender,digest,t],…]}`,
     /// keys in byte order. Written through typed fields rather than a JSON
     /// value tree: it is read and written on every `admit`, twice per
@@ -52,7 +55,7 @@ impl GuardState {
         let seen: Vec<(&str, Digest, f64)> = self
             .seen
             .iter()
-            .map(|s| (s.sender.as_str(), Digest(s.digest), s.at))
+            .map(|s| (&*s.sender, Digest(s.digest), s.at))
             .collect();
         // Absent keys read as their defaults, so a state without a stop or
         // ids is stored as before.
@@ -71,8 +74,8 @@ impl GuardState {
     /// The stored state; `None` for text that is not a state of ours (the
     /// caller starts afresh and says so: a malformed state never blocks a
     /// human, and resets at the next human message anyway).
-    pub fn from_json(text: &str) -> Option<Self> {
-        let read: Read<'_> = serde_json::from_str(text).ok()?;
+    pub fn from_json(text: &'a str) -> Option<Self> {
+        let read: Read<'a> = serde_json::from_str(text).ok()?;
         if read.v != 1 {
             return None;
         }
@@ -87,20 +90,51 @@ impl GuardState {
             .into_iter()
             .map(|(sender, digest, at)| {
                 Some(Seen {
-                    sender: sender.into_owned(),
-                    digest: u64::from_str_radix(&digest, 16).ok()?,
+                    sender: sender.0,
+                    digest: u64::from_str_radix(&digest.0, 16).ok()?,
                     at: finite(at)?,
                 })
             })
-            .collect::<Option<Vec<Seen>>>()?;
+            .collect::<Option<Vec<Seen<'a>>>>()?;
         Some(Self {
             hops: read.hops,
             window,
             seen,
             stopped: read.stopped,
             quiet: read.quiet,
-            said: read.said,
+            said: read
+                .said
+                .into_iter()
+                .map(|(id, agent)| (id.0, agent.0))
+                .collect(),
         })
+    }
+
+    /// The same state owning its strings (a test's room keeps states
+    /// between messages, as `state_meta` does).
+    #[cfg(test)]
+    pub(super) fn into_owned(self) -> GuardState<'static> {
+        let own = |text: Cow<'_, str>| Cow::Owned(text.into_owned());
+        GuardState {
+            hops: self.hops,
+            window: self.window,
+            seen: self
+                .seen
+                .into_iter()
+                .map(|s| Seen {
+                    sender: own(s.sender),
+                    digest: s.digest,
+                    at: s.at,
+                })
+                .collect(),
+            stopped: self.stopped,
+            quiet: self.quiet,
+            said: self
+                .said
+                .into_iter()
+                .map(|(id, agent)| (own(id), own(agent)))
+                .collect(),
+        }
     }
 
     /// Remember that `agent` said the message `id`.
@@ -108,7 +142,8 @@ impl GuardState {
         if self.said.iter().any(|(known, _)| known == id) {
             return;
         }
-        self.said.push((id.to_owned(), agent.to_owned()));
+        self.said
+            .push((id.to_owned().into(), agent.to_owned().into()));
         if self.said.len() > MAX_SAID {
             self.said.drain(..self.said.len() - MAX_SAID);
         }
@@ -119,7 +154,7 @@ impl GuardState {
         self.said
             .iter()
             .find(|(known, _)| known == id)
-            .map(|(_, agent)| agent.as_str())
+            .map(|(_, agent)| &**agent)
     }
 
     /// Forget what fell out of the windows at `now`.
@@ -158,7 +193,7 @@ impl GuardState {
             .any(|s| s.sender == sender && s.digest == digest);
         if !seen {
             self.seen.push(Seen {
-                sender: sender.to_owned(),
+                sender: sender.to_owned().into(),
                 digest,
                 at: now,
             });
@@ -175,7 +210,7 @@ struct Stored<'a> {
     #[serde(skip_serializing_if = "is_false")]
     quiet: bool,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    said: &'a [(String, String)],
+    said: &'a [(Cow<'a, str>, Cow<'a, str>)],
     seen: Vec<(&'a str, Digest, f64)>,
     #[serde(skip_serializing_if = "is_false")]
     stopped: bool,
@@ -191,13 +226,38 @@ struct Read<'a> {
     hops: u32,
     window: Vec<f64>,
     #[serde(borrow)]
-    seen: Vec<(Cow<'a, str>, Cow<'a, str>, f64)>,
+    seen: Vec<(Text<'a>, Text<'a>, f64)>,
     #[serde(default)]
     stopped: bool,
     #[serde(default)]
     quiet: bool,
-    #[serde(default)]
-    said: Vec<(String, String)>,
+    #[serde(default, borrow)]
+    said: Vec<(Text<'a>, Text<'a>)>,
+}
+
+/// A string of the stored text, borrowed from it unless JSON escaped
+/// something in it (`Cow`'s own `Deserialize` copies: serde borrows a `Cow`
+/// only when it is a field itself).
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+        }
+        let Text(text) = deserializer.deserialize_str(Visitor)?;
+        Ok(Text(text))
+    }
 }
 
 /// A digest as stored: 16 hexadecimal digits.
@@ -205,7 +265,13 @@ struct Digest(u64);
 
 impl Serialize for Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&format_args!("{:016x}", self.0))
+        // By hand rather than through `format!`: 128 of them per write.
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut digits = [0u8; 16];
+        for (i, digit) in digits.iter_mut().enumerate() {
+            *digit = HEX[(self.0 >> (60 - 4 * i) & 0xf) as usize];
+        }
+        serializer.serialize_str(std::str::from_utf8(&digits).expect("hexadecimal digits"))
     }
 }
 
@@ -220,7 +286,7 @@ mod tests {
 
     /// The state as a JSON value tree, the way it was first written: what
     /// earlier bots left in `state_meta`.
-    fn as_value(state: &GuardState) -> Value {
+    fn as_value(state: &GuardState<'_>) -> Value {
         let seen: Vec<Value> = state
             .seen
             .iter()
@@ -239,7 +305,7 @@ mod tests {
         value
     }
 
-    fn sample(flags: bool) -> GuardState {
+    fn sample(flags: bool) -> GuardState<'static> {
         GuardState {
             hops: 7,
             window: vec![1_796_578_172.25, 1_796_578_173.5, 3.0],
@@ -272,6 +338,14 @@ mod tests {
             let written = state.to_json();
             assert_eq!(written, as_value(&state).to_string());
             assert_eq!(GuardState::from_json(&written), Some(state));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_digest_is_written_as_sixteen_hexadecimal_digits(digest: u64) {
+            let written = serde_json::to_string(&Digest(digest)).unwrap();
+            proptest::prop_assert_eq!(written, format!("\"{digest:016x}\""));
         }
     }
 

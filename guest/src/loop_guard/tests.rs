@@ -19,7 +19,7 @@ fn msg<'a>(nick: &'a str, jid: Option<&'a str>, body: &'a str) -> RoomMessage<'a
 
 struct Room {
     settings: ValidSettings,
-    states: Vec<GuardState>,
+    states: Vec<GuardState<'static>>,
 }
 
 impl Room {
@@ -405,7 +405,8 @@ fn admit_message_keeps_the_state_under_the_agents_key() {
         (true, AdmitReason::Addressed, 1)
     );
     let key = format!("session_switch:loop:mohe:{ROOM}");
-    let stored = GuardState::from_json(&host.snapshot().meta[&key]).unwrap();
+    let snapshot = host.snapshot();
+    let stored = GuardState::from_json(&snapshot.meta[&key]).unwrap();
     assert_eq!(stored.hops, 1);
     assert_eq!(host.snapshot().meta.len(), 1, "{:?}", host.snapshot().meta);
     // Delayed history changes nothing: nothing is written.
@@ -454,7 +455,8 @@ fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
             "{:?}",
             host.guest().logs
         );
-        let stored = GuardState::from_json(&host.snapshot().meta[&key]).expect("rewritten whole");
+        let snapshot = host.snapshot();
+        let stored = GuardState::from_json(&snapshot.meta[&key]).expect("rewritten whole");
         assert_eq!(stored.hops, 7);
         let d = admit_message(
             &settings,
