@@ -18,8 +18,8 @@ pub(super) struct Seen<'a> {
 
 /// What the guard remembers per agent and room (in `state_meta`). Its
 /// strings borrow from the stored text where they can: `admit` reads and
-/// writes the whole state for every room message, and copying each of its
-/// strings was a large part of that.
+/// writes the whole state for every room message, and a copy of each of
+/// its hundreds of strings would be a large part of that.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GuardState<'a> {
     /// Agent messages since the last human one.
@@ -255,8 +255,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
                 Ok(Text(Cow::Owned(text.to_owned())))
             }
         }
-        let Text(text) = deserializer.deserialize_str(Visitor)?;
-        Ok(Text(text))
+        deserializer.deserialize_str(Visitor)
     }
 }
 
@@ -339,6 +338,22 @@ mod tests {
             assert_eq!(written, as_value(&state).to_string());
             assert_eq!(GuardState::from_json(&written), Some(state));
         }
+    }
+
+    #[test]
+    fn a_read_state_borrows_its_strings_unless_json_escaped_them() {
+        let text = sample(true).to_json();
+        let read = GuardState::from_json(&text).unwrap();
+        let borrowed = |s: &Cow<'_, str>| matches!(s, Cow::Borrowed(_));
+        // "anna" is as stored; "\"墨河\"\n" was escaped, so it is unescaped into a copy.
+        let senders: Vec<bool> = read.seen.iter().map(|s| borrowed(&s.sender)).collect();
+        assert_eq!(senders, [true, false]);
+        assert!(
+            read.said
+                .iter()
+                .all(|(id, agent)| borrowed(id) && borrowed(agent))
+        );
+        assert_eq!(read, sample(true));
     }
 
     proptest::proptest! {

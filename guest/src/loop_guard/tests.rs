@@ -408,7 +408,7 @@ fn admit_message_keeps_the_state_under_the_agents_key() {
     let snapshot = host.snapshot();
     let stored = GuardState::from_json(&snapshot.meta[&key]).unwrap();
     assert_eq!(stored.hops, 1);
-    assert_eq!(host.snapshot().meta.len(), 1, "{:?}", host.snapshot().meta);
+    assert_eq!(snapshot.meta.len(), 1, "{:?}", snapshot.meta);
     // Delayed history changes nothing: nothing is written.
     host.state().meta.insert(key.clone(), "kept".into());
     let mut replay = wit(&format!("{ROOM}/alice"), None, "hello");
