@@ -7,6 +7,7 @@ use super::record::recorded_session;
 use super::test_clock;
 use session_switch_contract::ids::api_session_id_problem;
 use session_switch_contract::keys::is_record_key;
+use session_switch_contract::limits::MAX_META_VALUE_BYTES;
 use session_switch_runtime::{
     DataVersion, Failure, HistoryRow, HostImports, PolicyInstance, SendPlan, Sent,
 };
@@ -152,6 +153,10 @@ impl HostImports for HermesImports {
     /// naming its live tip ([`HermesImports::follow_record`]).
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
         match self.store.meta_get(key)? {
+            Some(value) if value.len() > MAX_META_VALUE_BYTES => Err(Failure::bad_input(format!(
+                "state_meta key {key:?} holds {} bytes, more than any value of ours ({MAX_META_VALUE_BYTES} at most)",
+                value.len()
+            ))),
             Some(value) if is_record_key(key) => self.follow_record(key, value).map(Some),
             other => Ok(other),
         }
