@@ -50,10 +50,11 @@ mod verdict;
 use crate::failure::bad_input;
 use crate::host::Host;
 use crate::settings::{AgentEntry, ValidSettings};
-use crate::{AllowBots, Failure, FailureKind, RoomMessage as WitMessage};
+use crate::{AllowBots, Failure, RoomMessage as WitMessage};
 use address::Addressing;
 use person::person;
 use session_switch_contract::keys::guard_key;
+use session_switch_contract::limits::MAX_META_VALUE_BYTES;
 use text::digest;
 use verdict::Verdict;
 
@@ -277,33 +278,24 @@ pub fn admit_message(
     let guard = settings.loop_guard();
     let key = guard_key(agent, settings.room());
     let mut malformed = false;
-    let stored = match host.meta_get(&key) {
-        Ok(stored) => Ok(stored),
-        // The host refuses a value longer than any state of ours (WIT
-        // `meta-get`): it is not ours, like text that does not parse.
-        Err(refused) if refused.kind == FailureKind::BadInput => Err(refused.message),
-        Err(failure) => return Err(failure),
+    let stored = host.meta_get(&key)?;
+    let mut state = match stored.as_deref() {
+        None => GuardState::default(),
+        Some(text) => GuardState::from_json(text).unwrap_or_else(|| {
+            malformed = true;
+            host.log(
+                crate::LogLevel::Warn,
+                &format!(
+                    "loop-guard state {key} is not a state of ours; read as a capped chain ({} hops) and rewritten",
+                    guard.max_hops
+                ),
+            );
+            GuardState {
+                hops: guard.max_hops,
+                ..GuardState::default()
+            }
+        }),
     };
-    let read = match &stored {
-        Ok(None) => Some(GuardState::default()),
-        Ok(Some(text)) => GuardState::from_json(text),
-        Err(_) => None,
-    };
-    let mut state = read.unwrap_or_else(|| {
-        malformed = true;
-        let why = stored.as_ref().err().map(|m| format!(" ({m})")).unwrap_or_default();
-        host.log(
-            crate::LogLevel::Warn,
-            &format!(
-                "loop-guard state {key} is not a state of ours{why}; read as a capped chain ({} hops) and rewritten",
-                guard.max_hops
-            ),
-        );
-        GuardState {
-            hops: guard.max_hops,
-            ..GuardState::default()
-        }
-    });
     let now = host.now();
     if !now.is_finite() {
         return Err(crate::failure::policy(format!(
@@ -338,7 +330,7 @@ pub fn admit_message(
         ));
     }
     if malformed || state != before {
-        host.meta_set(&key, &state.to_json())?;
+        host.meta_set(&key, &state.to_json_within(MAX_META_VALUE_BYTES))?;
     }
     Ok(admission)
 }

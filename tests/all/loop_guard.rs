@@ -616,56 +616,47 @@ fn cli_admit_refuses_a_bad_loop_guard_section_with_its_line() {
     );
 }
 
-/// Bad JSON in the stored state, or a valid one longer than any state of
-/// ours (the host refuses it before the policy's memory would): read as a
-/// capped chain (an agent's message is refused, saying why), a person still
-/// gets through, and the state is valid and small again afterwards.
+/// Bad JSON in the stored state: read as a capped chain (an agent's
+/// message is refused, saying why), a person still gets through, and the
+/// state is valid again afterwards.
 #[test]
 fn cli_admit_fails_closed_on_a_malformed_stored_state() {
     let Some(cli) = Cli::new("") else {
         return;
     };
     let key = guard_key("mohe", ROOM);
-    let huge = format!(
-        r#"{{"v":1,"hops":1,"window":[],"seen":[["{}","d02f9088c134b0ac",1000.0]]}}"#,
-        "x".repeat(20_000_000)
+    rusqlite::Connection::open(&cli.db)
+        .unwrap()
+        .execute(
+            "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?1, '{\"v\":1,\"hops\":')",
+            [&key],
+        )
+        .unwrap();
+    let from = format!("{ROOM}/zhiwei");
+    let d = cli.admit(&["--agent", "mohe", "--from", &from, "mohe?"]);
+    assert_eq!(
+        (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
+        (false.into(), "loop-guard".into(), 7.into())
     );
-    for bad in [r#"{"v":1,"hops":"#, huge.as_str()] {
-        rusqlite::Connection::open(&cli.db)
-            .unwrap()
-            .execute(
-                "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?1, ?2)",
-                [&key, bad],
-            )
-            .unwrap();
-        let from = format!("{ROOM}/zhiwei");
-        let d = cli.admit(&["--agent", "mohe", "--from", &from, "mohe?"]);
-        assert_eq!(
-            (d["reply"].clone(), d["reason"].clone(), d["hops"].clone()),
-            (false.into(), "loop-guard".into(), 7.into())
-        );
-        assert!(
-            d["detail"].as_str().unwrap().ends_with(&format!(
-                "(the stored state {key} was not valid: read as 6 hops)"
-            )),
-            "{d}"
-        );
-        let text = meta(&cli.db, &key).unwrap();
-        assert!(text.len() < 1000, "{} bytes", text.len());
-        let stored: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(stored["hops"], 7);
-        let d = cli.admit(&[
-            "--agent",
-            "mohe",
-            "--from",
-            &format!("{ROOM}/alice"),
-            "mohe?",
-        ]);
-        assert_eq!(
-            (d["reply"].clone(), d["reason"].clone()),
-            (true.into(), "human".into())
-        );
-    }
+    assert!(
+        d["detail"].as_str().unwrap().ends_with(&format!(
+            "(the stored state {key} was not valid: read as 6 hops)"
+        )),
+        "{d}"
+    );
+    let stored: Value = serde_json::from_str(&meta(&cli.db, &key).unwrap()).unwrap();
+    assert_eq!(stored["hops"], 7);
+    let d = cli.admit(&[
+        "--agent",
+        "mohe",
+        "--from",
+        &format!("{ROOM}/alice"),
+        "mohe?",
+    ]);
+    assert_eq!(
+        (d["reply"].clone(), d["reason"].clone()),
+        (true.into(), "human".into())
+    );
 }
 
 /// The test clock (`SESSION_SWITCH_TEST_CLOCK_FILE`): the time in the

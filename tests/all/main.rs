@@ -33,6 +33,7 @@ mod loop_guard;
 mod loop_guard_e2e;
 mod meeting;
 mod memo;
+mod oversized_state;
 mod policy_differential;
 mod policy_props;
 mod reference_pages;

@@ -19,9 +19,9 @@ pub const DEFAULT_FUTURE_SKEW_SECONDS: u32 = 120;
 pub const HEARD_CAP: usize = 20;
 
 /// Longest `state_meta` value, in bytes, the host hands the policy
-/// (`meta-get`): far more than any value the policy writes (a full loop-guard
-/// state of long nicks is well under it), and far below the guest's memory
-/// cap, which a copy, a parse and a rewrite of a longer one could pass.
+/// (`meta-get`; a longer one arrives empty) and the loop guard writes: far
+/// below the guest's memory cap, which a copy, a parse and a rewrite of a
+/// longer one could pass.
 pub const MAX_META_VALUE_BYTES: usize = 1 << 20;
 
 /// Largest `max_body_chars` a config may set, in characters: the host's

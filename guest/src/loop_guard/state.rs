@@ -71,6 +71,28 @@ impl<'a> GuardState<'a> {
         serde_json::to_string(&stored).expect("a state of strings and finite numbers serialises")
     }
 
+    /// [`GuardState::to_json`] at most `max` bytes long, so that the host
+    /// hands it back (WIT `meta-get`): when ids or nicks of unusual length
+    /// make it longer, the oldest remembered ids, then messages, then window
+    /// times are forgotten, a quarter at a time, until it fits.
+    pub fn to_json_within(&mut self, max: usize) -> String {
+        loop {
+            let text = self.to_json();
+            if text.len() <= max {
+                return text;
+            }
+            if !self.said.is_empty() {
+                self.said.drain(..self.said.len().div_ceil(4));
+            } else if !self.seen.is_empty() {
+                self.seen.drain(..self.seen.len().div_ceil(4));
+            } else if !self.window.is_empty() {
+                self.window.drain(..self.window.len().div_ceil(4));
+            } else {
+                return text;
+            }
+        }
+    }
+
     /// The stored state; `None` for text that is not a state of ours (the
     /// caller starts afresh and says so: a malformed state never blocks a
     /// human, and resets at the next human message anyway).

@@ -423,7 +423,9 @@ fn admit_message_keeps_the_state_under_the_agents_key() {
 fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
     let settings = ValidSettings::new(sample_settings()).unwrap();
     let key = format!("session_switch:loop:mohe:{ROOM}");
+    // "": what the host hands over for a value too long to be ours.
     for bad in [
+        "",
         "{not json",
         "[]",
         r#"{"v":1,"hops":"3","window":[],"seen":[]}"#,
@@ -467,48 +469,6 @@ fn a_malformed_state_fails_closed_for_agents_and_open_for_people() {
         .unwrap();
         assert_eq!((d.reply, d.reason, d.hops), (true, AdmitReason::Human, 0));
     }
-}
-
-/// A value the host refuses as too long (`bad-input` from `meta-get`) is
-/// not a state of ours either; any other failure of the read is passed on.
-#[test]
-fn a_state_the_host_refuses_reads_as_not_ours_and_other_read_failures_pass_on() {
-    use crate::fake_host::{Import, fail};
-    let settings = ValidSettings::new(sample_settings()).unwrap();
-    let key = format!("session_switch:loop:mohe:{ROOM}");
-    let host = crate::fake_host::at(1000.0, ROOM);
-    let too_long = "state_meta key holds 20000000 bytes, more than any value of ours";
-    fail(&host, Import::MetaGet, &bad_input(too_long));
-    let mut host = host;
-    let zhiwei = wit(&format!("{ROOM}/zhiwei"), None, "mohe?");
-    let d = admit_message(&settings, &mut host, "mohe", &zhiwei).unwrap();
-    assert_eq!(
-        (d.reply, d.reason, d.hops),
-        (false, AdmitReason::LoopGuard, 7)
-    );
-    assert!(
-        host.guest()
-            .logs
-            .iter()
-            .any(|(_, l)| l.contains("is not a state of ours") && l.contains(too_long)),
-        "{:?}",
-        host.guest().logs
-    );
-    let stored = host.snapshot().meta[&key].clone();
-    assert_eq!(GuardState::from_json(&stored).map(|s| s.hops), Some(7));
-    let alice = wit(&format!("{ROOM}/alice"), Some("alice@example.org"), "mohe?");
-    let d = admit_message(&settings, &mut host, "mohe", &alice).unwrap();
-    assert_eq!((d.reply, d.reason, d.hops), (true, AdmitReason::Human, 0));
-
-    let busy = Failure {
-        kind: FailureKind::Busy,
-        message: "database is locked".into(),
-    };
-    fail(&host, Import::MetaGet, &busy);
-    assert_eq!(
-        admit_message(&settings, &mut host, "mohe", &zhiwei),
-        Err(busy)
-    );
 }
 
 #[test]

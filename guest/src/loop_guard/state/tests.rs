@@ -92,6 +92,36 @@ fn the_duplicate_window_keeps_the_newest_messages_up_to_its_cap() {
     assert_eq!(state.seen.len(), MAX_SEEN);
 }
 
+#[test]
+fn a_state_written_within_a_bound_forgets_its_oldest_ids_then_messages() {
+    let mut state = sample(true);
+    state.said = (0..64)
+        .map(|n| {
+            (
+                format!("{n:05}{}", "i".repeat(20_000)).into(),
+                "zhiwei".into(),
+            )
+        })
+        .collect();
+    let whole = state.to_json();
+    assert!(whole.len() > 1 << 20);
+    let text = state.clone().to_json_within(1 << 20);
+    assert!(text.len() <= 1 << 20, "{}", text.len());
+    let read = GuardState::from_json(&text).unwrap();
+    assert_eq!((read.hops, read.seen.len(), read.window.len()), (7, 2, 3));
+    assert!(!read.said.is_empty() && read.said.len() < 64);
+    // The newest are kept.
+    assert!(read.said.last().unwrap().0.starts_with("00063"));
+    // Within the bound already: written as it is.
+    assert_eq!(state.clone().to_json_within(whole.len()), whole);
+    // Messages go once the ids are gone.
+    let mut state = sample(false);
+    let before = state.to_json().len();
+    let text = state.to_json_within(before - 1);
+    let read = GuardState::from_json(&text).unwrap();
+    assert_eq!((read.seen.len(), read.window.len()), (1, 3));
+}
+
 proptest::proptest! {
     #[test]
     fn a_digest_is_written_as_sixteen_hexadecimal_digits(digest: u64) {

@@ -153,10 +153,16 @@ impl HostImports for HermesImports {
     /// naming its live tip ([`HermesImports::follow_record`]).
     fn meta_get(&mut self, key: &str) -> Result<Option<String>, Failure> {
         match self.store.meta_get(key)? {
-            Some(value) if value.len() > MAX_META_VALUE_BYTES => Err(Failure::bad_input(format!(
-                "state_meta key {key:?} holds {} bytes, more than any value of ours ({MAX_META_VALUE_BYTES} at most)",
-                value.len()
-            ))),
+            // Longer than any value of ours (WIT `meta-get`): an empty text,
+            // which every reader of the policy takes for a value not of ours.
+            Some(value) if value.len() > MAX_META_VALUE_BYTES => {
+                tracing::warn!(
+                    "state_meta key {key:?} holds {} bytes, more than any value of ours \
+                     ({MAX_META_VALUE_BYTES} at most): handed to the policy as empty",
+                    value.len()
+                );
+                Ok(Some(String::new()))
+            }
             Some(value) if is_record_key(key) => self.follow_record(key, value).map(Some),
             other => Ok(other),
         }
